@@ -1,0 +1,114 @@
+//! What the client actors need to know about endpoints and groups.
+//!
+//! These are plain runtime settings; `tmas`'s config layer (TOML, env, CLI) resolves its
+//! own schema into them. Keys are resolved from the environment by the caller and held in
+//! [`ApiKey`], whose `Debug`/`Display` never print the secret.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// An API key. Printing it (Debug or Display) shows `[redacted]`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(Arc<str>);
+
+impl ApiKey {
+    pub fn new(secret: impl Into<Arc<str>>) -> Self {
+        Self(secret.into())
+    }
+    /// The secret itself: only for building the `Authorization` header.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey([redacted])")
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// How prompt tokens are counted when fitting `max_tokens` into the context window.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TokenEstimate {
+    /// `ceil(bytes / bytes_per_token)`; conservative for English/LaTeX at 3.0.
+    Bytes { bytes_per_token: f32 },
+    /// A local HuggingFace `tokenizer.json`.
+    Tokenizer { path: std::path::PathBuf },
+}
+
+/// One OpenAI-compatible endpoint (a vLLM/SGLang server, or the simulator).
+#[derive(Debug, Clone)]
+pub struct EndpointSpec {
+    /// Unique name, used in logs, metrics and errors.
+    pub name: Arc<str>,
+    /// e.g. `http://127.0.0.1:8000/v1` (the client appends `/chat/completions`).
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Option<ApiKey>,
+    /// Hard cap on requests in flight to this endpoint; also sizes the connection pool.
+    pub max_in_flight: usize,
+    pub requests_per_minute: Option<u32>,
+    pub tokens_per_minute: Option<u32>,
+    /// Whole-request timeout for non-streaming calls.
+    pub request_timeout: Duration,
+    /// For streaming calls: longest silence between chunks before the server is presumed dead.
+    pub stream_idle_timeout: Duration,
+    /// Model context window in tokens (prompt + output).
+    pub context_window: u32,
+    pub token_estimate: TokenEstimate,
+}
+
+/// Retry, breaker and outage settings shared by all endpoints.
+#[derive(Debug, Clone)]
+pub struct ResiliencePolicy {
+    /// Attempts per call for transport errors, timeouts, 408/429/5xx (first try included).
+    pub max_attempts: u32,
+    /// Attempts for a malformed or empty body (its own, smaller budget).
+    pub max_malformed_attempts: u32,
+    pub backoff_min: Duration,
+    pub backoff_max: Duration,
+    /// Consecutive failures that open an endpoint's circuit breaker.
+    pub breaker_failures: u32,
+    /// Interval between health probes of a down endpoint.
+    pub probe_interval: Duration,
+    /// Successful probes needed to re-admit it.
+    pub probe_successes: u32,
+    /// How long a call waits while every endpoint of its group is down.
+    pub outage_budget: Duration,
+    /// Tokens kept free between prompt + max_tokens and the context window.
+    pub context_margin: u32,
+}
+
+impl Default for ResiliencePolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 6,
+            max_malformed_attempts: 3,
+            backoff_min: Duration::from_millis(200),
+            backoff_max: Duration::from_secs(30),
+            breaker_failures: 5,
+            probe_interval: Duration::from_secs(2),
+            probe_successes: 2,
+            outage_budget: Duration::from_secs(30 * 60),
+            context_margin: 256,
+        }
+    }
+}
+
+/// Everything the client actors need.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub endpoints: Vec<EndpointSpec>,
+    /// Group name -> endpoint names.
+    pub groups: Vec<(Arc<str>, Vec<Arc<str>>)>,
+    /// Cap on calls in flight across all endpoints.
+    pub global_max_in_flight: usize,
+    pub policy: ResiliencePolicy,
+}

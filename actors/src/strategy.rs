@@ -1,0 +1,136 @@
+//! The contract between a sans-IO method and this runtime.
+//!
+//! A [`Strategy`] is a per-problem state machine. It never does IO: it returns
+//! [`Command`]s (make these calls, update this bank, I am finished) and is fed the
+//! outcomes. The coordinator actor hosts one strategy per problem and performs the
+//! commands through the role pools, the model clients and the bank actors. Because the
+//! strategy sees outcomes only through these methods, a resumed run can replay stored
+//! outcomes and the strategy walks exactly the same path.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::wire::{ChatRequest, ChatResponse};
+
+/// Deterministic identity of one model call: never derived from completion order.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CallKey {
+    pub problem: Arc<str>,
+    pub iteration: u32,
+    pub role: Arc<str>,
+    /// Candidate index within the iteration, for per-candidate roles.
+    pub candidate: Option<u32>,
+    /// Sub-index within the candidate (e.g. the verification number).
+    pub index: Option<u32>,
+    /// 0 for the first try; a strategy-level re-ask (unparseable reply) increments it.
+    pub attempt: u32,
+}
+
+impl fmt::Display for CallKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/it{}/{}", self.problem, self.iteration, self.role)?;
+        if let Some(c) = self.candidate {
+            write!(f, "/c{c}")?;
+        }
+        if let Some(i) = self.index {
+            write!(f, "/v{i}")?;
+        }
+        write!(f, "/a{}", self.attempt)
+    }
+}
+
+/// A call the strategy wants made.
+#[derive(Debug, Clone)]
+pub struct CallSpec {
+    pub key: CallKey,
+    pub request: ChatRequest,
+}
+
+/// Why a call produced no response (after the client's own retries were exhausted).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallFailure {
+    /// Short machine-readable kind (`timeout`, `status`, `malformed`, `outage`, …).
+    pub kind: String,
+    pub message: String,
+}
+
+/// The result of one call, as fed back to the strategy.
+pub type CallOutcome = Result<ChatResponse, CallFailure>;
+
+/// One item the bank's merge policy refused, with the reason (surfaced as a span event).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rejection {
+    pub item: String,
+    pub reason: String,
+}
+
+/// What a merge policy made of a proposed update.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MergeOutcome {
+    pub items: Vec<String>,
+    pub rejected: Vec<Rejection>,
+}
+
+/// How a bank turns (current items, proposed items) into its next version. The bank actor
+/// applies it, so rules such as "append-only" hold in code, whatever the model returned.
+pub trait MergePolicy: Send + Sync + 'static {
+    fn merge(&self, current: &[String], proposed: Vec<String>) -> MergeOutcome;
+}
+
+/// A bank's state after an update, as fed back to the strategy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BankVersion {
+    pub bank: Arc<str>,
+    /// 0 is the initial content; each applied update increments it.
+    pub version: u32,
+    pub items: Arc<[String]>,
+    pub rejected: Vec<Rejection>,
+}
+
+/// What a strategy asks the runtime to do.
+#[derive(Debug, Clone)]
+pub enum Command {
+    /// Make this model call and report it with [`Strategy::on_call`].
+    Call(CallSpec),
+    /// Merge `proposed` into bank `bank` and report with [`Strategy::on_bank`].
+    /// `proposed = None` records that the update failed: the bank keeps its items but the
+    /// strategy still gets a version back, so it never waits forever.
+    UpdateBank {
+        bank: Arc<str>,
+        iteration: u32,
+        proposed: Option<Vec<String>>,
+    },
+}
+
+/// A per-problem, sans-IO test-time-compute method.
+pub trait Strategy: Send + 'static {
+    /// What the finished strategy hands back (per-iteration results, …).
+    type Output: Send + 'static;
+
+    /// The first commands. Called once.
+    fn start(&mut self) -> Vec<Command>;
+
+    /// A call finished (successfully or not); returns further commands.
+    fn on_call(&mut self, key: CallKey, outcome: CallOutcome) -> Vec<Command>;
+
+    /// A bank update was applied; returns further commands.
+    fn on_bank(&mut self, version: BankVersion) -> Vec<Command>;
+
+    /// True once no command is outstanding and none will be issued.
+    fn is_finished(&self) -> bool;
+
+    /// The result; called once after [`Strategy::is_finished`] returns true.
+    fn finish(self: Box<Self>) -> Self::Output;
+}
+
+/// Performs one model call for a role; implemented by the model-client handle in
+/// production and by fakes in tests. The group is chosen by the caller from the role.
+pub trait CallExecutor: Send + Sync + 'static {
+    fn execute(
+        &self,
+        group: Arc<str>,
+        request: ChatRequest,
+    ) -> futures::future::BoxFuture<'static, CallOutcome>;
+}

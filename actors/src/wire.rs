@@ -1,0 +1,90 @@
+//! Chat-completion types shared by the strategy, the client actors and the simulator.
+//!
+//! Large texts are `Arc<str>` so a 350 KB rollout context is shared, never copied, as a
+//! request travels from the strategy through the pools to an endpoint.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// One chat message (`system`, `user` or `assistant`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: Arc<str>,
+    pub content: Arc<str>,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<Arc<str>>) -> Self {
+        Self { role: "system".into(), content: content.into() }
+    }
+    pub fn user(content: impl Into<Arc<str>>) -> Self {
+        Self { role: "user".into(), content: content.into() }
+    }
+    pub fn assistant(content: impl Into<Arc<str>>) -> Self {
+        Self { role: "assistant".into(), content: content.into() }
+    }
+}
+
+/// Sampling settings of one role.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    pub temperature: f32,
+    pub top_p: f32,
+    /// The role's cap on output tokens; the client lowers it further so that
+    /// prompt + output fits the chosen endpoint's context window.
+    pub max_tokens: u32,
+}
+
+/// Labels that travel with a request as `x-tmas-*` headers (useful in server logs, and
+/// read by the simulator) and on spans.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallTags {
+    /// Agent role (`solution`, `verification`, …); also selects the endpoint group.
+    pub role: Arc<str>,
+    pub problem: Arc<str>,
+    pub iteration: u32,
+}
+
+/// A request as the strategy describes it; the client adds model name and `max_tokens`.
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    pub messages: Vec<ChatMessage>,
+    pub sampling: Sampling,
+    pub tags: CallTags,
+    /// Use server-sent events; an idle timeout then detects a dead server quickly.
+    pub stream: bool,
+}
+
+impl ChatRequest {
+    /// Total bytes of message content: the basis of the byte-based token estimate.
+    pub fn prompt_bytes(&self) -> usize {
+        self.messages.iter().map(|m| m.content.len()).sum()
+    }
+}
+
+/// Token usage as reported by the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// A finished completion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    pub content: Arc<str>,
+    /// Reasoning text from `reasoning_content` (SGLang) or `reasoning` (vLLM), if any.
+    pub reasoning: Option<Arc<str>>,
+    pub usage: Usage,
+    /// `stop`, `length`, …; `length` means the output was truncated.
+    pub finish_reason: Option<String>,
+    /// Wall time of the successful attempt.
+    pub latency_ms: u64,
+    /// Name of the endpoint that served it.
+    pub endpoint: Arc<str>,
+    /// 1 for a first-try success.
+    pub attempts: u32,
+    /// The `max_tokens` actually sent.
+    pub max_tokens_sent: u32,
+}

@@ -1,0 +1,59 @@
+//! Command-line entry: one module per subcommand.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub mod bench_cmd;
+pub mod config_cmd;
+pub mod sim_server;
+
+/// Runs TMAS and related test-time-compute methods against OpenAI-compatible endpoints.
+#[derive(Debug, Parser)]
+#[command(name = "tmas", version, about)]
+pub struct Cli {
+    /// Log filter (tracing `EnvFilter` syntax); `RUST_LOG` is used when absent.
+    #[arg(long, global = true)]
+    pub log: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the simulated OpenAI-compatible endpoint.
+    SimServer(sim_server::Args),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(bench_cmd::BenchCommand),
+    /// Inspect configuration files.
+    #[command(subcommand)]
+    Config(config_cmd::ConfigCommand),
+}
+
+/// Parses arguments, sets up logging and a runtime, and runs the subcommand.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tmas_observability::init_logging(cli.log.as_deref());
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::SimServer(args) => sim_server::run(args).await,
+            Command::Bench(cmd) => bench_cmd::run(cmd).await,
+            Command::Config(cmd) => config_cmd::run(cmd).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
