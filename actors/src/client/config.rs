@@ -110,5 +110,9 @@ pub struct ClientConfig {
     pub groups: Vec<(Arc<str>, Vec<Arc<str>>)>,
     /// Cap on calls in flight across all endpoints.
     pub global_max_in_flight: usize,
+    /// Optional cap on requests started per minute across all endpoints.
+    pub global_requests_per_minute: Option<u32>,
+    /// Optional cap on tokens (estimated prompt + `max_tokens`) per minute across all endpoints.
+    pub global_tokens_per_minute: Option<u32>,
     pub policy: ResiliencePolicy,
 }

@@ -1,7 +1,35 @@
-//! Model-client actors: one actor per endpoint, grouped for routing.
+//! Model-client actors: routing, in-flight caps, rate limits, retries, circuit breaking
+//! and streaming for OpenAI-compatible endpoints.
 //!
-//! See [`config`] for the settings they take.
+//! Layout (one concept per module):
+//! - [`config`] / `validate`: the settings and their checks.
+//! - [`handle`]: [`ModelClient`], the cheap-clone handle (`start`, `chat`, `snapshot`,
+//!   `shutdown`) and its [`crate::strategy::CallExecutor`] impl.
+//! - `call`: one call's path — outage wait, global and endpoint slots, rate limits,
+//!   retries with exponential backoff and jitter, `Retry-After`.
+//! - `router`: groups and the fewest-in-flight routing policy.
+//! - `endpoint`: an endpoint's shared state (atomics, semaphore, limiters, HTTP client)
+//!   and one HTTP attempt (plain or streaming).
+//! - [`health`] / [`supervisor`]: the actors — one per endpoint owning breaker recovery
+//!   (probing `GET /health`, falling back to `/models`), under a restarting supervisor.
+//! - `body` / `sse`: the JSON and server-sent events on the wire (pure).
+//! - [`tokens`] — prompt-token estimates and the `max_tokens` that fits.
+//! - [`error`] — [`ClientError`].
 
+mod body;
+mod call;
 pub mod config;
+mod endpoint;
+pub mod error;
+pub mod handle;
+pub mod health;
+mod router;
+mod sse;
+pub mod supervisor;
+pub mod tokens;
+mod validate;
 
 pub use config::{ApiKey, ClientConfig, EndpointSpec, ResiliencePolicy, TokenEstimate};
+pub use error::ClientError;
+pub use handle::{ClientSnapshot, EndpointSnapshot, ModelClient};
+pub use supervisor::SupervisorStatus;

@@ -1,0 +1,414 @@
+//! One endpoint's shared state and a single HTTP attempt against it.
+//!
+//! The hot path (routing, in-flight accounting, breaker counting) uses only atomics and
+//! semaphores held here, so a call costs no actor round-trip; the endpoint's actor
+//! ([`super::health`]) owns the slow part: probing a down endpoint and re-admitting it.
+
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use ractor::ActorRef;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use tokio::sync::{Semaphore, watch};
+
+use super::body::{Completion, parse_response};
+use super::config::{EndpointSpec, ResiliencePolicy};
+use super::error::{ClientError, snippet};
+use super::health::EndpointMsg;
+use super::tokens::TokenCounter;
+
+/// Longest wait a server may ask for with `Retry-After` before we cap it.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
+/// Bound on reading an error body or a probe.
+const SIDE_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Bumped on every health change of any endpoint; waiters re-check their group.
+#[derive(Debug)]
+pub(crate) struct Health {
+    epoch: watch::Sender<u64>,
+}
+
+impl Health {
+    pub fn new() -> Self {
+        Self {
+            epoch: watch::Sender::new(0),
+        }
+    }
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.epoch.subscribe()
+    }
+    pub fn bump(&self) {
+        self.epoch.send_modify(|e| *e = e.wrapping_add(1));
+    }
+}
+
+/// A failed attempt, with the server's `Retry-After` if it sent one.
+#[derive(Debug)]
+pub(crate) struct AttemptError {
+    pub error: ClientError,
+    pub retry_after: Option<Duration>,
+}
+
+impl From<ClientError> for AttemptError {
+    fn from(error: ClientError) -> Self {
+        Self {
+            error,
+            retry_after: None,
+        }
+    }
+}
+
+/// Shared state of one endpoint.
+pub(crate) struct Endpoint {
+    pub spec: EndpointSpec,
+    http: reqwest::Client,
+    chat_url: reqwest::Url,
+    health_url: reqwest::Url,
+    models_url: reqwest::Url,
+    auth: Option<HeaderValue>,
+    pub counter: TokenCounter,
+    /// Caps requests in flight; also what calls queue on.
+    pub permits: Arc<Semaphore>,
+    pub in_flight: AtomicUsize,
+    pub queued: AtomicUsize,
+    pub healthy: AtomicBool,
+    consecutive_failures: AtomicU32,
+    pub calls: AtomicU64,
+    pub errors: AtomicU64,
+    pub retries: AtomicU64,
+    pub trips: AtomicU64,
+    rpm: Option<Limiter>,
+    tpm: Option<Limiter>,
+    breaker_failures: u32,
+    /// The endpoint's actor, told when the breaker opens. Replaced if it is restarted.
+    pub actor: Mutex<Option<ActorRef<EndpointMsg>>>,
+    health: Arc<Health>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("spec", &self.spec)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A per-minute rate limiter that remembers its burst (governor does not expose it).
+pub(crate) struct Limiter {
+    inner: DefaultDirectRateLimiter,
+    burst: NonZeroU32,
+}
+
+/// A per-minute limiter, or `None` when unlimited.
+pub(crate) fn per_minute(limit: Option<u32>) -> Option<Limiter> {
+    let burst = limit.and_then(NonZeroU32::new)?;
+    Some(Limiter {
+        inner: RateLimiter::direct(Quota::per_minute(burst)),
+        burst,
+    })
+}
+
+/// Wait for `n` cells; a request larger than the whole burst waits for the full burst.
+pub(crate) async fn take(limiter: &Option<Limiter>, n: u32) {
+    if let Some(l) = limiter {
+        let n = NonZeroU32::new(n.clamp(1, l.burst.get())).unwrap_or(NonZeroU32::MIN);
+        // Cannot fail: n <= burst.
+        let _ = l.inner.until_n_ready(n).await;
+    }
+}
+
+fn join(base: &str, tail: &str, name: &str) -> Result<reqwest::Url, ClientError> {
+    let text = format!("{}/{}", base.trim_end_matches('/'), tail);
+    reqwest::Url::parse(&text).map_err(|e| ClientError::Config {
+        message: format!("endpoint `{name}`: base_url `{base}` is not a valid URL: {e}"),
+    })
+}
+
+impl Endpoint {
+    pub fn new(
+        spec: EndpointSpec,
+        counter: TokenCounter,
+        policy: &ResiliencePolicy,
+        health: Arc<Health>,
+    ) -> Result<Self, ClientError> {
+        let name = spec.name.clone();
+        let config = |message: String| ClientError::Config {
+            message: format!("endpoint `{name}`: {message}"),
+        };
+        let http = reqwest::Client::builder()
+            .http1_only()
+            .tcp_nodelay(true)
+            // Python clients stop at a pool of 100; ours keeps one connection per slot.
+            .pool_max_idle_per_host(spec.max_in_flight)
+            .connect_timeout(spec.request_timeout.min(SIDE_READ_TIMEOUT))
+            .build()
+            .map_err(|e| config(format!("cannot build HTTP client: {e}")))?;
+        let chat_url = join(&spec.base_url, "chat/completions", &name)?;
+        let models_url = join(&spec.base_url, "models", &name)?;
+        // vLLM/SGLang serve /health at the root, beside /v1.
+        let root = spec.base_url.trim_end_matches('/');
+        let root = root.strip_suffix("/v1").unwrap_or(root);
+        let health_url = join(root, "health", &name)?;
+        let auth = match &spec.api_key {
+            Some(key) => {
+                let mut v =
+                    HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                        config("the API key contains characters not allowed in a header".into())
+                    })?;
+                v.set_sensitive(true);
+                Some(v)
+            }
+            None => None,
+        };
+        Ok(Self {
+            permits: Arc::new(Semaphore::new(spec.max_in_flight)),
+            rpm: per_minute(spec.requests_per_minute),
+            tpm: per_minute(spec.tokens_per_minute),
+            spec,
+            http,
+            chat_url,
+            health_url,
+            models_url,
+            auth,
+            counter,
+            in_flight: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
+            healthy: AtomicBool::new(true),
+            consecutive_failures: AtomicU32::new(0),
+            calls: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            trips: AtomicU64::new(0),
+            breaker_failures: policy.breaker_failures.max(1),
+            actor: Mutex::new(None),
+            health,
+        })
+    }
+
+    pub fn name(&self) -> &Arc<str> {
+        &self.spec.name
+    }
+
+    pub fn is_healthy(&self) -> bool {
+        self.healthy.load(Ordering::Acquire)
+    }
+
+    /// Load used for routing: requests sent plus requests waiting for a slot here.
+    pub fn load(&self) -> usize {
+        self.in_flight.load(Ordering::Relaxed) + self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Wait for this endpoint's rate limits (requests, then estimated tokens).
+    pub async fn rate_limit(&self, tokens: u32) {
+        take(&self.rpm, 1).await;
+        take(&self.tpm, tokens).await;
+    }
+
+    pub fn record_success(&self) {
+        self.consecutive_failures.store(0, Ordering::Relaxed);
+    }
+
+    /// Count a failure; opens the breaker after K consecutive endpoint failures.
+    pub fn record_failure(&self, error: &ClientError) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        if !error.counts_against_endpoint() {
+            return;
+        }
+        let n = self.consecutive_failures.fetch_add(1, Ordering::AcqRel) + 1;
+        if n >= self.breaker_failures && self.healthy.swap(false, Ordering::AcqRel) {
+            self.trips.fetch_add(1, Ordering::Relaxed);
+            self.health.bump();
+            let reason = format!("{n} consecutive failures, last: {error}");
+            let actor = self.actor.lock().map(|a| a.clone()).unwrap_or(None);
+            match actor {
+                Some(actor)
+                    if actor
+                        .cast(EndpointMsg::MarkDown {
+                            reason: reason.clone(),
+                        })
+                        .is_ok() => {}
+                // The actor is being restarted; its successor probes on start.
+                _ => {
+                    tracing::warn!(endpoint = %self.spec.name, %reason, "endpoint marked down (actor restarting)")
+                }
+            }
+        }
+    }
+
+    /// The actor re-admits the endpoint after enough successful probes.
+    pub fn mark_up(&self) {
+        self.consecutive_failures.store(0, Ordering::Relaxed);
+        if !self.healthy.swap(true, Ordering::AcqRel) {
+            self.health.bump();
+        }
+    }
+
+    fn request(&self, url: &reqwest::Url, method: reqwest::Method) -> reqwest::RequestBuilder {
+        let mut req = self.http.request(method, url.clone());
+        if let Some(auth) = &self.auth {
+            req = req.header(AUTHORIZATION, auth.clone());
+        }
+        req
+    }
+
+    fn connect_error(&self, e: &reqwest::Error) -> ClientError {
+        let mut message = e.to_string();
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
+        }
+        let message = super::error::redact(&message, self.spec.api_key.as_ref());
+        ClientError::Connect {
+            endpoint: self.spec.name.clone(),
+            message,
+        }
+    }
+
+    fn timeout(&self, after: Duration) -> ClientError {
+        ClientError::Timeout {
+            endpoint: self.spec.name.clone(),
+            after,
+        }
+    }
+
+    fn malformed(&self, status: u16, problem: &str, body: &[u8]) -> ClientError {
+        let mut text = format!("{problem}; body: ");
+        text.push_str(&snippet(body, self.spec.api_key.as_ref()));
+        let snippet = snippet(text.as_bytes(), self.spec.api_key.as_ref());
+        ClientError::Malformed {
+            endpoint: self.spec.name.clone(),
+            status,
+            snippet,
+        }
+    }
+
+    /// A non-2xx response: read a bounded part of the body for the error.
+    async fn status_error(&self, resp: reqwest::Response) -> AttemptError {
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(|s| Duration::from_secs_f64(s).min(MAX_RETRY_AFTER));
+        let body = tokio::time::timeout(SIDE_READ_TIMEOUT, resp.bytes()).await;
+        let body = match body {
+            Ok(Ok(b)) => b,
+            _ => Bytes::new(),
+        };
+        let body_snippet = snippet(&body, self.spec.api_key.as_ref());
+        AttemptError {
+            error: ClientError::Status {
+                endpoint: self.spec.name.clone(),
+                status,
+                body_snippet,
+            },
+            retry_after,
+        }
+    }
+
+    /// One HTTP attempt. The caller holds the in-flight permits.
+    pub async fn attempt(
+        &self,
+        body: Bytes,
+        headers: HeaderMap,
+        stream: bool,
+    ) -> Result<Completion, AttemptError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let req = self
+            .request(&self.chat_url, reqwest::Method::POST)
+            .header(CONTENT_TYPE, "application/json")
+            .headers(headers)
+            .body(body);
+        if stream {
+            self.attempt_streaming(req).await
+        } else {
+            let after = self.spec.request_timeout;
+            match tokio::time::timeout(after, self.attempt_plain(req)).await {
+                Ok(r) => r,
+                Err(_) => Err(self.timeout(after).into()),
+            }
+        }
+    }
+
+    async fn attempt_plain(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<Completion, AttemptError> {
+        let resp = req.send().await.map_err(|e| self.connect_error(&e))?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(self.status_error(resp).await);
+        }
+        let body = resp.bytes().await.map_err(|e| self.connect_error(&e))?;
+        parse_response(&body).map_err(|p| self.malformed(status.as_u16(), &p, &body).into())
+    }
+
+    /// Streaming: every wait (headers, each chunk) is bounded by the idle timeout, so a
+    /// dead server is noticed in seconds, however long the generation.
+    async fn attempt_streaming(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<Completion, AttemptError> {
+        let idle = self.spec.stream_idle_timeout;
+        let resp = match tokio::time::timeout(idle, req.send()).await {
+            Err(_) => return Err(self.timeout(idle).into()),
+            Ok(Err(e)) => return Err(self.connect_error(&e).into()),
+            Ok(Ok(r)) => r,
+        };
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(self.status_error(resp).await);
+        }
+        let mut acc = super::sse::SseAccumulator::default();
+        let mut chunks = resp.bytes_stream();
+        loop {
+            match tokio::time::timeout(idle, chunks.next()).await {
+                Err(_) => return Err(self.timeout(idle).into()),
+                Ok(None) => break,
+                Ok(Some(Err(e))) => return Err(self.connect_error(&e).into()),
+                Ok(Some(Ok(chunk))) => {
+                    if let Err(p) = acc.push(&chunk) {
+                        return Err(self.malformed(status.as_u16(), &p, acc.head()).into());
+                    }
+                    if acc.is_done() {
+                        break;
+                    }
+                }
+            }
+        }
+        let head = acc.head().to_vec();
+        acc.finish()
+            .map_err(|p| self.malformed(status.as_u16(), &p, &head).into())
+    }
+
+    /// Health probe: `GET /health`, falling back to `GET {base}/models`.
+    pub async fn probe(&self) -> Result<(), String> {
+        let timeout = self.spec.request_timeout.min(SIDE_READ_TIMEOUT);
+        let get = |url: &reqwest::Url| {
+            let req = self.request(url, reqwest::Method::GET).timeout(timeout);
+            async move { req.send().await.map(|r| r.status()) }
+        };
+        match get(&self.health_url).await {
+            Ok(s) if s.is_success() => return Ok(()),
+            Ok(_) => {}
+            Err(e) => return Err(self.connect_error(&e).to_string()),
+        }
+        match get(&self.models_url).await {
+            Ok(s) if s.is_success() => Ok(()),
+            Ok(s) => Err(format!(
+                "GET /health and GET /models answered HTTP {}",
+                s.as_u16()
+            )),
+            Err(e) => Err(self.connect_error(&e).to_string()),
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! Errors of the model client, and how they map onto the strategy's [`CallFailure`].
+//!
+//! Every variant that concerns one endpoint names it; status errors carry a short body
+//! snippet (at most [`SNIPPET_CHARS`] characters) so an operator can see what the server
+//! said without a multi-megabyte page in the log. Secrets never appear here: snippets are
+//! passed through [`redact`] before they are stored.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::strategy::CallFailure;
+
+use super::config::ApiKey;
+
+/// Longest body snippet kept in an error.
+pub const SNIPPET_CHARS: usize = 200;
+
+/// Why a call (or the client's start) failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ClientError {
+    #[error("no endpoint group named `{group}` is configured")]
+    UnknownGroup { group: Arc<str> },
+
+    #[error("endpoint `{endpoint}`: no response within {after:?}")]
+    Timeout { endpoint: Arc<str>, after: Duration },
+
+    #[error("endpoint `{endpoint}`: connection failed: {message}")]
+    Connect { endpoint: Arc<str>, message: String },
+
+    #[error("endpoint `{endpoint}`: HTTP {status}: {body_snippet}")]
+    Status {
+        endpoint: Arc<str>,
+        status: u16,
+        body_snippet: String,
+    },
+
+    #[error("endpoint `{endpoint}`: malformed response (HTTP {status}): {snippet}")]
+    Malformed {
+        endpoint: Arc<str>,
+        status: u16,
+        snippet: String,
+    },
+
+    #[error(
+        "endpoint `{endpoint}`: prompt of about {prompt_tokens} tokens does not fit the \
+         context window of {context_window} tokens (with the configured margin)"
+    )]
+    PromptTooLong {
+        endpoint: Arc<str>,
+        prompt_tokens: u32,
+        context_window: u32,
+    },
+
+    #[error("every endpoint of group `{group}` stayed down for {waited:?} (the outage budget)")]
+    Outage { group: Arc<str>, waited: Duration },
+
+    #[error("the model client is shut down")]
+    Shutdown,
+
+    #[error("invalid client configuration: {message}")]
+    Config { message: String },
+
+    #[error("the client's actor system failed: {message}")]
+    Actor { message: String },
+}
+
+impl ClientError {
+    /// Short machine-readable kind, used as [`CallFailure::kind`].
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::UnknownGroup { .. } => "unknown_group",
+            Self::Timeout { .. } => "timeout",
+            Self::Connect { .. } => "connect",
+            Self::Status { .. } => "status",
+            Self::Malformed { .. } => "malformed",
+            Self::PromptTooLong { .. } => "prompt_too_long",
+            Self::Outage { .. } => "outage",
+            Self::Shutdown => "shutdown",
+            Self::Config { .. } => "config",
+            Self::Actor { .. } => "actor",
+        }
+    }
+
+    /// Worth another attempt (possibly on another endpoint of the group)?
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Timeout { .. } | Self::Connect { .. } | Self::Malformed { .. } => true,
+            Self::Status { status, .. } => is_retryable_status(*status),
+            _ => false,
+        }
+    }
+
+    /// Does this failure say the endpoint itself is unwell (feeds its circuit breaker)?
+    /// A 429 does not: the server is alive and asking us to slow down.
+    pub(crate) fn counts_against_endpoint(&self) -> bool {
+        match self {
+            Self::Timeout { .. } | Self::Connect { .. } => true,
+            Self::Status { status, .. } => *status >= 500 || *status == 408,
+            _ => false,
+        }
+    }
+}
+
+impl From<ClientError> for CallFailure {
+    fn from(e: ClientError) -> Self {
+        CallFailure {
+            kind: e.kind().to_string(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// 408, 429 and every 5xx are transient by HTTP convention.
+pub fn is_retryable_status(status: u16) -> bool {
+    status == 408 || status == 429 || (500..600).contains(&status)
+}
+
+/// The first [`SNIPPET_CHARS`] characters of a body (lossy UTF-8), with any configured
+/// secret replaced, so a server that echoes the `Authorization` header cannot leak it.
+pub fn snippet(body: &[u8], secret: Option<&ApiKey>) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = redact(&text, secret);
+    let mut out: String = text.chars().take(SNIPPET_CHARS).collect();
+    if text.chars().nth(SNIPPET_CHARS).is_some() {
+        out.push('…');
+    }
+    if out.trim().is_empty() {
+        return "<empty body>".to_string();
+    }
+    out
+}
+
+/// Replace every occurrence of the secret by `[redacted]`.
+pub fn redact(text: &str, secret: Option<&ApiKey>) -> String {
+    match secret {
+        Some(key) if !key.expose().is_empty() && text.contains(key.expose()) => {
+            text.replace(key.expose(), "[redacted]")
+        }
+        _ => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippet_is_bounded_and_redacted() {
+        let key = ApiKey::new("sk-secret-123");
+        let body = format!("bad key sk-secret-123 {}", "x".repeat(500));
+        let s = snippet(body.as_bytes(), Some(&key));
+        assert!(!s.contains("sk-secret-123"));
+        assert!(s.contains("[redacted]"));
+        assert!(s.chars().count() <= SNIPPET_CHARS + 1);
+        assert_eq!(snippet(b"  ", None), "<empty body>");
+    }
+
+    #[test]
+    fn retry_classes() {
+        let status = |s| ClientError::Status {
+            endpoint: "e".into(),
+            status: s,
+            body_snippet: String::new(),
+        };
+        assert!(status(429).is_retryable());
+        assert!(status(503).is_retryable());
+        assert!(status(408).is_retryable());
+        assert!(!status(400).is_retryable());
+        assert!(!status(429).counts_against_endpoint());
+        assert!(status(502).counts_against_endpoint());
+        let too_long = ClientError::PromptTooLong {
+            endpoint: "e".into(),
+            prompt_tokens: 9,
+            context_window: 8,
+        };
+        assert!(!too_long.is_retryable());
+        assert_eq!(CallFailure::from(too_long).kind, "prompt_too_long");
+    }
+
+    #[test]
+    fn display_names_endpoint_and_status() {
+        let e = ClientError::Malformed {
+            endpoint: "gpu-1".into(),
+            status: 200,
+            snippet: "{oops".into(),
+        };
+        let text = e.to_string();
+        assert!(text.contains("gpu-1") && text.contains("200") && text.contains("{oops"));
+    }
+}

@@ -1,0 +1,223 @@
+//! Server-sent events for streaming chat completions. Pure: bytes in, completion out.
+//!
+//! Chunks arrive split anywhere (mid-line, mid-UTF-8 character), so lines are cut from
+//! a byte buffer. Each `data:` payload is one JSON chunk whose `delta` carries pieces of
+//! `content` and of `reasoning_content` (SGLang) or `reasoning` (vLLM); a chunk with
+//! empty `choices` carries the usage; `data: [DONE]` ends the stream.
+
+use serde::Deserialize;
+
+use super::body::{BodyProblem, Completion, WireMessage, WireUsage, check_not_empty};
+
+#[derive(Deserialize)]
+struct ChunkChoice {
+    #[serde(default)]
+    delta: Option<WireMessage>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    /// Some servers report a failure mid-stream as `{"error": {...}}`.
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
+/// Accumulates a streamed completion.
+#[derive(Default)]
+pub struct SseAccumulator {
+    buf: Vec<u8>,
+    data: Vec<u8>,
+    content: String,
+    reasoning: String,
+    finish_reason: Option<String>,
+    usage: Option<WireUsage>,
+    done: bool,
+    /// Every byte seen so far is kept only up to a small bound, for error snippets.
+    head: Vec<u8>,
+}
+
+const HEAD_BYTES: usize = 512;
+
+impl SseAccumulator {
+    /// True once `data: [DONE]` was seen.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The first bytes of the stream (for error snippets).
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// Feed one network chunk.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), BodyProblem> {
+        if self.head.len() < HEAD_BYTES {
+            let take = (HEAD_BYTES - self.head.len()).min(bytes.len());
+            self.head.extend_from_slice(&bytes[..take]);
+        }
+        self.buf.extend_from_slice(bytes);
+        let mut start = 0;
+        while let Some(pos) = self.buf[start..].iter().position(|&b| b == b'\n') {
+            let end = start + pos;
+            let mut line = &self.buf[start..end];
+            if line.last() == Some(&b'\r') {
+                line = &line[..line.len() - 1];
+            }
+            let line = line.to_vec();
+            start = end + 1;
+            self.line(&line)?;
+        }
+        self.buf.drain(..start);
+        Ok(())
+    }
+
+    fn line(&mut self, line: &[u8]) -> Result<(), BodyProblem> {
+        if line.is_empty() {
+            // Blank line: dispatch the event.
+            let data = std::mem::take(&mut self.data);
+            return self.event(&data);
+        }
+        if let Some(rest) = line.strip_prefix(b"data:") {
+            let rest = rest.strip_prefix(b" ").unwrap_or(rest);
+            if !self.data.is_empty() {
+                self.data.push(b'\n');
+            }
+            self.data.extend_from_slice(rest);
+        }
+        // `event:`, `id:`, `retry:` and `:` comments carry nothing we use.
+        Ok(())
+    }
+
+    fn event(&mut self, data: &[u8]) -> Result<(), BodyProblem> {
+        if data.is_empty() || self.done {
+            return Ok(());
+        }
+        if data == b"[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        let chunk: Chunk = serde_json::from_slice(data).map_err(|e| {
+            format!(
+                "invalid JSON in stream chunk: {e}: {}",
+                String::from_utf8_lossy(&data[..data.len().min(120)])
+            )
+        })?;
+        if let Some(err) = chunk.error {
+            return Err(format!("server reported an error mid-stream: {err}"));
+        }
+        if let Some(u) = chunk.usage {
+            self.usage = Some(u);
+        }
+        for choice in chunk.choices {
+            if let Some(mut delta) = choice.delta {
+                if let Some(r) = delta.take_reasoning() {
+                    self.reasoning.push_str(&r);
+                }
+                if let Some(c) = delta.content {
+                    self.content.push_str(&c);
+                }
+            }
+            if choice.finish_reason.is_some() {
+                self.finish_reason = choice.finish_reason;
+            }
+        }
+        Ok(())
+    }
+
+    /// The stream ended (connection closed cleanly or `[DONE]`): build the completion.
+    pub fn finish(mut self) -> Result<Completion, BodyProblem> {
+        // A final event without its trailing blank line still counts.
+        if !self.buf.is_empty() {
+            let rest = std::mem::take(&mut self.buf);
+            self.line(&rest)?;
+        }
+        let data = std::mem::take(&mut self.data);
+        self.event(&data)?;
+        if !self.done && self.finish_reason.is_none() {
+            return Err("stream ended without a finish_reason or [DONE]".to_string());
+        }
+        check_not_empty(Completion {
+            content: self.content,
+            reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
+            usage: self.usage.map(Into::into).unwrap_or_default(),
+            finish_reason: self.finish_reason,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Usage;
+
+    fn feed(acc: &mut SseAccumulator, text: &str, split: usize) {
+        for piece in text.as_bytes().chunks(split) {
+            acc.push(piece).unwrap();
+        }
+    }
+
+    const SGLANG: &str = "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"thi\"}}]}\n\n\
+        data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"nk\"}}]}\r\n\r\n\
+        : keep-alive\n\n\
+        data: {\"choices\":[{\"delta\":{\"content\":\"héllo\"},\"finish_reason\":null}]}\n\n\
+        data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
+        data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":7}}\n\n\
+        data: [DONE]\n\n";
+
+    #[test]
+    fn any_split_gives_the_same_completion() {
+        for split in [1, 2, 3, 7, 1000] {
+            let mut acc = SseAccumulator::default();
+            feed(&mut acc, SGLANG, split);
+            assert!(acc.is_done());
+            let c = acc.finish().unwrap();
+            assert_eq!(c.content, "héllo");
+            assert_eq!(c.reasoning.as_deref(), Some("think"));
+            assert_eq!(c.finish_reason.as_deref(), Some("stop"));
+            assert_eq!(
+                c.usage,
+                Usage {
+                    prompt_tokens: 5,
+                    completion_tokens: 7
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn vllm_reasoning_field_and_length() {
+        let text = "data: {\"choices\":[{\"delta\":{\"reasoning\":\"r\"}}]}\n\n\
+            data: {\"choices\":[{\"delta\":{\"content\":\"x\"},\"finish_reason\":\"length\"}]}\n\n";
+        let mut acc = SseAccumulator::default();
+        feed(&mut acc, text, 5);
+        let c = acc.finish().unwrap();
+        assert_eq!(c.reasoning.as_deref(), Some("r"));
+        assert_eq!(c.finish_reason.as_deref(), Some("length"));
+    }
+
+    #[test]
+    fn truncated_or_garbage_streams_are_errors() {
+        let mut acc = SseAccumulator::default();
+        feed(
+            &mut acc,
+            "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n",
+            4,
+        );
+        assert!(acc.finish().is_err(), "no finish_reason and no [DONE]");
+
+        let mut acc = SseAccumulator::default();
+        assert!(acc.push(b"data: {oops\n\n").is_err());
+
+        let mut acc = SseAccumulator::default();
+        assert!(
+            acc.push(b"data: {\"error\":{\"message\":\"boom\"}}\n\n")
+                .is_err()
+        );
+    }
+}
