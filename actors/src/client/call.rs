@@ -316,7 +316,13 @@ impl Shared {
             let exhausted = if matches!(error, ClientError::Malformed { .. }) {
                 malformed += 1;
                 malformed >= policy.max_malformed_attempts.max(1)
-            } else if error.counts_against_endpoint() && !ep.is_healthy() {
+            } else if matches!(
+                error,
+                ClientError::Connect { .. } | ClientError::Timeout { .. }
+            ) && !ep.is_healthy()
+            {
+                // The endpoint is unreachable and now marked down: the call waits for a
+                // healthy one (outage budget) instead of burning its attempts.
                 false
             } else {
                 counted += 1;

@@ -1,0 +1,150 @@
+//! Circuit breaking and outages: a killed endpoint's calls move to its sibling; a
+//! single endpoint killed and restarted on the same port loses no call.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{MockServer, Reply, config, endpoint, request, wait_until};
+use tmas_actors::client::{ClientError, ModelClient};
+
+const PATIENCE: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_endpoint_is_marked_down_and_its_calls_finish_on_the_other() {
+    let mut a = MockServer::start(Reply::delayed("from a", Duration::from_millis(50)));
+    let b = MockServer::start(Reply::delayed("from b", Duration::from_millis(50)));
+    let client = ModelClient::start(config(
+        vec![
+            endpoint("a", &a.base_url(), 8),
+            endpoint("b", &b.base_url(), 8),
+        ],
+        16,
+    ))
+    .await
+    .unwrap();
+
+    // Warm up: both endpoints serve.
+    let warm: Vec<_> = (0..16)
+        .map(|i| client.chat("g", request(&format!("warm {i}"), false)))
+        .collect();
+    for r in futures::future::join_all(warm).await {
+        r.expect("warm-up call");
+    }
+    assert!(
+        a.chat_count() > 0 && b.chat_count() > 0,
+        "routing should use both endpoints"
+    );
+
+    // Kill `a` with calls in flight and more queued behind them.
+    let calls: Vec<_> = (0..60)
+        .map(|i| {
+            let c = client.clone();
+            tokio::spawn(async move { c.chat("g", request(&format!("call {i}"), false)).await })
+        })
+        .collect();
+    assert!(
+        wait_until(PATIENCE, || a
+            .state
+            .in_flight
+            .now
+            .load(std::sync::atomic::Ordering::SeqCst)
+            > 0)
+        .await
+    );
+    a.kill();
+
+    let mut served_by_b = 0;
+    for call in calls {
+        let resp = call
+            .await
+            .expect("task")
+            .expect("every call completes despite the kill");
+        if &*resp.endpoint == "b" {
+            served_by_b += 1;
+        }
+    }
+    assert!(served_by_b > 0);
+    let snap = client.snapshot();
+    let a_snap = snap.endpoints.iter().find(|e| &*e.name == "a").unwrap();
+    assert!(!a_snap.healthy, "a must be marked down: {a_snap:?}");
+    assert_eq!(a_snap.breaker_trips, 1);
+
+    // New calls go to b only.
+    let before = b.chat_count();
+    for i in 0..5 {
+        let resp = client
+            .chat("g", request(&format!("after {i}"), false))
+            .await
+            .unwrap();
+        assert_eq!(&*resp.endpoint, "b");
+    }
+    assert_eq!(b.chat_count(), before + 5);
+    let status = client.actor_status().await.unwrap();
+    assert_eq!(status.live_endpoint_actors, 2);
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_killed_and_restarted_is_readmitted_and_no_call_is_lost() {
+    let mut server = MockServer::start(Reply::delayed("ok", Duration::from_millis(100)));
+    let client = ModelClient::start(config(vec![endpoint("solo", &server.base_url(), 16)], 16))
+        .await
+        .unwrap();
+
+    let calls: Vec<_> = (0..40)
+        .map(|i| {
+            let c = client.clone();
+            tokio::spawn(async move { c.chat("g", request(&format!("call {i}"), true)).await })
+        })
+        .collect();
+    assert!(
+        wait_until(PATIENCE, || server.chat_count() >= 8).await,
+        "calls reach the server"
+    );
+    server.kill();
+    assert!(
+        wait_until(PATIENCE, || !client.snapshot().endpoints[0].healthy).await,
+        "the breaker opens after the kill"
+    );
+    // Calls now wait (the outage budget is 60 s in the test policy); bring it back.
+    server.restart();
+    assert!(
+        wait_until(PATIENCE, || client.snapshot().endpoints[0].healthy).await,
+        "re-admitted"
+    );
+
+    for call in calls {
+        let resp = call
+            .await
+            .expect("task")
+            .expect("no call is lost across the restart");
+        assert_eq!(&*resp.content, "ok");
+    }
+    let snap = client.snapshot();
+    assert!(snap.endpoints[0].breaker_trips >= 1);
+    assert_eq!(snap.global_in_flight, 0);
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn when_the_outage_outlasts_the_budget_calls_fail_with_outage() {
+    let mut server = MockServer::start(Reply::ok("ok"));
+    let mut cfg = config(vec![endpoint("solo", &server.base_url(), 4)], 4);
+    cfg.policy.outage_budget = Duration::from_millis(300);
+    let client = ModelClient::start(cfg).await.unwrap();
+    client.chat("g", request("first", false)).await.unwrap();
+    server.kill();
+
+    let err = client
+        .chat("g", request("second", false))
+        .await
+        .unwrap_err();
+    let ClientError::Outage { group, waited } = &err else {
+        panic!("expected Outage, got {err:?}")
+    };
+    assert_eq!(&**group, "g");
+    assert!(*waited >= Duration::from_millis(300));
+    assert!(!client.snapshot().endpoints[0].healthy);
+    client.shutdown().await;
+}

@@ -1,0 +1,250 @@
+//! Retries, timeouts, malformed bodies, `finish_reason`, `max_tokens` fitting and the
+//! `x-tmas-*` headers, against the loopback mock server.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{MockServer, Reply, config, endpoint, request};
+use tmas_actors::client::tokens::TokenCounter;
+use tmas_actors::client::{ClientError, ModelClient, TokenEstimate};
+use tmas_actors::wire::ChatMessage;
+
+async fn client_for(server: &MockServer) -> ModelClient {
+    ModelClient::start(config(vec![endpoint("e1", &server.base_url(), 8)], 8))
+        .await
+        .expect("client starts")
+}
+
+#[tokio::test]
+async fn status_429_with_retry_after_is_waited_out_and_retried() {
+    let server = MockServer::start(Reply::ok("fine"));
+    server.push(Reply::Status {
+        code: 429,
+        retry_after: Some(1),
+        body: "slow down".into(),
+    });
+    let client = client_for(&server).await;
+
+    let resp = client
+        .chat("g", request("hello", false))
+        .await
+        .expect("retried to success");
+    assert_eq!(&*resp.content, "fine");
+    assert_eq!(resp.attempts, 2);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    // Backoff alone (10..100 ms) would retry far sooner than the server's 1 s.
+    let gap = reqs[1].at - reqs[0].at;
+    assert!(
+        gap >= Duration::from_millis(950),
+        "Retry-After ignored: retried after {gap:?}"
+    );
+    let snap = client.snapshot();
+    assert_eq!(
+        (snap.endpoints[0].retries, snap.endpoints[0].errors),
+        (1, 1)
+    );
+    assert!(snap.endpoints[0].healthy, "a 429 must not open the breaker");
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_hung_request_times_out_and_is_retried() {
+    let server = MockServer::start(Reply::ok("after the hang"));
+    server.push(Reply::Hang);
+    let mut cfg = config(vec![endpoint("e1", &server.base_url(), 8)], 8);
+    cfg.endpoints[0].request_timeout = Duration::from_millis(500);
+    let client = ModelClient::start(cfg).await.unwrap();
+
+    let resp = client
+        .chat("g", request("hello", false))
+        .await
+        .expect("retry succeeds");
+    assert_eq!(&*resp.content, "after the hang");
+    assert_eq!(resp.attempts, 2);
+    assert_eq!(server.chat_count(), 2);
+
+    // With every attempt hanging the call ends with a Timeout naming the endpoint.
+    server.set_default(Reply::Hang);
+    let err = client.chat("g", request("again", false)).await.unwrap_err();
+    assert!(matches!(err, ClientError::Timeout { .. }), "{err:?}");
+    assert!(err.to_string().contains("e1"), "{err}");
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_malformed_body_is_retried_then_reported_with_endpoint_status_and_snippet() {
+    let server = MockServer::start(Reply::Raw {
+        status: 200,
+        body: "{\"choices\": [oops this is not json".into(),
+    });
+    let client = client_for(&server).await;
+
+    let err = client.chat("g", request("hello", false)).await.unwrap_err();
+    match &err {
+        ClientError::Malformed {
+            endpoint,
+            status,
+            snippet,
+        } => {
+            assert_eq!(&**endpoint, "e1");
+            assert_eq!(*status, 200);
+            assert!(snippet.contains("oops this is not json"), "{snippet}");
+            assert!(
+                snippet.chars().count() <= 201,
+                "snippet too long: {}",
+                snippet.len()
+            );
+        }
+        other => panic!("expected Malformed, got {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("e1") && text.contains("200") && text.contains("oops"),
+        "{text}"
+    );
+    // max_malformed_attempts = 3 in the test policy.
+    assert_eq!(server.chat_count(), 3);
+
+    // An empty 200 body is malformed too, and a good reply after it succeeds.
+    server.push(Reply::Raw {
+        status: 200,
+        body: String::new(),
+    });
+    server.set_default(Reply::ok("good"));
+    let resp = client
+        .chat("g", request("hello", false))
+        .await
+        .expect("second try is good");
+    assert_eq!((resp.attempts, &*resp.content), (2, "good"));
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn finish_reason_length_is_reported() {
+    let server = MockServer::start(Reply::Ok {
+        content: "cut off mid".into(),
+        reasoning: None,
+        finish_reason: "length".into(),
+        delay: Duration::ZERO,
+    });
+    let client = client_for(&server).await;
+    for stream in [false, true] {
+        let resp = client.chat("g", request("hello", stream)).await.unwrap();
+        assert_eq!(
+            resp.finish_reason.as_deref(),
+            Some("length"),
+            "stream={stream}"
+        );
+        assert_eq!(resp.usage.completion_tokens, 22);
+    }
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn max_tokens_sent_fits_the_context_window() {
+    let server = MockServer::start(Reply::ok("ok"));
+    let mut cfg = config(vec![endpoint("e1", &server.base_url(), 8)], 8);
+    cfg.endpoints[0].context_window = 2_000;
+    let margin = cfg.policy.context_margin;
+    let client = ModelClient::start(cfg).await.unwrap();
+    let counter = TokenCounter::from_estimate(&TokenEstimate::Bytes {
+        bytes_per_token: 3.0,
+    })
+    .unwrap();
+
+    // Long prompt: the window, not the role, limits max_tokens.
+    let prompt = "x".repeat(3_000);
+    let prompt_tokens = counter.count(&[ChatMessage::user(prompt.as_str())]);
+    let expected = 2_000 - prompt_tokens - margin;
+    assert!(
+        expected < 1_000,
+        "test setup: the window must be the binding limit"
+    );
+    let resp = client.chat("g", request(&prompt, false)).await.unwrap();
+    assert_eq!(resp.max_tokens_sent, expected);
+    // Short prompt: the role's max (1000) is the limit.
+    let resp2 = client.chat("g", request("short", false)).await.unwrap();
+    assert_eq!(resp2.max_tokens_sent, 1_000);
+
+    let reqs = server.requests();
+    assert_eq!(reqs[0].body["max_tokens"], expected);
+    assert_eq!(reqs[1].body["max_tokens"], 1_000);
+    assert_eq!(reqs[0].body["model"], "model-e1");
+
+    // A prompt alone larger than the window fails at once, naming endpoint and sizes.
+    let err = client
+        .chat("g", request(&"y".repeat(9_000), false))
+        .await
+        .unwrap_err();
+    let ClientError::PromptTooLong {
+        endpoint,
+        prompt_tokens,
+        context_window,
+    } = &err
+    else {
+        panic!("expected PromptTooLong, got {err:?}")
+    };
+    assert_eq!((&**endpoint, *context_window), ("e1", 2_000));
+    assert!(*prompt_tokens >= 3_000);
+    let text = err.to_string();
+    assert!(text.contains("e1") && text.contains("2000"), "{text}");
+    assert_eq!(
+        server.chat_count(),
+        2,
+        "the oversized prompt must not reach the server"
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn tags_travel_as_headers_and_client_errors_are_not_retried() {
+    let server = MockServer::start(Reply::ok("ok"));
+    let client = client_for(&server).await;
+    client.chat("g", request("hello", false)).await.unwrap();
+    let reqs = server.requests();
+    let h = &reqs[0].headers;
+    assert_eq!(h.get("x-tmas-role").map(String::as_str), Some("solution"));
+    assert_eq!(h.get("x-tmas-problem").map(String::as_str), Some("p-7"));
+    assert_eq!(h.get("x-tmas-iteration").map(String::as_str), Some("3"));
+
+    server.set_default(Reply::Status {
+        code: 400,
+        retry_after: None,
+        body: "bad request: field x".into(),
+    });
+    let err = client.chat("g", request("hello", false)).await.unwrap_err();
+    let ClientError::Status {
+        status: 400,
+        body_snippet,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert!(body_snippet.contains("field x"));
+    assert_eq!(server.chat_count(), 2, "a 400 is not retried");
+
+    // A 503 is retried up to max_attempts (4 in the test policy) and then reported.
+    server.set_default(Reply::Status {
+        code: 503,
+        retry_after: None,
+        body: "overloaded".into(),
+    });
+    let err = client.chat("g", request("hello", false)).await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::Status { status: 503, .. }),
+        "{err:?}"
+    );
+    assert!(server.chat_count() >= 4);
+
+    let unknown = client
+        .chat("nope", request("hello", false))
+        .await
+        .unwrap_err();
+    assert!(matches!(unknown, ClientError::UnknownGroup { .. }));
+    client.shutdown().await;
+    let after = client.chat("g", request("hello", false)).await.unwrap_err();
+    assert!(matches!(after, ClientError::Shutdown));
+}
