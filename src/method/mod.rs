@@ -1,1 +1,29 @@
-//! (module under construction)
+//! The methods as sans-IO state machines (TMAS first), their prompts, reply parsing and
+//! bank merge policies. Nothing here does IO except loading prompt template files.
+//!
+//! - [`params`]: the knobs ([`TmasParams`]), built and validated by `crate::config`.
+//! - [`prompts`]: template loading, checking and rendering ([`PromptSet`]).
+//! - [`parse`]: think blocks, `\boxed{}`, scores, bank JSON.
+//! - [`banks`]: the merge policies the bank actors apply.
+//! - [`tmas`]: the per-problem strategy ([`TmasStrategy`]); [`result`]: what it returns.
+//! - [`rng`]: seeded, order-independent randomness.
+
+pub mod banks;
+pub mod params;
+pub mod parse;
+pub mod prompts;
+pub mod result;
+pub mod rng;
+pub mod tmas;
+
+pub use banks::{
+    AppendOnlyMerge, DedupReplaceMerge, EXPERIENCE_BANK, GUIDELINE_BANK, tmas_merge_policies,
+};
+pub use params::{RoleCall, RoleCalls, TmasParams};
+pub use prompts::{PromptError, PromptOverrides, PromptSet, TemplateKind};
+pub use result::{
+    BankUpdateRecord, Branch, CallCounts, CandidateResult, CandidateStatus, FailureRecord,
+    IterationResult, ProblemInput, PromptMode, StopReason, TmasOutcome, VerificationRecord,
+    VerificationStatus, is_fully_verified,
+};
+pub use tmas::TmasStrategy;

@@ -1,0 +1,122 @@
+//! Knobs of the TMAS method. Built and validated by `crate::config`; the strategy only
+//! reads them. Defaults are the paper's released settings.
+
+use serde::{Deserialize, Serialize};
+use tmas_actors::wire::Sampling;
+
+/// How one agent role calls the model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RoleCall {
+    pub sampling: Sampling,
+    /// Ask for server-sent events (lets the client detect a dead server by idle timeout).
+    pub stream: bool,
+}
+
+impl RoleCall {
+    fn new(temperature: f32, top_p: f32) -> Self {
+        Self {
+            sampling: Sampling {
+                temperature,
+                top_p,
+                max_tokens: 128_000,
+            },
+            stream: true,
+        }
+    }
+}
+
+/// Per-role call settings (`judge` is used by the evaluation code, not by the strategy).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RoleCalls {
+    pub solution: RoleCall,
+    pub verification: RoleCall,
+    pub summary: RoleCall,
+    pub experience: RoleCall,
+    pub guideline: RoleCall,
+    pub judge: RoleCall,
+}
+
+impl Default for RoleCalls {
+    /// Released code: generation and verification at temperature 1.0, the memory agents
+    /// and the summary at 0.6; top_p 0.95 throughout. The judge is run at 0.6 as well.
+    fn default() -> Self {
+        Self {
+            solution: RoleCall::new(1.0, 0.95),
+            verification: RoleCall::new(1.0, 0.95),
+            summary: RoleCall::new(0.6, 0.95),
+            experience: RoleCall::new(0.6, 0.95),
+            guideline: RoleCall::new(0.6, 0.95),
+            judge: RoleCall::new(0.6, 0.95),
+        }
+    }
+}
+
+/// Parameters of one TMAS run (shared by every problem's strategy through an `Arc`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TmasParams {
+    /// Candidates per iteration (N).
+    pub n: usize,
+    /// Verification calls per candidate (M); 0 disables verification and experience.
+    pub m: usize,
+    /// Iterations per problem (T).
+    pub iterations: u32,
+    /// Probability that a candidate explores (sees only the guideline bank).
+    pub epsilon: f64,
+    /// Cap on previous rollouts shown to an exploiting candidate, sampled at random
+    /// (seeded) per candidate; `None` shows all of them.
+    pub max_rollouts: Option<usize>,
+    /// Show previous solutions (think-stripped) in the rollout context, not only summaries.
+    pub include_past_solutions: bool,
+    /// Answer-style problems (final answer in `\boxed{}`) rather than proofs; selects the
+    /// `*_answer` or `*_proof` instruction templates.
+    pub no_proof: bool,
+    /// `is_fully_verified` requires all M scores instead of at least M−2.
+    pub strict_verification: bool,
+    /// Stop a problem after the iteration in which a candidate is fully verified
+    /// (off in evaluation so every iteration is reported).
+    pub early_stop: bool,
+    /// Run the experience agent and show the experience bank (ablation switch).
+    pub use_experience: bool,
+    /// Run the guideline agent (ablation switch). Exploring candidates still see the
+    /// (then never-growing) initial guideline bank.
+    pub use_guideline: bool,
+    /// Normalized-token Jaccard similarity at or above which a bank item is a duplicate.
+    pub dedup_threshold: f64,
+    /// Extra asks per verification slot after an unparseable score (0 = never re-ask).
+    pub max_verification_attempts: u32,
+    /// Extra asks of a memory agent after an unparseable JSON reply (0 = never re-ask).
+    pub max_bank_attempts: u32,
+    /// Run seed: every random decision derives from (seed, problem, iteration, candidate).
+    pub seed: u64,
+    pub roles: RoleCalls,
+}
+
+impl Default for TmasParams {
+    fn default() -> Self {
+        Self {
+            n: 8,
+            m: 8,
+            iterations: 20,
+            epsilon: 0.2,
+            max_rollouts: None,
+            include_past_solutions: true,
+            no_proof: true,
+            strict_verification: false,
+            early_stop: false,
+            use_experience: true,
+            use_guideline: true,
+            dedup_threshold: 0.7,
+            max_verification_attempts: 2,
+            max_bank_attempts: 2,
+            seed: 0,
+            roles: RoleCalls::default(),
+        }
+    }
+}
+
+impl TmasParams {
+    /// Whether the experience agent runs: it needs verification to be supervised.
+    pub fn experience_enabled(&self) -> bool {
+        self.use_experience && self.m > 0
+    }
+}

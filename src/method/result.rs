@@ -1,0 +1,254 @@
+//! What a TMAS run of one problem produces: per iteration, every candidate with its
+//! branch, prompt mode, solution, verifications and summary; the best candidate; the bank
+//! versions; call counts and failures. Answers are not extracted or judged here (that is
+//! the evaluation's job), so a stored outcome can be re-judged later.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tmas_actors::strategy::{BankVersion, CallKey};
+
+/// The problem a strategy works on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProblemInput {
+    pub id: Arc<str>,
+    pub question: Arc<str>,
+}
+
+/// Which way the ε-greedy choice went for a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Branch {
+    Exploit,
+    Explore,
+}
+
+/// Which solution prompt a candidate got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptMode {
+    /// Base prompt (exploit with no previous rollouts), plus experience if any.
+    Fresh,
+    /// Refine prompt with previous rollouts and experience.
+    Refine,
+    /// Exploration prompt: the guideline bank only.
+    Explore,
+}
+
+/// How a candidate ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CandidateStatus {
+    /// Solution, verifications and summary done.
+    Complete,
+    /// Solution and verifications done, summary call failed or came back empty.
+    SummaryFailed,
+    /// The solution call failed: the candidate is dropped from the iteration's rollouts.
+    SolutionFailed,
+}
+
+/// How one verification slot ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerificationStatus {
+    Scored,
+    /// Every attempt came back without a parseable score.
+    Unparseable,
+    /// The call failed (after the client's retries).
+    Failed,
+}
+
+/// One of a candidate's M verification slots.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerificationRecord {
+    pub index: u32,
+    pub status: VerificationStatus,
+    pub score: Option<f64>,
+    /// The (think-stripped) text of the last reply, scored or not.
+    pub text: Option<Arc<str>>,
+    /// Calls made for this slot (1 + re-asks).
+    pub attempts: u32,
+}
+
+/// One candidate of one iteration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CandidateResult {
+    pub index: u32,
+    pub branch: Branch,
+    /// The uniform draw compared with ε (recorded so the choice can be audited).
+    pub branch_draw: f64,
+    pub mode: PromptMode,
+    /// Candidate indices (in the previous iteration) of the rollouts shown; empty unless
+    /// the mode is `Refine`.
+    pub context_rollouts: Vec<u32>,
+    /// Experience items shown in the prompt.
+    pub experience_items: usize,
+    /// Guideline items shown in the prompt (explore only).
+    pub guideline_items: usize,
+    pub prompt_bytes: usize,
+    pub status: CandidateStatus,
+    /// The visible solution text (think block removed).
+    pub solution: Option<Arc<str>>,
+    /// The server stopped the solution at `max_tokens` (`finish_reason = length`).
+    pub truncated: bool,
+    pub verifications: Vec<VerificationRecord>,
+    /// Parsed scores, in slot order.
+    pub scores: Vec<f64>,
+    pub average_score: Option<f64>,
+    pub fully_verified: bool,
+    pub summary: Option<Arc<str>>,
+}
+
+/// A memory-agent update within an iteration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BankUpdateRecord {
+    pub bank: Arc<str>,
+    /// Calls made (1 + re-asks after unparseable replies).
+    pub attempts: u32,
+    /// Whether a usable proposal was sent to the bank (false: the bank kept its items).
+    pub proposed: bool,
+    /// The version the bank reported back.
+    pub version: Option<BankVersion>,
+}
+
+/// A call that failed or whose reply could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureRecord {
+    pub key: CallKey,
+    /// `CallFailure::kind`, or `unparseable_score` / `unparseable_json` / `empty_summary`.
+    pub kind: String,
+    pub message: String,
+}
+
+/// Calls issued, by role, plus failures, re-asks and tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallCounts {
+    pub solution: u32,
+    pub verification: u32,
+    pub summary: u32,
+    pub experience: u32,
+    pub guideline: u32,
+    /// Calls that returned `Err` (after the client's retries).
+    pub failed: u32,
+    /// Re-asks after unparseable replies (included in the per-role counts).
+    pub reasked: u32,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl CallCounts {
+    pub fn total(&self) -> u32 {
+        self.solution + self.verification + self.summary + self.experience + self.guideline
+    }
+
+    pub fn add(&mut self, other: &CallCounts) {
+        self.solution += other.solution;
+        self.verification += other.verification;
+        self.summary += other.summary;
+        self.experience += other.experience;
+        self.guideline += other.guideline;
+        self.failed += other.failed;
+        self.reasked += other.reasked;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+}
+
+/// One iteration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IterationResult {
+    pub iteration: u32,
+    /// All N candidates, including failed ones, by index.
+    pub candidates: Vec<CandidateResult>,
+    /// Candidate with the highest average score (ties: lowest index; unscored candidates
+    /// rank last). `None` only when every solution call failed.
+    pub best: Option<u32>,
+    /// Every solution failed: no bank update, the previous rollouts stay.
+    pub skipped: bool,
+    pub bank_updates: Vec<BankUpdateRecord>,
+    pub calls: CallCounts,
+    pub failures: Vec<FailureRecord>,
+}
+
+/// Why the strategy stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "reason")]
+pub enum StopReason {
+    /// All T iterations ran.
+    Completed,
+    /// `early_stop` was on and this candidate was fully verified.
+    FullyVerified { iteration: u32, candidate: u32 },
+    /// `finish` was called before the strategy finished (e.g. the run was shut down);
+    /// only completed iterations are reported.
+    Unfinished,
+}
+
+/// The outcome of one problem.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TmasOutcome {
+    pub problem: ProblemInput,
+    pub iterations: Vec<IterationResult>,
+    pub stop: StopReason,
+    /// Banks as they stand at the end.
+    pub experience: Vec<String>,
+    pub guidelines: Vec<String>,
+    pub calls: CallCounts,
+}
+
+impl TmasOutcome {
+    /// The best candidate of each iteration (for per-iteration curves).
+    pub fn best_per_iteration(&self) -> Vec<Option<&CandidateResult>> {
+        self.iterations
+            .iter()
+            .map(|it| it.best.and_then(|b| it.candidates.get(b as usize)))
+            .collect()
+    }
+}
+
+/// The paper's "solved" test: at least M−2 scores (all M when `strict`), every one 1.0.
+/// Needs at least one score, so M ≤ 2 with every verification lost is not "verified"
+/// (the released code's `all([])` would say it is).
+pub fn is_fully_verified(scores: &[f64], m: usize, strict: bool) -> bool {
+    if m == 0 || scores.is_empty() {
+        return false;
+    }
+    let needed = if strict {
+        m
+    } else {
+        m.saturating_sub(2).max(1)
+    };
+    scores.len() >= needed && scores.iter().all(|s| *s == 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fully_verified_m_minus_two_rule() {
+        assert!(is_fully_verified(&[1.0; 8], 8, false));
+        assert!(is_fully_verified(&[1.0; 6], 8, false));
+        assert!(!is_fully_verified(&[1.0; 5], 8, false));
+        assert!(!is_fully_verified(
+            &[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5],
+            8,
+            false
+        ));
+        assert!(!is_fully_verified(&[], 8, false));
+        assert!(!is_fully_verified(&[], 0, false));
+        assert!(is_fully_verified(&[1.0], 2, false));
+        assert!(!is_fully_verified(&[], 2, false));
+    }
+
+    #[test]
+    fn fully_verified_strict_needs_all() {
+        assert!(!is_fully_verified(&[1.0; 6], 8, true));
+        assert!(!is_fully_verified(&[1.0; 7], 8, true));
+        assert!(is_fully_verified(&[1.0; 8], 8, true));
+        assert!(!is_fully_verified(
+            &[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0],
+            8,
+            true
+        ));
+    }
+}

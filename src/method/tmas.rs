@@ -1,0 +1,514 @@
+//! The TMAS strategy for one problem, sans-IO (paper-notes §3).
+//!
+//! Per iteration: N candidates are issued at once, each exploring (guideline bank only)
+//! with probability ε or exploiting (previous rollouts + experience bank). Each
+//! candidate's M verifications start as soon as its solution returns, and its summary as
+//! soon as its scores are settled. When every candidate is finished the best one is
+//! picked, and the experience and guideline agents run; their proposals go to the bank
+//! actors (`Command::UpdateBank`), whose versions come back through `on_bank`. Then the
+//! next iteration starts from the new banks and this iteration's rollouts.
+//!
+//! Every random choice is drawn from an RNG seeded by (seed, problem, iteration,
+//! candidate) and made when the iteration starts, so the path never depends on the order
+//! in which calls complete.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, CallSpec, Command, Strategy};
+use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest};
+
+use crate::method::params::{RoleCall, TmasParams};
+use crate::method::prompts::PromptSet;
+use crate::method::result::{
+    Branch, CallCounts, FailureRecord, IterationResult, ProblemInput, StopReason, TmasOutcome,
+};
+use crate::method::rng::DecisionRng;
+
+mod banks_phase;
+mod candidate;
+mod render;
+
+use banks_phase::BankTask;
+use candidate::{CandidateState, Choice, Next};
+use render::{Rollout, SolutionContext};
+
+/// Role names (the `x-tmas-role` header and `CallKey::role`).
+pub const ROLE_SOLUTION: &str = "solution";
+pub const ROLE_VERIFICATION: &str = "verification";
+pub const ROLE_SUMMARY: &str = "summary";
+pub const ROLE_EXPERIENCE: &str = "experience";
+pub const ROLE_GUIDELINE: &str = "guideline";
+pub const ROLE_JUDGE: &str = "judge";
+
+/// The iteration in progress.
+struct IterationState {
+    iteration: u32,
+    candidates: Vec<CandidateState>,
+    /// Empty until every candidate is done; then the memory-agent updates.
+    banks: Vec<BankTask>,
+    calls: CallCounts,
+    failures: Vec<FailureRecord>,
+}
+
+/// TMAS for one problem. See the module documentation.
+pub struct TmasStrategy {
+    problem: ProblemInput,
+    params: Arc<TmasParams>,
+    prompts: Arc<PromptSet>,
+    experience: Vec<String>,
+    guidelines: Vec<String>,
+    /// Rollouts of the last iteration that produced any.
+    prev: Vec<Rollout>,
+    current: Option<IterationState>,
+    /// Calls issued and not yet reported.
+    pending: BTreeSet<CallKey>,
+    results: Vec<IterationResult>,
+    totals: CallCounts,
+    stop: Option<StopReason>,
+}
+
+impl TmasStrategy {
+    pub fn new(
+        problem: ProblemInput,
+        params: Arc<TmasParams>,
+        prompts: Arc<PromptSet>,
+        initial_experience: Vec<String>,
+        initial_guidelines: Vec<String>,
+    ) -> Self {
+        Self {
+            problem,
+            params,
+            prompts,
+            experience: initial_experience,
+            guidelines: initial_guidelines,
+            prev: Vec::new(),
+            current: None,
+            pending: BTreeSet::new(),
+            results: Vec::new(),
+            totals: CallCounts::default(),
+            stop: None,
+        }
+    }
+
+    /// Iterations completed so far.
+    pub fn results(&self) -> &[IterationResult] {
+        &self.results
+    }
+
+    pub fn experience(&self) -> &[String] {
+        &self.experience
+    }
+
+    pub fn guidelines(&self) -> &[String] {
+        &self.guidelines
+    }
+
+    fn role_call(&self, role: &str) -> RoleCall {
+        let r = &self.params.roles;
+        match role {
+            ROLE_VERIFICATION => r.verification,
+            ROLE_SUMMARY => r.summary,
+            ROLE_EXPERIENCE => r.experience,
+            ROLE_GUIDELINE => r.guideline,
+            _ => r.solution,
+        }
+    }
+
+    /// Builds a call for iteration `it`, registers it as pending and counts it. (The
+    /// iteration is passed in, taken out of `self.current`, so both can be borrowed.)
+    fn call(
+        &mut self,
+        it: &mut IterationState,
+        role: &'static str,
+        candidate: Option<u32>,
+        index: Option<u32>,
+        attempt: u32,
+        prompt: Arc<str>,
+    ) -> Command {
+        let key = CallKey {
+            problem: self.problem.id.clone(),
+            iteration: it.iteration,
+            role: role.into(),
+            candidate,
+            index,
+            attempt,
+        };
+        let c = &mut it.calls;
+        match role {
+            ROLE_SOLUTION => c.solution += 1,
+            ROLE_VERIFICATION => c.verification += 1,
+            ROLE_SUMMARY => c.summary += 1,
+            ROLE_EXPERIENCE => c.experience += 1,
+            _ => c.guideline += 1,
+        }
+        if attempt > 0 {
+            c.reasked += 1;
+        }
+        let rc = self.role_call(role);
+        let request = ChatRequest {
+            messages: vec![ChatMessage::user(prompt)],
+            sampling: rc.sampling,
+            tags: CallTags {
+                role: role.into(),
+                problem: self.problem.id.clone(),
+                iteration: it.iteration,
+            },
+            stream: rc.stream,
+        };
+        self.pending.insert(key.clone());
+        Command::Call(CallSpec { key, request })
+    }
+
+    /// Starts iteration `iteration` (or finishes when all are done).
+    fn start_iteration(&mut self, iteration: u32) -> Vec<Command> {
+        if iteration >= self.params.iterations || self.params.n == 0 {
+            self.stop.get_or_insert(StopReason::Completed);
+            return Vec::new();
+        }
+        let mut candidates = Vec::with_capacity(self.params.n);
+        let mut prompts = Vec::with_capacity(self.params.n);
+        for c in 0..self.params.n as u32 {
+            let (choice, text) = self.choose(iteration, c);
+            candidates.push(CandidateState::new(c, choice));
+            prompts.push(text);
+        }
+        let mut it = IterationState {
+            iteration,
+            candidates,
+            banks: Vec::new(),
+            calls: CallCounts::default(),
+            failures: Vec::new(),
+        };
+        let commands = prompts
+            .into_iter()
+            .enumerate()
+            .map(|(c, text)| self.call(&mut it, ROLE_SOLUTION, Some(c as u32), None, 0, text))
+            .collect();
+        self.current = Some(it);
+        commands
+    }
+
+    /// The ε-greedy branch and the solution prompt of candidate `c`.
+    fn choose(&self, iteration: u32, c: u32) -> (Choice, Arc<str>) {
+        let p = &self.params;
+        let draw =
+            DecisionRng::for_decision(p.seed, &self.problem.id, iteration, c, "branch").next_f64();
+        let branch = if draw < p.epsilon {
+            Branch::Explore
+        } else {
+            Branch::Exploit
+        };
+        let ctx = SolutionContext {
+            prompts: &self.prompts,
+            params: p,
+            question: &self.problem.question,
+            experience: &self.experience,
+            guidelines: &self.guidelines,
+        };
+        let (prompt, context_rollouts) = match branch {
+            Branch::Explore => (ctx.explore(), Vec::new()),
+            Branch::Exploit => {
+                let picked: Vec<&Rollout> = match p.max_rollouts {
+                    Some(k) if k < self.prev.len() => {
+                        let mut rng = DecisionRng::for_decision(
+                            p.seed,
+                            &self.problem.id,
+                            iteration,
+                            c,
+                            "rollouts",
+                        );
+                        rng.sample_indices(self.prev.len(), k)
+                            .into_iter()
+                            .map(|i| &self.prev[i])
+                            .collect()
+                    }
+                    _ => self.prev.iter().collect(),
+                };
+                let ids = picked.iter().map(|r| r.candidate).collect();
+                (ctx.exploit(&picked), ids)
+            }
+        };
+        let choice = Choice {
+            branch,
+            branch_draw: draw,
+            mode: prompt.mode,
+            context_rollouts,
+            experience_items: prompt.experience_items,
+            guideline_items: prompt.guideline_items,
+            prompt_bytes: prompt.text.len(),
+        };
+        (choice, prompt.text)
+    }
+}
+
+impl TmasStrategy {
+    /// Routes a per-candidate outcome (solution, verification, summary).
+    fn on_candidate_call(
+        &mut self,
+        it: &mut IterationState,
+        key: &CallKey,
+        outcome: &CallOutcome,
+    ) -> Vec<Command> {
+        let Some(c) = key.candidate else {
+            return Vec::new();
+        };
+        let Some(cand) = it.candidates.get_mut(c as usize) else {
+            return Vec::new();
+        };
+        let (next, note) = match key.role.as_ref() {
+            ROLE_SOLUTION => (cand.on_solution(outcome, self.params.m), None),
+            ROLE_VERIFICATION => {
+                let index = key.index.unwrap_or(0);
+                cand.on_verification(
+                    index,
+                    key.attempt,
+                    outcome,
+                    self.params.max_verification_attempts,
+                )
+            }
+            _ => {
+                let note = cand.on_summary(outcome);
+                (Next::Done, note)
+            }
+        };
+        if let Some((kind, message)) = note {
+            it.failures.push(FailureRecord {
+                key: key.clone(),
+                kind,
+                message,
+            });
+        }
+        let mut commands = Vec::new();
+        match next {
+            Next::Wait | Next::Done => {}
+            Next::VerifyAll => {
+                let cand = &mut it.candidates[c as usize];
+                let solution = cand.result.solution.clone().unwrap_or_else(|| "".into());
+                let prompt = render::verification(
+                    &self.prompts,
+                    &self.params,
+                    &self.problem.question,
+                    &solution,
+                );
+                cand.verification_prompt = Some(prompt.clone());
+                for v in 0..self.params.m as u32 {
+                    commands.push(self.call(
+                        it,
+                        ROLE_VERIFICATION,
+                        Some(c),
+                        Some(v),
+                        0,
+                        prompt.clone(),
+                    ));
+                }
+            }
+            Next::Reask { index, attempt } => {
+                let prompt = it.candidates[c as usize]
+                    .verification_prompt
+                    .clone()
+                    .unwrap_or_else(|| "".into());
+                commands.push(self.call(
+                    it,
+                    ROLE_VERIFICATION,
+                    Some(c),
+                    Some(index),
+                    attempt,
+                    prompt,
+                ));
+            }
+            Next::Summarize => {
+                let cand = &it.candidates[c as usize];
+                let solution = cand.result.solution.clone().unwrap_or_else(|| "".into());
+                let prompt = render::summary(
+                    &self.prompts,
+                    &self.problem.question,
+                    &solution,
+                    &cand.scored(),
+                );
+                commands.push(self.call(it, ROLE_SUMMARY, Some(c), None, 0, prompt));
+            }
+        }
+        if it.banks.is_empty() && it.candidates.iter().all(CandidateState::is_done) {
+            commands.extend(self.end_candidates(it));
+        }
+        commands
+    }
+
+    /// Every candidate is done: score them, pick the best, then either stop early, skip
+    /// (no solution at all) or run the memory agents.
+    fn end_candidates(&mut self, it: &mut IterationState) -> Vec<Command> {
+        let (m, strict) = (self.params.m, self.params.strict_verification);
+        for cand in &mut it.candidates {
+            cand.finalize(m, strict);
+        }
+        if self.params.early_stop
+            && let Some(c) = it.candidates.iter().find(|c| c.result.fully_verified)
+        {
+            self.stop = Some(StopReason::FullyVerified {
+                iteration: it.iteration,
+                candidate: c.result.index,
+            });
+            return Vec::new();
+        }
+        let rollouts = rollouts_of(it);
+        if rollouts.is_empty() {
+            return Vec::new(); // skipped: `complete_iteration` keeps `prev`
+        }
+        self.start_banks(it, &rollouts)
+    }
+
+    /// Records the finished iteration and starts the next one (or finishes).
+    fn complete_iteration(&mut self, mut it: IterationState) -> Vec<Command> {
+        // Failures arrive in completion order; store them by key so outcomes are
+        // identical however calls were scheduled.
+        it.failures.sort_by(|a, b| a.key.cmp(&b.key));
+        let rollouts = rollouts_of(&it);
+        let skipped = rollouts.is_empty();
+        if !skipped {
+            self.prev = rollouts;
+        }
+        let best = best_candidate(&it);
+        let next = it.iteration + 1;
+        self.totals.add(&it.calls);
+        self.results.push(IterationResult {
+            iteration: it.iteration,
+            candidates: it.candidates.into_iter().map(|c| c.result).collect(),
+            best,
+            skipped,
+            bank_updates: it.banks.into_iter().map(|b| b.record).collect(),
+            calls: it.calls,
+            failures: it.failures,
+        });
+        if self.stop.is_some() {
+            return Vec::new();
+        }
+        self.start_iteration(next)
+    }
+
+    /// Whether the iteration has nothing outstanding (candidates and bank updates).
+    fn iteration_settled(it: &IterationState) -> bool {
+        it.candidates.iter().all(CandidateState::is_done) && it.banks.iter().all(BankTask::is_done)
+    }
+
+    /// After any event: completes the iteration if it is settled, else puts it back.
+    fn settle(&mut self, it: IterationState, mut commands: Vec<Command>) -> Vec<Command> {
+        if commands.is_empty()
+            && Self::iteration_settled(&it)
+            && !self.has_pending_for(it.iteration)
+        {
+            commands.extend(self.complete_iteration(it));
+        } else {
+            self.current = Some(it);
+        }
+        commands
+    }
+
+    fn has_pending_for(&self, iteration: u32) -> bool {
+        self.pending.iter().any(|k| k.iteration == iteration)
+    }
+}
+
+/// This iteration's rollouts: every candidate with a solution.
+fn rollouts_of(it: &IterationState) -> Vec<Rollout> {
+    it.candidates
+        .iter()
+        .filter_map(|c| {
+            Some(Rollout {
+                candidate: c.result.index,
+                solution: c.result.solution.clone()?,
+                summary: c.result.summary.clone(),
+                average_score: c.result.average_score,
+            })
+        })
+        .collect()
+}
+
+/// Highest average score; unscored candidates rank last; ties go to the lowest index.
+fn best_candidate(it: &IterationState) -> Option<u32> {
+    let mut best: Option<(u32, f64)> = None;
+    for c in it.candidates.iter().filter(|c| c.result.solution.is_some()) {
+        let score = c.result.average_score.unwrap_or(f64::NEG_INFINITY);
+        if best.is_none_or(|(_, b)| score > b) {
+            best = Some((c.result.index, score));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+impl Strategy for TmasStrategy {
+    type Output = TmasOutcome;
+
+    fn start(&mut self) -> Vec<Command> {
+        if self.current.is_some() || !self.results.is_empty() || self.stop.is_some() {
+            return Vec::new();
+        }
+        self.start_iteration(0)
+    }
+
+    fn on_call(&mut self, key: CallKey, outcome: CallOutcome) -> Vec<Command> {
+        if !self.pending.remove(&key) {
+            tracing::warn!(problem = %self.problem.id, call = %key, "outcome for a call that is not outstanding; ignored");
+            return Vec::new();
+        }
+        let Some(mut it) = self.current.take() else {
+            return Vec::new();
+        };
+        if key.iteration != it.iteration {
+            self.current = Some(it);
+            return Vec::new();
+        }
+        match &outcome {
+            Ok(r) => {
+                it.calls.prompt_tokens += r.usage.prompt_tokens;
+                it.calls.completion_tokens += r.usage.completion_tokens;
+            }
+            Err(e) => {
+                it.calls.failed += 1;
+                it.failures.push(FailureRecord {
+                    key: key.clone(),
+                    kind: e.kind.clone(),
+                    message: e.message.clone(),
+                });
+            }
+        }
+        let commands = match key.role.as_ref() {
+            ROLE_SOLUTION | ROLE_VERIFICATION | ROLE_SUMMARY => {
+                self.on_candidate_call(&mut it, &key, &outcome)
+            }
+            ROLE_EXPERIENCE | ROLE_GUIDELINE => self.on_bank_call(&mut it, &key, &outcome),
+            other => {
+                tracing::warn!(problem = %self.problem.id, role = other, "outcome for an unknown role; ignored");
+                Vec::new()
+            }
+        };
+        self.settle(it, commands)
+    }
+
+    fn on_bank(&mut self, version: BankVersion) -> Vec<Command> {
+        let Some(mut it) = self.current.take() else {
+            return Vec::new();
+        };
+        let commands = self.on_bank_version(&mut it, version);
+        self.settle(it, commands)
+    }
+
+    fn is_finished(&self) -> bool {
+        self.stop.is_some() && self.current.is_none() && self.pending.is_empty()
+    }
+
+    fn finish(self: Box<Self>) -> TmasOutcome {
+        let this = *self;
+        TmasOutcome {
+            problem: this.problem,
+            iterations: this.results,
+            stop: this.stop.unwrap_or(StopReason::Unfinished),
+            experience: this.experience,
+            guidelines: this.guidelines,
+            calls: this.totals,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

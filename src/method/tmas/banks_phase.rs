@@ -1,0 +1,152 @@
+//! The end of an iteration: the experience and guideline agents run concurrently, their
+//! replies are parsed (re-asked while unparseable, up to `max_bank_attempts`), and the
+//! proposals go to the bank actors, which apply the merge policies and report back.
+
+use std::sync::Arc;
+
+use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, Command};
+
+use super::render::{self, Rollout};
+use super::{IterationState, ROLE_EXPERIENCE, ROLE_GUIDELINE, TmasStrategy};
+use crate::method::banks::{EXPERIENCE_BANK, GUIDELINE_BANK};
+use crate::method::parse::{parse_experience_reply, parse_guideline_reply};
+use crate::method::result::{BankUpdateRecord, FailureRecord};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Waiting for the memory agent's reply.
+    Asking,
+    /// `UpdateBank` sent; waiting for the bank's version.
+    Merging,
+    Done,
+}
+
+pub(super) struct BankTask {
+    bank: &'static str,
+    role: &'static str,
+    /// Shared by re-asks.
+    prompt: Arc<str>,
+    state: State,
+    pub record: BankUpdateRecord,
+}
+
+impl BankTask {
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+}
+
+impl TmasStrategy {
+    /// Issues the memory-agent calls (experience is skipped when M = 0 or disabled).
+    pub(super) fn start_banks(
+        &mut self,
+        it: &mut IterationState,
+        rollouts: &[Rollout],
+    ) -> Vec<Command> {
+        let q = &self.problem.question;
+        let mut tasks = Vec::new();
+        if self.params.experience_enabled() {
+            let prompt = render::experience(&self.prompts, q, &self.experience, rollouts);
+            tasks.push((EXPERIENCE_BANK, ROLE_EXPERIENCE, prompt));
+        }
+        if self.params.use_guideline {
+            let prompt = render::guideline(&self.prompts, q, &self.guidelines, rollouts);
+            tasks.push((GUIDELINE_BANK, ROLE_GUIDELINE, prompt));
+        }
+        let mut commands = Vec::new();
+        for (bank, role, prompt) in tasks {
+            it.banks.push(BankTask {
+                bank,
+                role,
+                prompt: prompt.clone(),
+                state: State::Asking,
+                record: BankUpdateRecord {
+                    bank: bank.into(),
+                    attempts: 1,
+                    proposed: false,
+                    version: None,
+                },
+            });
+            commands.push(self.call(it, role, None, None, 0, prompt));
+        }
+        commands
+    }
+
+    /// A memory agent replied (or failed).
+    pub(super) fn on_bank_call(
+        &mut self,
+        it: &mut IterationState,
+        key: &CallKey,
+        outcome: &CallOutcome,
+    ) -> Vec<Command> {
+        let Some(t) = it.banks.iter().position(|b| b.role == key.role.as_ref()) else {
+            return Vec::new();
+        };
+        if it.banks[t].state != State::Asking {
+            return Vec::new();
+        }
+        let proposed = match outcome {
+            Ok(r) if key.role.as_ref() == ROLE_EXPERIENCE => parse_experience_reply(&r.content),
+            Ok(r) => parse_guideline_reply(&r.content),
+            Err(_) => None, // already recorded as a failed call
+        };
+        if outcome.is_ok() && proposed.is_none() {
+            it.failures.push(FailureRecord {
+                key: key.clone(),
+                kind: "unparseable_json".to_string(),
+                message: format!(
+                    "no JSON object with the {} bank's list in the reply",
+                    it.banks[t].bank
+                ),
+            });
+            if key.attempt < self.params.max_bank_attempts {
+                let task = &mut it.banks[t];
+                task.record.attempts += 1;
+                let (role, prompt) = (task.role, task.prompt.clone());
+                return vec![self.call(it, role, None, None, key.attempt + 1, prompt)];
+            }
+        }
+        let task = &mut it.banks[t];
+        if proposed.is_none() {
+            tracing::warn!(
+                problem = %self.problem.id,
+                iteration = it.iteration,
+                bank = task.bank,
+                attempts = task.record.attempts,
+                "bank update failed; the bank keeps its items"
+            );
+        }
+        task.state = State::Merging;
+        task.record.proposed = proposed.is_some();
+        vec![Command::UpdateBank {
+            bank: task.bank.into(),
+            iteration: it.iteration,
+            proposed,
+        }]
+    }
+
+    /// The bank actor applied an update: adopt its items.
+    pub(super) fn on_bank_version(
+        &mut self,
+        it: &mut IterationState,
+        version: BankVersion,
+    ) -> Vec<Command> {
+        let Some(task) = it
+            .banks
+            .iter_mut()
+            .find(|b| b.bank == version.bank.as_ref() && b.state == State::Merging)
+        else {
+            tracing::warn!(problem = %self.problem.id, bank = %version.bank, "bank version not awaited; ignored");
+            return Vec::new();
+        };
+        let items = version.items.to_vec();
+        if task.bank == EXPERIENCE_BANK {
+            self.experience = items;
+        } else {
+            self.guidelines = items;
+        }
+        task.record.version = Some(version);
+        task.state = State::Done;
+        Vec::new()
+    }
+}

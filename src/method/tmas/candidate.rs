@@ -1,0 +1,216 @@
+//! One candidate's progress through an iteration: solution → M verification slots (with
+//! re-asks for unparseable scores) → summary. Pure transitions: each returns what the
+//! strategy must do next (and any failure to record); the strategy turns that into calls.
+
+use std::sync::Arc;
+
+use tmas_actors::strategy::CallOutcome;
+
+use crate::method::parse::{parse_score, strip_think};
+use crate::method::result::{
+    Branch, CandidateResult, CandidateStatus, PromptMode, VerificationRecord, VerificationStatus,
+    is_fully_verified,
+};
+
+/// What the candidate needs after an outcome.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Nothing yet (other slots still outstanding).
+    Wait,
+    /// Issue all M verification slots at attempt 0.
+    VerifyAll,
+    /// Re-ask verification slot `index` at `attempt`.
+    Reask { index: u32, attempt: u32 },
+    /// Verification is settled (or M = 0): ask for the summary.
+    Summarize,
+    /// The candidate is finished.
+    Done,
+}
+
+/// A problem with a reply worth recording: (kind, message).
+pub(crate) type Note = Option<(String, String)>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Solving,
+    Verifying,
+    Summarizing,
+    Done,
+}
+
+/// How the candidate's solution prompt was chosen (recorded in the result).
+pub(crate) struct Choice {
+    pub branch: Branch,
+    pub branch_draw: f64,
+    pub mode: PromptMode,
+    pub context_rollouts: Vec<u32>,
+    pub experience_items: usize,
+    pub guideline_items: usize,
+    pub prompt_bytes: usize,
+}
+
+pub(crate) struct CandidateState {
+    pub result: CandidateResult,
+    phase: Phase,
+    /// Per slot: still waiting for a usable reply.
+    open: Vec<bool>,
+    /// Built once when the solution arrives; shared by all M slots and re-asks.
+    pub verification_prompt: Option<Arc<str>>,
+}
+
+impl CandidateState {
+    pub fn new(index: u32, choice: Choice) -> Self {
+        Self {
+            result: CandidateResult {
+                index,
+                branch: choice.branch,
+                branch_draw: choice.branch_draw,
+                mode: choice.mode,
+                context_rollouts: choice.context_rollouts,
+                experience_items: choice.experience_items,
+                guideline_items: choice.guideline_items,
+                prompt_bytes: choice.prompt_bytes,
+                status: CandidateStatus::SolutionFailed,
+                solution: None,
+                truncated: false,
+                verifications: Vec::new(),
+                scores: Vec::new(),
+                average_score: None,
+                fully_verified: false,
+                summary: None,
+            },
+            phase: Phase::Solving,
+            open: Vec::new(),
+            verification_prompt: None,
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// The solution call finished. A failure drops the candidate.
+    pub fn on_solution(&mut self, outcome: &CallOutcome, m: usize) -> Next {
+        if self.phase != Phase::Solving {
+            return Next::Wait;
+        }
+        let response = match outcome {
+            Ok(r) => r,
+            Err(_) => {
+                self.phase = Phase::Done;
+                return Next::Done;
+            }
+        };
+        self.result.solution = Some(strip_think(&response.content).into());
+        self.result.truncated = response.finish_reason.as_deref() == Some("length");
+        if m == 0 {
+            self.phase = Phase::Summarizing;
+            return Next::Summarize;
+        }
+        self.phase = Phase::Verifying;
+        self.open = vec![true; m];
+        self.result.verifications = (0..m as u32)
+            .map(|index| VerificationRecord {
+                index,
+                status: VerificationStatus::Failed,
+                score: None,
+                text: None,
+                attempts: 1,
+            })
+            .collect();
+        Next::VerifyAll
+    }
+
+    /// A verification call finished. Unparseable replies are re-asked while
+    /// `attempt < max_reasks`; failed calls count as missing.
+    pub fn on_verification(
+        &mut self,
+        index: u32,
+        attempt: u32,
+        outcome: &CallOutcome,
+        max_reasks: u32,
+    ) -> (Next, Note) {
+        let i = index as usize;
+        if self.phase != Phase::Verifying || !self.open.get(i).copied().unwrap_or(false) {
+            return (Next::Wait, None);
+        }
+        let slot = &mut self.result.verifications[i];
+        let mut note = None;
+        match outcome {
+            Ok(response) => {
+                slot.text = Some(strip_think(&response.content).into());
+                match parse_score(&response.content) {
+                    Some(score) => {
+                        slot.score = Some(score);
+                        slot.status = VerificationStatus::Scored;
+                    }
+                    None => {
+                        note = Some((
+                            "unparseable_score".to_string(),
+                            "no \\boxed{0|0.5|1} score in the verification reply".to_string(),
+                        ));
+                        if attempt < max_reasks {
+                            slot.attempts += 1;
+                            return (
+                                Next::Reask {
+                                    index,
+                                    attempt: attempt + 1,
+                                },
+                                note,
+                            );
+                        }
+                        slot.status = VerificationStatus::Unparseable;
+                    }
+                }
+            }
+            Err(_) => slot.status = VerificationStatus::Failed,
+        }
+        self.open[i] = false;
+        if self.open.iter().any(|o| *o) {
+            return (Next::Wait, note);
+        }
+        self.phase = Phase::Summarizing;
+        (Next::Summarize, note)
+    }
+
+    /// Scored verifications as (score, text), in slot order, for the summary prompt.
+    pub fn scored(&self) -> Vec<(f64, &str)> {
+        self.result
+            .verifications
+            .iter()
+            .filter_map(|v| Some((v.score?, v.text.as_deref()?)))
+            .collect()
+    }
+
+    /// The summary call finished; the candidate is done either way.
+    pub fn on_summary(&mut self, outcome: &CallOutcome) -> Note {
+        if self.phase != Phase::Summarizing {
+            return None;
+        }
+        self.phase = Phase::Done;
+        self.result.status = CandidateStatus::SummaryFailed;
+        let response = outcome.as_ref().ok()?;
+        let text = strip_think(&response.content);
+        if text.is_empty() {
+            return Some((
+                "empty_summary".to_string(),
+                "summary reply had no visible text".to_string(),
+            ));
+        }
+        self.result.summary = Some(text.into());
+        self.result.status = CandidateStatus::Complete;
+        None
+    }
+
+    /// Fills scores, average and the fully-verified flag once the candidate is done.
+    pub fn finalize(&mut self, m: usize, strict: bool) {
+        let r = &mut self.result;
+        r.scores = r.verifications.iter().filter_map(|v| v.score).collect();
+        r.average_score = if r.scores.is_empty() {
+            None
+        } else {
+            Some(r.scores.iter().sum::<f64>() / r.scores.len() as f64)
+        };
+        r.fully_verified = is_fully_verified(&r.scores, m, strict);
+    }
+}

@@ -1,0 +1,6 @@
+//! Strategy tests: the state machine driven by canned replies, no actors or network.
+
+mod branches;
+mod flow;
+mod harness;
+mod replies;
