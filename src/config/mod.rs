@@ -1,1 +1,103 @@
-//! (module under construction)
+//! Configuration: the TOML schema, its defaults (in one place: the `Default` impls of the
+//! section types), layering and validation.
+//!
+//! Precedence, lowest first: built-in defaults < config file < `TMAS_*` environment
+//! variables (`TMAS_METHOD__EPSILON=0.3`; `__` separates keys) < command-line overrides
+//! (`--set method.n=4` and convenience flags, in the order given). The layers are merged
+//! as TOML values and deserialized once, so every error names the exact key path and the
+//! layer that set it. `docs/configuration.md` describes every key.
+//!
+//! - [`schema`]: `[run]`, `[method]`, `[judge]`, `[resilience]`.
+//! - [`endpoints`]: `[endpoints.NAME]`, `[groups]`, `[roles.ROLE]`.
+//! - [`layers`]: environment and command-line overrides, value-level merging.
+//! - [`loader`]: [`load`] and friends; [`validate`]: the rules.
+//! - [`resolve`]: runtime settings for the client actors, warnings.
+//! - [`args`]: the clap flags a command flattens to accept `--config`/`--set`/shortcuts.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sim::SimOptions;
+
+pub mod args;
+pub mod endpoints;
+pub mod error;
+pub mod layers;
+pub mod loader;
+pub mod resolve;
+pub mod schema;
+pub mod validate;
+
+pub use args::ConfigArgs;
+pub use endpoints::{DEFAULT_GROUP, EMBEDDED_SIM, EndpointConfig, Role, RoleConfig, Roles};
+pub use error::{ConfigErrors, ConfigIssue, KeyIssue, KeyPath};
+pub use layers::{CliOverride, ENV_PREFIX};
+pub use loader::{load, load_str, load_with};
+pub use schema::{Admission, JudgeConfig, MethodConfig, MethodName, ResilienceConfig, RunConfig};
+
+/// A whole configuration. Build it with [`load`] (file + environment + overrides) or
+/// [`Config::from_toml_str`]; deserializing it directly skips the defaults layer, so
+/// partial tables would fail.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub run: RunConfig,
+    pub method: MethodConfig,
+    pub judge: JudgeConfig,
+    #[serde(default)]
+    pub endpoints: BTreeMap<String, EndpointConfig>,
+    /// Group name → endpoint names. [`load`] adds the implicit `default` group.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<String, Vec<String>>,
+    pub roles: Roles,
+    pub resilience: ResilienceConfig,
+    /// Options of the in-process simulator (used by `embedded-sim` endpoints).
+    #[serde(default)]
+    pub simulator: SimOptions,
+}
+
+impl Config {
+    /// Parses and validates TOML text with no environment or command-line layer.
+    pub fn from_toml_str(text: &str, label: &str) -> Result<Self, ConfigErrors> {
+        load_str(text, label, &[], &[])
+    }
+
+    /// Runs every validation rule (including the file-existence checks) on a config
+    /// built or modified in code.
+    pub fn validate(&self) -> Result<(), ConfigErrors> {
+        let issues: Vec<ConfigIssue> = validate::validate_values(self)
+            .into_iter()
+            .chain(validate::check_paths(self))
+            .map(|ki| ConfigIssue::new("", ki.path.to_string(), ki.message))
+            .collect();
+        if issues.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigErrors(issues))
+        }
+    }
+
+    /// Writes derived defaults (those computed from other keys) into the config, so the
+    /// printed config shows the values actually used.
+    pub fn fill_derived(&mut self) {
+        let active = self.run.effective_max_active_problems();
+        self.run.max_active_problems = Some(active);
+        let attempts = self.method.effective_max_verification_attempts();
+        self.method.max_verification_attempts = Some(attempts);
+        self.groups = self.effective_groups();
+    }
+
+    /// The resolved config as TOML (only names of key variables, never keys).
+    pub fn to_toml_string(&self) -> Result<String, toml::ser::Error> {
+        toml::to_string_pretty(self)
+    }
+
+    /// The settings of one role.
+    pub fn role(&self, role: Role) -> &RoleConfig {
+        self.roles.get(role)
+    }
+}
+
+#[cfg(test)]
+mod tests;

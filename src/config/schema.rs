@@ -1,0 +1,243 @@
+//! The run-wide sections of the TOML schema: `[run]`, `[method]`, `[judge]`,
+//! `[resilience]`. Endpoints, groups and roles live in [`super::endpoints`].
+//!
+//! Defaults live in the `Default` impls here (and in `super::endpoints`), nowhere else:
+//! [`super::load`] serializes `Config::default()` as the lowest layer, so a partial file
+//! table (say `[method]` with only `n = 4`) is completed from exactly these values.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tmas_actors::client::ResiliencePolicy;
+
+/// How problems are admitted into a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Admission {
+    /// Exactly `max_concurrent_problems` problems at once (the released runner's rule).
+    Fixed,
+    /// Start another problem whenever calls in flight fall below the global cap (e.g. while
+    /// problems wait on their bank updates), up to `max_active_problems` at once.
+    WorkConserving,
+}
+
+/// `[run]`: what to run and how much of it at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Seed of every random choice (explore/exploit draws, rollout sampling).
+    pub seed: u64,
+    /// Problems started at once (`MAX_CONCURRENT_PROBLEMS=100` in the released runner).
+    pub max_concurrent_problems: usize,
+    /// Cap on model calls in flight across all endpoints (`CONCURRENCY=800`).
+    pub max_in_flight: usize,
+    /// Optional cap on requests started per minute across all endpoints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_per_minute: Option<u32>,
+    /// Optional cap on tokens (estimated prompt + `max_tokens`) per minute, all endpoints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_per_minute: Option<u32>,
+    /// JSONL dataset (`problem_id`, `question`, `answer` per line), relative to the
+    /// working directory. Usually given on the command line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<PathBuf>,
+    /// Where run folders are created.
+    pub out_dir: PathBuf,
+    /// Run only the first `limit` problems (after `ids` filtering).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    /// Run only these problem ids.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ids: Option<Vec<String>>,
+    pub admission: Admission,
+    /// Upper bound on problems active at once under work-conserving admission. Unset in a
+    /// file means `2 × max_concurrent_problems`; [`super::load`] fills it in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_active_problems: Option<usize>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self {
+            seed: 0,
+            max_concurrent_problems: 100,
+            max_in_flight: 800,
+            requests_per_minute: None,
+            tokens_per_minute: None,
+            dataset: None,
+            out_dir: PathBuf::from("runs"),
+            limit: None,
+            ids: None,
+            admission: Admission::WorkConserving,
+            max_active_problems: None,
+        }
+    }
+}
+
+impl RunConfig {
+    /// `max_active_problems`, or its derived default when unset.
+    pub fn effective_max_active_problems(&self) -> usize {
+        self.max_active_problems
+            .unwrap_or_else(|| self.max_concurrent_problems.saturating_mul(2))
+    }
+}
+
+/// Which method to run. Baselines join this enum as they are implemented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MethodName {
+    Tmas,
+}
+
+/// `[method]`: the TMAS hyper-parameters (paper §3; released defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MethodConfig {
+    pub name: MethodName,
+    /// N: candidate solutions per iteration.
+    pub n: u32,
+    /// M: verification calls per candidate (0 disables verification and experience).
+    pub m: u32,
+    /// T: iterations per problem.
+    pub iterations: u32,
+    /// ε: probability that a candidate explores (guideline bank only) instead of exploiting.
+    pub epsilon: f64,
+    /// At most this many previous rollouts (sampled at random) in the refine context;
+    /// unset = all of them (released default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_rollouts: Option<u32>,
+    /// Put past solutions (not only their summaries) into the rollout context.
+    pub include_past_solutions: bool,
+    /// Answer-style problems (prompts ask for a boxed answer, not a proof).
+    pub no_proof: bool,
+    /// `false`: a candidate counts as fully verified with ≥ M−2 scores, all 1.0 (released
+    /// rule, tolerates two failed calls); `true`: all M scores present and 1.0.
+    pub strict_verification: bool,
+    /// Stop a problem once a candidate is fully verified (the paper runs all T).
+    pub early_stop: bool,
+    /// Ablation switches: the experience bank and the guideline bank.
+    pub use_experience: bool,
+    pub use_guideline: bool,
+    /// Jaccard similarity at or above which a new bank item duplicates an existing one.
+    pub dedup_threshold: f64,
+    /// Verification calls allowed per candidate, first M included: unparseable scores are
+    /// re-asked until M scores parse or this budget is spent. Unset = 2 × M.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_verification_attempts: Option<u32>,
+    /// Calls allowed per bank update when the reply cannot be parsed; after that the old
+    /// bank is kept.
+    pub max_bank_attempts: u32,
+}
+
+impl Default for MethodConfig {
+    fn default() -> Self {
+        Self {
+            name: MethodName::Tmas,
+            n: 8,
+            m: 8,
+            iterations: 20,
+            epsilon: 0.2,
+            max_rollouts: None,
+            include_past_solutions: true,
+            no_proof: true,
+            strict_verification: false,
+            early_stop: false,
+            use_experience: true,
+            use_guideline: true,
+            dedup_threshold: 0.7,
+            max_verification_attempts: None,
+            max_bank_attempts: 3,
+        }
+    }
+}
+
+impl MethodConfig {
+    /// `max_verification_attempts`, or its derived default (2 × M) when unset.
+    pub fn effective_max_verification_attempts(&self) -> u32 {
+        self.max_verification_attempts
+            .unwrap_or_else(|| self.m.saturating_mul(2))
+    }
+}
+
+/// `[judge]`: the evaluation judge (the rule-based answer check always runs first).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeConfig {
+    /// Ask the LLM judge (role `judge`) when the rule-based check is not conclusive.
+    pub enabled: bool,
+    /// R: judge runs per candidate; Pass@1 is averaged over them (paper: 4).
+    pub repeats: u32,
+}
+
+impl Default for JudgeConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            repeats: 4,
+        }
+    }
+}
+
+/// `[resilience]`: retries, circuit breakers, outages and the context margin. Its defaults
+/// are `tmas_actors::client::ResiliencePolicy::default()`, so the two cannot drift.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResilienceConfig {
+    /// Attempts per call on transport errors, timeouts, 408/429/5xx (first try included).
+    pub max_attempts: u32,
+    /// Attempts per call on a malformed or empty body.
+    pub max_malformed_attempts: u32,
+    pub backoff_min_ms: u64,
+    pub backoff_max_ms: u64,
+    /// Consecutive failures that open an endpoint's circuit breaker.
+    pub breaker_failures: u32,
+    pub probe_interval_secs: u64,
+    /// Successful probes that close the breaker again.
+    pub probe_successes: u32,
+    /// How long a call waits while every endpoint of its group is down before failing.
+    pub outage_budget_secs: u64,
+    /// Tokens kept free: `max_tokens = min(role max, window − prompt − margin)`.
+    pub context_margin: u32,
+}
+
+impl Default for ResilienceConfig {
+    fn default() -> Self {
+        Self::from_policy(&ResiliencePolicy::default())
+    }
+}
+
+impl ResilienceConfig {
+    fn from_policy(p: &ResiliencePolicy) -> Self {
+        Self {
+            max_attempts: p.max_attempts,
+            max_malformed_attempts: p.max_malformed_attempts,
+            backoff_min_ms: millis(p.backoff_min),
+            backoff_max_ms: millis(p.backoff_max),
+            breaker_failures: p.breaker_failures,
+            probe_interval_secs: p.probe_interval.as_secs(),
+            probe_successes: p.probe_successes,
+            outage_budget_secs: p.outage_budget.as_secs(),
+            context_margin: p.context_margin,
+        }
+    }
+
+    /// The runtime policy the client actors take.
+    pub fn to_policy(&self) -> ResiliencePolicy {
+        ResiliencePolicy {
+            max_attempts: self.max_attempts,
+            max_malformed_attempts: self.max_malformed_attempts,
+            backoff_min: Duration::from_millis(self.backoff_min_ms),
+            backoff_max: Duration::from_millis(self.backoff_max_ms),
+            breaker_failures: self.breaker_failures,
+            probe_interval: Duration::from_secs(self.probe_interval_secs),
+            probe_successes: self.probe_successes,
+            outage_budget: Duration::from_secs(self.outage_budget_secs),
+            context_margin: self.context_margin,
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

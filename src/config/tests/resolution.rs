@@ -1,0 +1,133 @@
+//! From config to client settings: keys, groups, the embedded simulator, warnings.
+
+use super::*;
+
+const TWO: &str = r#"
+[endpoints.a]
+base_url = "http://127.0.0.1:8000/v1"
+model = "big"
+api_key_env = "TEST_KEY_A"
+[endpoints.b]
+base_url = "embedded-sim"
+model = "sim"
+tokenizer = "Cargo.toml"
+[groups]
+fast = ["b"]
+[roles.judge]
+group = "fast"
+"#;
+
+fn two() -> Config {
+    Config::from_toml_str(TWO, "two.toml").expect("valid")
+}
+
+#[test]
+fn keys_resolve_from_env_and_never_print() {
+    let c = two();
+    let cc = c
+        .client_config(&env(&[("TEST_KEY_A", "sk-very-secret")]))
+        .expect("resolves");
+    let a = cc.endpoints.iter().find(|e| &*e.name == "a").expect("a");
+    assert_eq!(
+        a.api_key.as_ref().map(|k| k.expose()),
+        Some("sk-very-secret")
+    );
+    assert!(!format!("{cc:?}").contains("sk-very-secret"));
+    assert!(!c.to_toml_string().expect("toml").contains("sk-very-secret"));
+}
+
+#[test]
+fn missing_key_variable_is_an_error_naming_endpoint_and_variable() {
+    let errs = two().client_config(&[]).expect_err("unset");
+    assert_eq!(
+        errs.to_string(),
+        "endpoints.a.api_key_env: environment variable TEST_KEY_A (API key of endpoint `a`) \
+         is not set"
+    );
+    let errs = two()
+        .client_config(&env(&[("TEST_KEY_A", "")]))
+        .expect_err("empty");
+    assert!(errs.has_path("endpoints.a.api_key_env"));
+}
+
+#[test]
+fn groups_are_named_by_role() {
+    let cc = two()
+        .client_config(&env(&[("TEST_KEY_A", "k")]))
+        .expect("resolves");
+    let group = |role: &str| -> Vec<String> {
+        let g = cc
+            .groups
+            .iter()
+            .find(|(n, _)| &**n == role)
+            .expect("role group");
+        g.1.iter().map(|s| s.to_string()).collect()
+    };
+    assert_eq!(cc.groups.len(), 6);
+    assert_eq!(
+        group("solution"),
+        ["a", "b"],
+        "implicit default = every endpoint"
+    );
+    assert_eq!(group("judge"), ["b"]);
+    assert_eq!(cc.global_max_in_flight, 800);
+    let b = cc.endpoints.iter().find(|e| &*e.name == "b").expect("b");
+    assert!(matches!(
+        &b.token_estimate,
+        tmas_actors::client::TokenEstimate::Tokenizer { path } if path.ends_with("Cargo.toml")
+    ));
+    let a = cc.endpoints.iter().find(|e| &*e.name == "a").expect("a");
+    assert_eq!(
+        a.token_estimate,
+        tmas_actors::client::TokenEstimate::Bytes {
+            bytes_per_token: 3.0
+        }
+    );
+}
+
+#[test]
+fn declared_default_group_wins_over_the_implicit_one() {
+    let text = format!("{TWO}\n[groups.default]\n");
+    // `[groups.default]` as a table is a type error: groups hold arrays.
+    assert!(Config::from_toml_str(&text, "t").is_err());
+    let text = TWO.replace("fast = [\"b\"]", "fast = [\"b\"]\ndefault = [\"a\"]");
+    let c = Config::from_toml_str(&text, "t").expect("valid");
+    assert_eq!(c.role_endpoints(Role::Solution), ["a"]);
+}
+
+#[test]
+fn embedded_sim_url_is_substituted() {
+    let mut c = two();
+    assert!(c.uses_embedded_sim());
+    assert_eq!(c.with_embedded_base_url("http://127.0.0.1:4321/v1"), 1);
+    assert_eq!(c.endpoints["b"].base_url, "http://127.0.0.1:4321/v1");
+    assert_eq!(c.endpoints["a"].base_url, "http://127.0.0.1:8000/v1");
+    assert!(!c.uses_embedded_sim());
+}
+
+#[test]
+fn warnings_cover_unset_keys_and_clamped_max_tokens() {
+    let mut c = two();
+    c.endpoints.get_mut("b").expect("b").context_window = 4096;
+    let w = c.warnings(&[]);
+    assert!(
+        w.iter().any(|i| i.path == "endpoints.a.api_key_env"),
+        "{w:?}"
+    );
+    assert!(
+        w.iter()
+            .any(|i| i.path == "roles.judge.max_tokens" && i.message.contains("3840")),
+        "{w:?}"
+    );
+    assert!(
+        c.warnings(&env(&[("TEST_KEY_A", "k")]))
+            .iter()
+            .all(|i| i.path != "endpoints.a.api_key_env")
+    );
+}
+
+#[test]
+fn role_sampling_is_the_wire_type() {
+    let s = two().role(Role::Summary).sampling();
+    assert_eq!((s.temperature, s.top_p, s.max_tokens), (0.6, 0.95, 128_000));
+}
