@@ -1,1 +1,22 @@
-//! (module under construction)
+//! Evaluation: datasets, final-answer extraction, answer equivalence, the LLM judge's
+//! prompt and reply handling, and Pass@1 per iteration.
+//!
+//! Everything here is sans-IO except [`dataset::load_dataset`], which reads one file: the
+//! judge module builds prompts and parses replies, the caller (the run driver) makes the
+//! calls through the judge role's endpoint group. `docs/judging.md` describes the rules.
+//!
+//! - [`dataset`]: JSONL / CSV problem files with configurable field names and selection.
+//! - [`extract`]: the last `\boxed{…}` of a reply, think block removed.
+//! - [`equivalence`]: the rule-based check (normalization, exact rationals, sets, tuples,
+//!   simple expressions) returning Equivalent / NotEquivalent / Undecided.
+//! - [`judge`]: the LLM judge's prompt and verdict parsing, and the per-candidate
+//!   [`judge::JudgeRecord`] combining rule and LLM verdicts.
+//! - [`pass_at_1`]: Pass@1 per iteration as the paper defines it.
+//! - [`chart`]: the Pass@1-vs-iteration chart.
+
+pub mod chart;
+pub mod dataset;
+pub mod equivalence;
+pub mod extract;
+pub mod judge;
+pub mod pass_at_1;

@@ -1,0 +1,336 @@
+//! The LLM judge, sans-IO: the prompt for one (question, reference, candidate) triple, the
+//! verdict parsed from a reply, and the per-candidate [`JudgeRecord`] that combines the
+//! rule check with R judge replies (the paper: R = 4, mean over repeats).
+//!
+//! The caller sends the prompt R times through the `judge` role's endpoint group and
+//! hands the replies to [`JudgeRecord::combine`]. The template comes from
+//! `config/prompts/judge.md` (placeholders `{question}`, `{reference}`, `{candidate}`).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
+
+use super::equivalence::{self, Outcome, Verdict};
+use super::extract;
+
+/// Judge repeats per candidate in the paper.
+pub const PAPER_JUDGE_REPEATS: usize = 4;
+
+/// The agent role (and endpoint group) of judge calls.
+pub const JUDGE_ROLE: &str = "judge";
+
+/// The placeholders a judge template must contain.
+pub const PLACEHOLDERS: [&str; 3] = ["{question}", "{reference}", "{candidate}"];
+
+/// A judge template that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("judge prompt template lacks placeholder(s) {}", missing.join(", "))]
+pub struct TemplateError {
+    pub missing: Vec<String>,
+}
+
+/// Checks that `template` contains every placeholder (call once when loading config).
+pub fn validate_template(template: &str) -> Result<(), TemplateError> {
+    let missing: Vec<String> = PLACEHOLDERS
+        .iter()
+        .filter(|p| !template.contains(**p))
+        .map(|p| (*p).to_owned())
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(TemplateError { missing })
+    }
+}
+
+/// The judge prompt. Answers are wrapped in `<reference_answer>` / `<candidate_answer>`
+/// tags (prompt convention 6) unless the template already has the tags around the
+/// placeholder. Substitution is a single pass, so a candidate that contains the text
+/// `{question}` is inserted verbatim and not expanded.
+pub fn build_judge_prompt(
+    template: &str,
+    question: &str,
+    reference: &str,
+    candidate: &str,
+) -> Result<String, TemplateError> {
+    validate_template(template)?;
+    let wrap = |tag: &str, text: &str| {
+        if template.contains(&format!("<{tag}>")) {
+            text.to_owned()
+        } else {
+            format!("<{tag}>\n{text}\n</{tag}>")
+        }
+    };
+    let reference = wrap("reference_answer", reference);
+    let candidate = wrap("candidate_answer", candidate);
+    let mut out =
+        String::with_capacity(template.len() + question.len() + reference.len() + candidate.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open..];
+        let (value, len) = if after.starts_with("{question}") {
+            (question, "{question}".len())
+        } else if after.starts_with("{reference}") {
+            (reference.as_str(), "{reference}".len())
+        } else if after.starts_with("{candidate}") {
+            (candidate.as_str(), "{candidate}".len())
+        } else {
+            ("{", 1)
+        };
+        out.push_str(value);
+        rest = &after[len..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A judge call as the client actors expect it (role `judge`, one user message).
+pub fn judge_request(
+    prompt: String,
+    sampling: Sampling,
+    problem_id: &str,
+    iteration: u32,
+) -> ChatRequest {
+    ChatRequest {
+        messages: vec![ChatMessage::user(prompt)],
+        sampling,
+        tags: CallTags {
+            role: Arc::from(JUDGE_ROLE),
+            problem: Arc::from(problem_id),
+            iteration,
+        },
+        stream: false,
+    }
+}
+
+/// The judge's verdict from its reply: the last `\boxed{…}` of the visible text holding
+/// yes/no (also equivalent / not equivalent, correct / incorrect, true / false; any case,
+/// `\text{}` allowed); without a box, a last line that is exactly one of those words.
+/// `None` when the reply says neither.
+pub fn parse_judge_reply(reply: &str) -> Option<bool> {
+    let visible = extract::strip_think(reply);
+    if let Some(boxed) = extract::last_boxed(visible) {
+        return verdict_word(boxed);
+    }
+    let last_line = visible.lines().rev().find(|l| !l.trim().is_empty())?;
+    verdict_word(last_line)
+}
+
+fn verdict_word(text: &str) -> Option<bool> {
+    let mut word = text.trim().to_owned();
+    for wrapper in ["\\text{", "\\textbf{", "\\mathrm{"] {
+        if let Some(inner) = word.strip_prefix(wrapper).and_then(|w| w.strip_suffix('}')) {
+            word = inner.to_owned();
+        }
+    }
+    let word: String = word
+        .trim_matches(|c: char| {
+            c.is_whitespace() || matches!(c, '*' | '.' | '!' | ':' | '"' | '\'')
+        })
+        .to_ascii_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    match word.as_str() {
+        "yes" | "equivalent" | "correct" | "true" => Some(true),
+        "no" | "not equivalent" | "incorrect" | "false" | "not correct" => Some(false),
+        _ => None,
+    }
+}
+
+/// Everything known about how one candidate was judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeRecord {
+    /// The candidate's extracted final answer (`None`: no `\boxed{}`).
+    pub answer: Option<String>,
+    /// The rule check's verdict.
+    pub rule: Verdict,
+    /// One entry per LLM judge reply (`None`: unparseable); empty without an LLM judge.
+    pub llm: Vec<Option<bool>>,
+    /// The candidate's score in [0, 1]: the share of parsed LLM verdicts that say
+    /// correct, or the rule verdict (1 / 0) without a usable LLM verdict.
+    pub score: f64,
+    /// True when a decided rule verdict and at least one LLM verdict disagree.
+    pub disagreement: bool,
+    /// True when the score came from the rules and they were undecided (scored 0).
+    pub undecided: bool,
+}
+
+impl JudgeRecord {
+    /// Rule-checks a candidate's reply against the reference: extracts the final answer,
+    /// runs [`equivalence::check`]. The record is final when no LLM judge is configured;
+    /// otherwise pass it to [`JudgeRecord::with_llm`] with the judge replies.
+    pub fn from_reply(reference: &str, reply: &str) -> Self {
+        let answer = extract::extract_answer(reply);
+        let rule = match &answer {
+            Some(answer) => equivalence::check(reference, answer),
+            None => Verdict::no_answer(reference),
+        };
+        Self::combine(answer, rule, Vec::new())
+    }
+
+    /// Adds the LLM judge's parsed verdicts to a rule-only record.
+    pub fn with_llm(self, llm: Vec<Option<bool>>) -> Self {
+        Self::combine(self.answer, self.rule, llm)
+    }
+
+    /// The policy: with at least one parsed LLM verdict the score is their mean (the
+    /// paper's figure) and the rule verdict is kept for comparison; otherwise the rule
+    /// verdict decides and `Undecided` scores 0. Unparseable judge replies are left out of
+    /// the mean: a judge failure says nothing about the candidate.
+    pub fn combine(answer: Option<String>, rule: Verdict, llm: Vec<Option<bool>>) -> Self {
+        let parsed: Vec<bool> = llm.iter().flatten().copied().collect();
+        let rule_correct = match rule.outcome {
+            Outcome::Equivalent => Some(true),
+            Outcome::NotEquivalent => Some(false),
+            Outcome::Undecided => None,
+        };
+        let disagreement = rule_correct.is_some_and(|r| parsed.iter().any(|&l| l != r));
+        let (score, undecided) = if parsed.is_empty() {
+            (
+                if rule_correct == Some(true) { 1.0 } else { 0.0 },
+                rule_correct.is_none(),
+            )
+        } else {
+            let correct = parsed.iter().filter(|&&c| c).count();
+            (correct as f64 / parsed.len() as f64, false)
+        };
+        Self {
+            answer,
+            rule,
+            llm,
+            score,
+            disagreement,
+            undecided,
+        }
+    }
+
+    /// True when the candidate has a final answer worth sending to the LLM judge.
+    pub fn needs_llm_judge(&self) -> bool {
+        self.answer.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEMPLATE: &str =
+        "Q: {question}\nRef: {reference}\nCand: {candidate}\nAnswer \\boxed{yes} or \\boxed{no}.";
+
+    #[test]
+    fn prompt_wraps_answers_in_tags() {
+        let prompt = build_judge_prompt(TEMPLATE, "What is 1+1?", "2", "{question} 2").unwrap();
+        assert!(prompt.contains("Q: What is 1+1?"));
+        assert!(prompt.contains("<reference_answer>\n2\n</reference_answer>"));
+        assert!(prompt.contains("<candidate_answer>\n{question} 2\n</candidate_answer>"));
+        assert!(prompt.ends_with("\\boxed{yes} or \\boxed{no}."));
+    }
+
+    #[test]
+    fn prompt_respects_tags_in_template() {
+        let template = "{question}<reference_answer>{reference}</reference_answer><candidate_answer>{candidate}</candidate_answer>";
+        let prompt = build_judge_prompt(template, "q", "r", "c").unwrap();
+        assert_eq!(
+            prompt,
+            "q<reference_answer>r</reference_answer><candidate_answer>c</candidate_answer>"
+        );
+    }
+
+    #[test]
+    fn template_missing_placeholders_is_an_error() {
+        let err = build_judge_prompt("{question} only", "q", "r", "c").unwrap_err();
+        assert_eq!(
+            err.missing,
+            vec!["{reference}".to_owned(), "{candidate}".to_owned()]
+        );
+        assert!(err.to_string().contains("{reference}, {candidate}"));
+    }
+
+    #[test]
+    fn judge_reply_parsing() {
+        let cases: &[(&str, Option<bool>)] = &[
+            ("They match. \\boxed{yes}", Some(true)),
+            ("\\boxed{No}", Some(false)),
+            ("\\boxed{yes} ... on reflection \\boxed{no}", Some(false)),
+            ("\\boxed{\\text{Equivalent}}", Some(true)),
+            ("\\boxed{Not equivalent}", Some(false)),
+            ("<think>\\boxed{yes}</think>\\boxed{no}", Some(false)),
+            ("Analysis...\n**Not Equivalent**", Some(false)),
+            ("Analysis...\nEquivalent.", Some(true)),
+            ("\\boxed{maybe}", None),
+            ("I cannot tell", None),
+            ("", None),
+        ];
+        for (reply, expected) in cases {
+            assert_eq!(parse_judge_reply(reply), *expected, "reply: {reply:?}");
+        }
+    }
+
+    #[test]
+    fn rule_only_policy() {
+        let right = JudgeRecord::from_reply("\\frac{1}{2}", "so \\boxed{0.5}");
+        assert_eq!(
+            (right.score, right.undecided, right.disagreement),
+            (1.0, false, false)
+        );
+        let wrong = JudgeRecord::from_reply("3", "\\boxed{4}");
+        assert_eq!((wrong.score, wrong.undecided), (0.0, false));
+        let prose = JudgeRecord::from_reply("no solutions", "\\boxed{none exist}");
+        assert_eq!((prose.score, prose.undecided), (0.0, true));
+        let missing = JudgeRecord::from_reply("3", "I think it is 3");
+        assert_eq!(
+            (missing.score, missing.undecided, missing.answer.clone()),
+            (0.0, false, None)
+        );
+        assert!(missing.rule.reason.starts_with("no_answer"));
+        assert!(!missing.needs_llm_judge());
+    }
+
+    #[test]
+    fn llm_policy_mean_and_disagreement() {
+        let record = JudgeRecord::from_reply("3", "\\boxed{3}").with_llm(vec![
+            Some(true),
+            Some(false),
+            None,
+            Some(true),
+        ]);
+        assert!((record.score - 2.0 / 3.0).abs() < 1e-12);
+        assert!(record.disagreement);
+        assert!(!record.undecided);
+        assert_eq!(record.llm.len(), 4);
+
+        let agree = JudgeRecord::from_reply("3", "\\boxed{3}").with_llm(vec![Some(true); 4]);
+        assert_eq!((agree.score, agree.disagreement), (1.0, false));
+
+        let undecided_rule = JudgeRecord::from_reply("no solutions", "\\boxed{none}")
+            .with_llm(vec![Some(true), Some(false)]);
+        assert_eq!(
+            (
+                undecided_rule.score,
+                undecided_rule.disagreement,
+                undecided_rule.undecided
+            ),
+            (0.5, false, false)
+        );
+
+        let judge_broken = JudgeRecord::from_reply("3", "\\boxed{3}").with_llm(vec![None, None]);
+        assert_eq!((judge_broken.score, judge_broken.undecided), (1.0, false));
+    }
+
+    #[test]
+    fn request_has_judge_role() {
+        let sampling = Sampling {
+            temperature: 0.0,
+            top_p: 1.0,
+            max_tokens: 1024,
+        };
+        let request = judge_request("p".into(), sampling, "imo-1", 3);
+        assert_eq!(&*request.tags.role, "judge");
+        assert_eq!(&*request.tags.problem, "imo-1");
+        assert_eq!(request.tags.iteration, 3);
+        assert_eq!(&*request.messages[0].content, "p");
+    }
+}
