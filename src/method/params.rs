@@ -82,9 +82,14 @@ pub struct TmasParams {
     pub use_guideline: bool,
     /// Normalized-token Jaccard similarity at or above which a bank item is a duplicate.
     pub dedup_threshold: f64,
-    /// Extra asks per verification slot after an unparseable score (0 = never re-ask).
+    /// Verification calls allowed per candidate, the first M included: a slot whose reply
+    /// has no parseable score is re-asked (the released code tops up to M). The spare
+    /// calls are split evenly over the M slots (remainder to the lowest slots) so the
+    /// calls made never depend on completion order. Values ≤ M mean no re-asks. Failed
+    /// calls are not re-asked (the client already retried them).
     pub max_verification_attempts: u32,
-    /// Extra asks of a memory agent after an unparseable JSON reply (0 = never re-ask).
+    /// Calls allowed per bank update (first one included) while the reply cannot be
+    /// parsed; then the update is recorded as failed and the bank keeps its items.
     pub max_bank_attempts: u32,
     /// Run seed: every random decision derives from (seed, problem, iteration, candidate).
     pub seed: u64,
@@ -106,8 +111,8 @@ impl Default for TmasParams {
             use_experience: true,
             use_guideline: true,
             dedup_threshold: 0.7,
-            max_verification_attempts: 2,
-            max_bank_attempts: 2,
+            max_verification_attempts: 16,
+            max_bank_attempts: 3,
             seed: 0,
             roles: RoleCalls::default(),
         }

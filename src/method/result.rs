@@ -16,7 +16,7 @@ pub struct ProblemInput {
 }
 
 /// Which way the ε-greedy choice went for a candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Branch {
     Exploit,
@@ -24,7 +24,7 @@ pub enum Branch {
 }
 
 /// Which solution prompt a candidate got.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PromptMode {
     /// Base prompt (exploit with no previous rollouts), plus experience if any.

@@ -12,7 +12,7 @@
 //! candidate) and made when the iteration starts, so the path never depends on the order
 //! in which calls complete.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, CallSpec, Command, Strategy};
@@ -21,7 +21,8 @@ use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest};
 use crate::method::params::{RoleCall, TmasParams};
 use crate::method::prompts::PromptSet;
 use crate::method::result::{
-    Branch, CallCounts, FailureRecord, IterationResult, ProblemInput, StopReason, TmasOutcome,
+    Branch, CallCounts, FailureRecord, IterationResult, ProblemInput, PromptMode, StopReason,
+    TmasOutcome,
 };
 use crate::method::rng::DecisionRng;
 
@@ -31,7 +32,7 @@ mod render;
 
 use banks_phase::BankTask;
 use candidate::{CandidateState, Choice, Next};
-use render::{Rollout, SolutionContext};
+use render::{Rollout, SolutionContext, SolutionPrompt};
 
 /// Role names (the `x-tmas-role` header and `CallKey::role`).
 pub const ROLE_SOLUTION: &str = "solution";
@@ -168,8 +169,9 @@ impl TmasStrategy {
         }
         let mut candidates = Vec::with_capacity(self.params.n);
         let mut prompts = Vec::with_capacity(self.params.n);
+        let mut cache = PromptCache::new();
         for c in 0..self.params.n as u32 {
-            let (choice, text) = self.choose(iteration, c);
+            let (choice, text) = self.choose(iteration, c, &mut cache);
             candidates.push(CandidateState::new(c, choice));
             prompts.push(text);
         }
@@ -185,12 +187,26 @@ impl TmasStrategy {
             .enumerate()
             .map(|(c, text)| self.call(&mut it, ROLE_SOLUTION, Some(c as u32), None, 0, text))
             .collect();
+        let explore = it
+            .candidates
+            .iter()
+            .filter(|c| c.result.branch == Branch::Explore)
+            .count();
+        tracing::debug!(
+            problem = %self.problem.id,
+            iteration,
+            explore,
+            exploit = it.candidates.len() - explore,
+            "iteration started"
+        );
         self.current = Some(it);
         commands
     }
 
-    /// The ε-greedy branch and the solution prompt of candidate `c`.
-    fn choose(&self, iteration: u32, c: u32) -> (Choice, Arc<str>) {
+    /// The ε-greedy branch and the solution prompt of candidate `c`. Candidates whose
+    /// prompts would be identical (same mode and context) share one `Arc<str>` through
+    /// `cache`, so a large rollout context is rendered and held once per iteration.
+    fn choose(&self, iteration: u32, c: u32, cache: &mut PromptCache) -> (Choice, Arc<str>) {
         let p = &self.params;
         let draw =
             DecisionRng::for_decision(p.seed, &self.problem.id, iteration, c, "branch").next_f64();
@@ -207,7 +223,12 @@ impl TmasStrategy {
             guidelines: &self.guidelines,
         };
         let (prompt, context_rollouts) = match branch {
-            Branch::Explore => (ctx.explore(), Vec::new()),
+            Branch::Explore => {
+                let prompt = cache
+                    .entry((PromptMode::Explore, Vec::new()))
+                    .or_insert_with(|| ctx.explore());
+                (prompt, Vec::new())
+            }
             Branch::Exploit => {
                 let picked: Vec<&Rollout> = match p.max_rollouts {
                     Some(k) if k < self.prev.len() => {
@@ -225,8 +246,11 @@ impl TmasStrategy {
                     }
                     _ => self.prev.iter().collect(),
                 };
-                let ids = picked.iter().map(|r| r.candidate).collect();
-                (ctx.exploit(&picked), ids)
+                let ids: Vec<u32> = picked.iter().map(|r| r.candidate).collect();
+                let prompt = cache
+                    .entry((PromptMode::Refine, ids.clone()))
+                    .or_insert_with(|| ctx.exploit(&picked));
+                (prompt, ids)
             }
         };
         let choice = Choice {
@@ -238,9 +262,14 @@ impl TmasStrategy {
             guideline_items: prompt.guideline_items,
             prompt_bytes: prompt.text.len(),
         };
-        (choice, prompt.text)
+        (choice, prompt.text.clone())
     }
 }
+
+/// Solution prompts of one iteration by (branch-level mode, context rollouts). Exploit
+/// prompts are keyed `Refine` even when they turn out `Fresh` (no rollouts): the key only
+/// has to separate prompts that differ.
+type PromptCache = BTreeMap<(PromptMode, Vec<u32>), SolutionPrompt>;
 
 impl TmasStrategy {
     /// Routes a per-candidate outcome (solution, verification, summary).

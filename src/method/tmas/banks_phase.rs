@@ -1,5 +1,5 @@
 //! The end of an iteration: the experience and guideline agents run concurrently, their
-//! replies are parsed (re-asked while unparseable, up to `max_bank_attempts`), and the
+//! replies are parsed (re-asked while unparseable, up to `max_bank_attempts` calls), and the
 //! proposals go to the bank actors, which apply the merge policies and report back.
 
 use std::sync::Arc;
@@ -99,7 +99,7 @@ impl TmasStrategy {
                     it.banks[t].bank
                 ),
             });
-            if key.attempt < self.params.max_bank_attempts {
+            if key.attempt + 1 < self.params.max_bank_attempts {
                 let task = &mut it.banks[t];
                 task.record.attempts += 1;
                 let (role, prompt) = (task.role, task.prompt.clone());

@@ -121,14 +121,15 @@ impl CandidateState {
         Next::VerifyAll
     }
 
-    /// A verification call finished. Unparseable replies are re-asked while
-    /// `attempt < max_reasks`; failed calls count as missing.
+    /// A verification call finished. Unparseable replies are re-asked within the slot's
+    /// share of the candidate's `budget` (see [`reasks_for_slot`]); failed calls count as
+    /// missing.
     pub fn on_verification(
         &mut self,
         index: u32,
         attempt: u32,
         outcome: &CallOutcome,
-        max_reasks: u32,
+        budget: u32,
     ) -> (Next, Note) {
         let i = index as usize;
         if self.phase != Phase::Verifying || !self.open.get(i).copied().unwrap_or(false) {
@@ -149,7 +150,8 @@ impl CandidateState {
                             "unparseable_score".to_string(),
                             "no \\boxed{0|0.5|1} score in the verification reply".to_string(),
                         ));
-                        if attempt < max_reasks {
+                        let m = self.open.len() as u32;
+                        if attempt < reasks_for_slot(index, m, budget) {
                             slot.attempts += 1;
                             return (
                                 Next::Reask {
@@ -212,5 +214,35 @@ impl CandidateState {
             Some(r.scores.iter().sum::<f64>() / r.scores.len() as f64)
         };
         r.fully_verified = is_fully_verified(&r.scores, m, strict);
+    }
+}
+
+/// Re-asks allowed for verification slot `index` out of a per-candidate budget of
+/// `budget` calls (first `m` included). The spare calls are split evenly over the slots,
+/// the remainder going to the lowest indices, so which calls exist never depends on the
+/// order in which replies arrive (a replayed run asks for the same keys).
+pub(crate) fn reasks_for_slot(index: u32, m: u32, budget: u32) -> u32 {
+    if m == 0 {
+        return 0;
+    }
+    let spare = budget.saturating_sub(m);
+    spare / m + u32::from(index < spare % m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reasks_for_slot;
+
+    #[test]
+    fn budget_split_evenly_over_slots() {
+        assert_eq!((0..8).map(|i| reasks_for_slot(i, 8, 16)).sum::<u32>(), 8);
+        assert!((0..8).all(|i| reasks_for_slot(i, 8, 16) == 1));
+        assert_eq!(
+            (0..4).map(|i| reasks_for_slot(i, 4, 6)).collect::<Vec<_>>(),
+            vec![1, 1, 0, 0]
+        );
+        assert_eq!(reasks_for_slot(0, 4, 3), 0, "budget below M: no re-asks");
+        assert_eq!(reasks_for_slot(0, 0, 10), 0);
+        assert_eq!(reasks_for_slot(2, 3, 12), 3);
     }
 }

@@ -305,3 +305,14 @@ fn requests_carry_role_tags_and_role_sampling() {
         assert_eq!(c.request.sampling.temperature, want, "{}", c.key);
     }
 }
+
+#[test]
+fn identical_solution_prompts_share_one_allocation() {
+    let run = Driver::default().run(params(4, 1, 2, 0.0), good);
+    let it1 = run.solutions(1);
+    let first = &it1[0].request.messages[0].content;
+    assert!(
+        it1.iter()
+            .all(|s| std::sync::Arc::ptr_eq(&s.request.messages[0].content, first))
+    );
+}

@@ -110,7 +110,7 @@ fn reasks_are_bounded_and_failed_verifications_are_missing() {
         }
     };
     let mut p = params(1, 3, 1, 0.0);
-    p.max_verification_attempts = 2;
+    p.max_verification_attempts = 3 + 5; // slot 0 may be re-asked twice (5 = 2 + 2 + 1)
     let run = Driver::default().run(p, reply);
     let c = &run.outcome.iterations[0].candidates[0];
     assert_eq!(c.verifications[0].status, VerificationStatus::Unparseable);
@@ -121,6 +121,15 @@ fn reasks_are_bounded_and_failed_verifications_are_missing() {
     assert_eq!(run.count("verification", 0), 3 + 1 + 1);
     // M = 3: needs ≥ 1 score, all 1.0 → fully verified under the M−2 rule.
     assert!(c.fully_verified);
+
+    // A budget of exactly M leaves nothing for re-asks.
+    let mut p = params(1, 3, 1, 0.0);
+    p.max_verification_attempts = 3;
+    let run = Driver::default().run(p, reply);
+    let c = &run.outcome.iterations[0].candidates[0];
+    assert_eq!(c.verifications[0].status, VerificationStatus::Unparseable);
+    assert_eq!(c.verifications[0].attempts, 1);
+    assert_eq!(run.count("verification", 0), 3);
 }
 
 #[test]
@@ -279,7 +288,7 @@ fn bank_replies_reasked_then_update_fails_and_old_bank_is_kept() {
         good(spec)
     };
     let mut p = params(2, 1, 2, 0.0);
-    p.max_bank_attempts = 2;
+    p.max_bank_attempts = 3;
     let run = Driver::default().run(p, reply);
     assert_eq!(run.count("experience", 1), 3);
     assert_eq!(run.count("guideline", 1), 1);

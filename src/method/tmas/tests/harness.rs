@@ -54,6 +54,7 @@ pub fn params(n: usize, m: usize, iterations: u32, epsilon: f64) -> TmasParams {
         iterations,
         epsilon,
         seed: 11,
+        max_verification_attempts: 2 * m as u32,
         ..TmasParams::default()
     }
 }
