@@ -126,7 +126,13 @@ fn deserialize_all(
             Err(e) => e,
         };
         let path = key_path(err.path());
-        let message = err.inner().message().trim().to_string();
+        let mut message = err.inner().message().trim().to_string();
+        if message.starts_with("unknown field `api_key`") {
+            message.push_str(
+                " (keys never go in a config file: put the key in an environment variable \
+                 and name that variable in api_key_env)",
+            );
+        }
         let fatal = message.starts_with("missing field") || path.0.is_empty();
         issues.push(attr.issue(KeyIssue::new(path.clone(), message)));
         if fatal || !repair(&mut doc, defaults, &path) {

@@ -157,6 +157,18 @@ impl Config {
                 }
             }
         }
+        for (name, e) in &self.endpoints {
+            if e.is_embedded_sim() && e.model != self.simulator.model {
+                out.push(ConfigIssue::new(
+                    "",
+                    format!("endpoints.{name}.model"),
+                    format!(
+                        "`{}` differs from simulator.model `{}` (the simulator serves the latter)",
+                        e.model, self.simulator.model
+                    ),
+                ));
+            }
+        }
         if self.method.m == 0 && self.method.use_experience {
             out.push(ConfigIssue::new(
                 "",

@@ -131,3 +131,21 @@ fn role_sampling_is_the_wire_type() {
     let s = two().role(Role::Summary).sampling();
     assert_eq!((s.temperature, s.top_p, s.max_tokens), (0.6, 0.95, 128_000));
 }
+
+#[test]
+fn embedded_sim_model_mismatch_is_a_warning() {
+    let c = two();
+    let w = c.warnings(&env(&[("TEST_KEY_A", "k")]));
+    assert!(
+        w.iter()
+            .any(|i| i.path == "endpoints.b.model" && i.message.contains("tmas-sim")),
+        "{w:?}"
+    );
+    let mut c = c;
+    c.endpoints.get_mut("b").expect("b").model = c.simulator.model.clone();
+    assert!(
+        c.warnings(&env(&[("TEST_KEY_A", "k")]))
+            .iter()
+            .all(|i| i.path != "endpoints.b.model")
+    );
+}

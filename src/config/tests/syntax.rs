@@ -90,3 +90,17 @@ fn printed_config_loads_back_identically() {
     assert_eq!(back, c);
     assert!(text.contains("top_p = 0.95"), "{text}");
 }
+
+#[test]
+fn an_api_key_in_the_file_gets_a_hint_and_is_not_echoed() {
+    let text = "[endpoints.e]\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\n\
+                api_key = \"sk-secret-123\"\n";
+    let errs = load_str(text, "t.toml", &[], &[]).expect_err("api_key is not a key");
+    let s = errs.to_string();
+    assert!(
+        s.contains("endpoints.e.api_key: unknown field `api_key`"),
+        "{s}"
+    );
+    assert!(s.contains("name that variable in api_key_env"), "{s}");
+    assert!(!s.contains("sk-secret-123"), "{s}");
+}
