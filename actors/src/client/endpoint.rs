@@ -412,3 +412,24 @@ impl Endpoint {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_request_larger_than_the_token_budget_waits_for_the_full_burst_not_forever() {
+        let limiter = per_minute(Some(100));
+        // 1,000 tokens > the 100-token burst: clamped, so it passes on a fresh limiter.
+        tokio::time::timeout(Duration::from_secs(5), take(&limiter, 1_000))
+            .await
+            .expect("clamped to the burst");
+        // The burst is now spent: the next request must wait (a minute's refill).
+        let waited = tokio::time::timeout(Duration::from_millis(200), take(&limiter, 50)).await;
+        assert!(
+            waited.is_err(),
+            "the limiter must hold back a request over budget"
+        );
+        take(&None, u32::MAX).await; // unlimited never waits
+    }
+}

@@ -148,3 +148,78 @@ impl Actor for ClientSupervisor {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::config::{EndpointSpec, ResiliencePolicy, TokenEstimate};
+    use crate::client::endpoint::Health;
+    use crate::client::tokens::TokenCounter;
+
+    fn endpoint() -> Arc<Endpoint> {
+        let spec = EndpointSpec {
+            name: "e".into(),
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: "m".into(),
+            api_key: None,
+            max_in_flight: 1,
+            requests_per_minute: None,
+            tokens_per_minute: None,
+            request_timeout: Duration::from_secs(1),
+            stream_idle_timeout: Duration::from_secs(1),
+            context_window: 4096,
+            token_estimate: TokenEstimate::Bytes {
+                bytes_per_token: 3.0,
+            },
+        };
+        let counter = TokenCounter::from_estimate(&spec.token_estimate).unwrap();
+        Arc::new(
+            Endpoint::new(
+                spec,
+                counter,
+                &ResiliencePolicy::default(),
+                Arc::new(Health::new()),
+            )
+            .unwrap(),
+        )
+    }
+
+    async fn status(sup: &ActorRef<SupervisorMsg>) -> SupervisorStatus {
+        ractor::call!(sup, SupervisorMsg::Status).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_killed_endpoint_actor_is_restarted_and_takes_over_the_endpoint() {
+        let ep = endpoint();
+        let args = SupervisorArgs {
+            endpoints: vec![ep.clone()],
+            probe_interval: Duration::from_secs(60),
+            probe_successes: 1,
+        };
+        let (sup, join) = Actor::spawn(None, ClientSupervisor, args).await.unwrap();
+        assert_eq!(
+            status(&sup).await,
+            SupervisorStatus {
+                live_endpoint_actors: 1,
+                restarts: 0
+            }
+        );
+        let first = ep.actor.lock().unwrap().clone().unwrap();
+        first.get_cell().kill();
+
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while status(&sup).await.restarts == 0 {
+            assert!(std::time::Instant::now() < deadline, "no restart");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(status(&sup).await.live_endpoint_actors, 1);
+        let second = ep.actor.lock().unwrap().clone().unwrap();
+        assert_ne!(
+            first.get_id(),
+            second.get_id(),
+            "the endpoint points at the new actor"
+        );
+        sup.stop(None);
+        join.await.unwrap();
+    }
+}

@@ -20,6 +20,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use tmas_actors::client::{ClientConfig, EndpointSpec, ResiliencePolicy, TokenEstimate};
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
 
@@ -214,6 +215,10 @@ impl MockServer {
                 .expect("mock runtime");
             rt.spawn(async move {
                 let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+                // Like uvicorn: no Nagle delay between small SSE chunks.
+                let listener = listener.tap_io(|tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
                 let app = Router::new()
                     .route("/v1/chat/completions", post(chat))
                     .route("/health", get(health))
