@@ -179,3 +179,21 @@ fn hostile_inputs_never_panic() {
     assert_eq!(extract_answer(&many_boxes).as_deref(), Some("1"));
     assert_eq!(extract_answer(&unbalanced), None);
 }
+
+#[test]
+fn the_shipped_judge_template_builds_a_tagged_prompt() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/prompts/judge.md");
+    let template = std::fs::read_to_string(&path).expect("config/prompts/judge.md exists");
+    let prompt = build_judge_prompt(&template, "Find n.", "\\frac{3}{2}", "1.5")
+        .expect("template has all placeholders");
+    assert_eq!(prompt.matches("<reference_answer>").count(), 1, "{prompt}");
+    assert_eq!(prompt.matches("<candidate_answer>").count(), 1, "{prompt}");
+    assert!(
+        prompt.contains("\\frac{3}{2}") && prompt.contains("1.5") && prompt.contains("Find n.")
+    );
+    assert!(
+        !prompt.contains("{question}")
+            && !prompt.contains("{reference}")
+            && !prompt.contains("{candidate}")
+    );
+}

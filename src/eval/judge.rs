@@ -140,6 +140,18 @@ fn verdict_word(text: &str) -> Option<bool> {
     }
 }
 
+/// Which candidates go to the LLM judge when one is configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmJudgePolicy {
+    /// Every candidate with an answer, R times (the paper's protocol; rule verdicts are
+    /// kept to measure agreement).
+    Always,
+    /// Only candidates the rules could not decide (cheaper; decided ones keep the rule
+    /// verdict).
+    WhenUndecided,
+}
+
 /// Everything known about how one candidate was judged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgeRecord {
@@ -207,9 +219,14 @@ impl JudgeRecord {
         }
     }
 
-    /// True when the candidate has a final answer worth sending to the LLM judge.
-    pub fn needs_llm_judge(&self) -> bool {
+    /// True when this candidate should be sent to the LLM judge under `policy`. A
+    /// candidate without a final answer never is: there is nothing to compare.
+    pub fn needs_llm_judge(&self, policy: LlmJudgePolicy) -> bool {
         self.answer.is_some()
+            && match policy {
+                LlmJudgePolicy::Always => true,
+                LlmJudgePolicy::WhenUndecided => self.rule.outcome == Outcome::Undecided,
+            }
     }
 }
 
@@ -286,7 +303,10 @@ mod tests {
             (0.0, false, None)
         );
         assert!(missing.rule.reason.starts_with("no_answer"));
-        assert!(!missing.needs_llm_judge());
+        assert!(!missing.needs_llm_judge(LlmJudgePolicy::Always));
+        assert!(right.needs_llm_judge(LlmJudgePolicy::Always));
+        assert!(!right.needs_llm_judge(LlmJudgePolicy::WhenUndecided));
+        assert!(prose.needs_llm_judge(LlmJudgePolicy::WhenUndecided));
     }
 
     #[test]
