@@ -1,0 +1,223 @@
+//! Where bank versions are persisted: a trait the application implements (the `tmas` run
+//! store), plus a JSON-file sink and a no-op sink.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::strategy::{BankVersion, Rejection};
+
+/// Failure to persist one bank version.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("persisting bank `{bank}` v{version} of problem `{problem}`: {message}")]
+pub struct BankSinkError {
+    pub problem: String,
+    pub bank: String,
+    pub version: u32,
+    /// What went wrong, naming the file or database involved.
+    pub message: String,
+}
+
+/// Stores every version of every bank. Called from a blocking thread (via
+/// `spawn_blocking`), once per version, in version order for each (problem, bank).
+pub trait BankSink: Send + Sync + 'static {
+    /// `iteration` is the strategy iteration that produced the version; `None` for the
+    /// initial content a bank starts with.
+    fn persist(
+        &self,
+        problem: &str,
+        iteration: Option<u32>,
+        version: &BankVersion,
+    ) -> Result<(), BankSinkError>;
+}
+
+/// Persists nothing (tests, dry runs).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoopSink;
+
+impl BankSink for NoopSink {
+    fn persist(&self, _: &str, _: Option<u32>, _: &BankVersion) -> Result<(), BankSinkError> {
+        Ok(())
+    }
+}
+
+/// Writes `dir/<problem>/<bank>-v<N>.json`, atomically (temporary file, then rename), so
+/// a crash mid-write never leaves a truncated version behind.
+///
+/// Characters other than ASCII letters, digits, `-`, `_` and `.` in problem and bank names
+/// are replaced by `_` to keep paths safe; keep names distinct after that mapping.
+#[derive(Debug, Clone)]
+pub struct JsonFileSink {
+    dir: PathBuf,
+}
+
+/// The JSON document of one version.
+#[derive(Debug, Serialize)]
+struct Record<'a> {
+    problem: &'a str,
+    bank: &'a str,
+    version: u32,
+    iteration: Option<u32>,
+    items: &'a [String],
+    rejected: &'a [Rejection],
+}
+
+impl JsonFileSink {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The file a version is written to.
+    pub fn path_of(&self, problem: &str, bank: &str, version: u32) -> PathBuf {
+        self.dir
+            .join(safe_name(problem))
+            .join(format!("{}-v{version}.json", safe_name(bank)))
+    }
+}
+
+fn safe_name(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    // Never produce `.`/`..`/empty path components.
+    if s.chars().all(|c| c == '.') {
+        format!("_{s}")
+    } else {
+        s
+    }
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let parent = path
+        .parent()
+        .ok_or_else(|| format!("{} has no parent directory", path.display()))?;
+    fs::create_dir_all(parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = parent.join(format!(".{file_name}.tmp"));
+    let write = || -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    };
+    write().map_err(|e| format!("writing {}: {e}", tmp.display()))?;
+    fs::rename(&tmp, path)
+        .map_err(|e| format!("renaming {} to {}: {e}", tmp.display(), path.display()))
+}
+
+impl BankSink for JsonFileSink {
+    fn persist(
+        &self,
+        problem: &str,
+        iteration: Option<u32>,
+        version: &BankVersion,
+    ) -> Result<(), BankSinkError> {
+        let err = |message: String| BankSinkError {
+            problem: problem.to_owned(),
+            bank: version.bank.to_string(),
+            version: version.version,
+            message,
+        };
+        let record = Record {
+            problem,
+            bank: &version.bank,
+            version: version.version,
+            iteration,
+            items: &version.items,
+            rejected: &version.rejected,
+        };
+        let bytes =
+            serde_json::to_vec_pretty(&record).map_err(|e| err(format!("encoding: {e}")))?;
+        let path = self.path_of(problem, &version.bank, version.version);
+        write_atomically(&path, &bytes).map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch_dir(tag: &str) -> PathBuf {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        std::env::temp_dir().join(format!("tmas-sink-{tag}-{}-{nanos}", std::process::id()))
+    }
+
+    fn version(n: u32, items: &[&str]) -> BankVersion {
+        BankVersion {
+            bank: "guide/line".into(),
+            version: n,
+            items: items.iter().map(|s| s.to_string()).collect(),
+            rejected: vec![Rejection {
+                item: "x".into(),
+                reason: "dup".into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn names_are_made_path_safe() {
+        assert_eq!(safe_name("aime/2024 #3"), "aime_2024__3");
+        assert_eq!(safe_name(".."), "_..");
+        assert_eq!(safe_name("p-1_a.b"), "p-1_a.b");
+    }
+
+    #[test]
+    fn json_sink_writes_each_version_to_its_own_file() {
+        let dir = scratch_dir("json");
+        let sink = JsonFileSink::new(&dir);
+        sink.persist("p/1", None, &version(0, &[])).unwrap();
+        sink.persist("p/1", Some(0), &version(1, &["a", "b"]))
+            .unwrap();
+        let path = sink.path_of("p/1", "guide/line", 1);
+        assert_eq!(path, dir.join("p_1").join("guide_line-v1.json"));
+        let doc: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        assert_eq!(doc["version"], 1);
+        assert_eq!(doc["iteration"], 0);
+        assert_eq!(doc["items"], serde_json::json!(["a", "b"]));
+        assert_eq!(doc["rejected"][0]["reason"], "dup");
+        assert!(sink.path_of("p/1", "guide/line", 0).exists());
+        // No temporary file is left behind.
+        let leftovers: Vec<_> = fs::read_dir(dir.join("p_1"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn json_sink_error_names_the_path() {
+        let dir = scratch_dir("blocked");
+        fs::create_dir_all(&dir).unwrap();
+        // A plain file where the problem directory should be.
+        fs::write(dir.join("p"), b"not a dir").unwrap();
+        let err = JsonFileSink::new(&dir)
+            .persist("p", None, &version(0, &[]))
+            .unwrap_err();
+        assert!(
+            err.message.contains(&dir.join("p").display().to_string()),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains("bank `guide/line` v0 of problem `p`"),
+            "{err}"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,429 @@
+//! The per-problem coordinator actor: hosts one [`Strategy`] and performs its commands.
+//!
+//! Life of a coordinator:
+//! 1. `pre_start` spawns the problem's bank actors as linked children, calls
+//!    [`Strategy::start`] and dispatches the first commands. Doing this before the spawn
+//!    returns means the runner sees the new problem's calls in the pool counters at once,
+//!    which work-conserving admission relies on.
+//! 2. Each [`Command::Call`] becomes a pool [`Job`] whose reply is a `CallDone` message to
+//!    this actor; each [`Command::UpdateBank`] is sent to the bank actor (in command order,
+//!    so a bank sees a problem's updates in the order the strategy issued them) and comes
+//!    back as `BankDone`. Outcomes are fed to the strategy; its new commands are dispatched.
+//! 3. When the strategy reports finished, its output goes to the report callback and the
+//!    actor stops (which stops its bank actors).
+//!
+//! The strategy is sans-IO and synchronous; its methods run under `catch_unwind`, so a
+//! strategy bug fails that one problem with a message instead of taking a silent actor
+//! down. A strategy that is neither finished nor waiting on anything has stalled — that is
+//! reported as a failure rather than hanging the run.
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+
+use crate::bank::{BankActor, BankArgs, BankError, BankInit, BankMsg, BankSink};
+use crate::pool::{Job, RolePool};
+use crate::strategy::{
+    BankVersion, CallFailure, CallKey, CallOutcome, CallSpec, Command, Strategy,
+};
+
+/// Where calls of one role go.
+#[derive(Clone)]
+pub struct RoleRoute {
+    pub pool: RolePool,
+    /// Endpoint group passed to the executor.
+    pub group: Arc<str>,
+}
+
+/// Role name → route; shared by all coordinators of a run.
+pub type Routes = Arc<HashMap<Arc<str>, RoleRoute>>;
+
+/// Why a problem produced no output.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProblemError {
+    #[error("problem `{problem}`: the strategy panicked in {during}: {message}")]
+    StrategyPanicked {
+        problem: Arc<str>,
+        during: &'static str,
+        message: String,
+    },
+    #[error("problem `{problem}`: the strategy is not finished but waits on nothing")]
+    Stalled { problem: Arc<str> },
+    #[error(transparent)]
+    Bank(#[from] BankError),
+    #[error("problem `{problem}`: could not start bank `{bank}`: {reason}")]
+    BankStart {
+        problem: Arc<str>,
+        bank: Arc<str>,
+        reason: String,
+    },
+    #[error("problem `{problem}`: could not start the coordinator: {reason}")]
+    Spawn { problem: Arc<str>, reason: String },
+    #[error("problem `{problem}`: the coordinator stopped without reporting")]
+    Vanished { problem: Arc<str> },
+}
+
+/// Receives a problem's result exactly once.
+pub type ReportFn<O> = Box<dyn FnOnce(Result<O, ProblemError>) + Send + 'static>;
+
+pub struct CoordinatorArgs<O> {
+    pub problem: Arc<str>,
+    pub strategy: Box<dyn Strategy<Output = O>>,
+    pub routes: Routes,
+    pub banks: Vec<BankInit>,
+    pub sink: Arc<dyn BankSink>,
+    /// Pool priority of every call of this problem (larger runs earlier).
+    pub priority: i64,
+    /// The problem's span; call spans are its children.
+    pub span: tracing::Span,
+    pub report: ReportFn<O>,
+}
+
+/// Messages of a coordinator (sent by pools and bank forwarders).
+pub enum CoordinatorMsg {
+    CallDone {
+        key: CallKey,
+        outcome: CallOutcome,
+    },
+    BankDone {
+        result: Result<BankVersion, BankError>,
+    },
+}
+
+/// The coordinator actor, generic over the strategy's output.
+pub struct Coordinator<O>(PhantomData<fn() -> O>);
+
+impl<O> Default for Coordinator<O> {
+    fn default() -> Self {
+        Self(PhantomData)
+    }
+}
+
+pub struct CoordinatorState<O> {
+    problem: Arc<str>,
+    /// `None` once finished or after the strategy panicked.
+    strategy: Option<Box<dyn Strategy<Output = O>>>,
+    routes: Routes,
+    banks: HashMap<Arc<str>, ActorRef<BankMsg>>,
+    bank_ids: HashMap<ActorId, Arc<str>>,
+    priority: i64,
+    span: tracing::Span,
+    report: Option<ReportFn<O>>,
+    calls_out: usize,
+    banks_out: usize,
+    failure: Option<ProblemError>,
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
+
+impl<O: Send + 'static> CoordinatorState<O> {
+    /// Runs one strategy method; a panic becomes the problem's failure.
+    fn drive(
+        &mut self,
+        during: &'static str,
+        f: impl FnOnce(&mut dyn Strategy<Output = O>) -> Vec<Command>,
+    ) -> Vec<Command> {
+        let Some(strategy) = self.strategy.as_mut() else {
+            return Vec::new();
+        };
+        match catch_unwind(AssertUnwindSafe(|| f(strategy.as_mut()))) {
+            Ok(commands) => commands,
+            Err(payload) => {
+                self.strategy = None;
+                self.fail(ProblemError::StrategyPanicked {
+                    problem: self.problem.clone(),
+                    during,
+                    message: panic_message(payload.as_ref()),
+                });
+                Vec::new()
+            }
+        }
+    }
+
+    fn fail(&mut self, err: ProblemError) {
+        if self.failure.is_none() {
+            self.failure = Some(err);
+        }
+    }
+
+    fn dispatch(&mut self, myself: &ActorRef<CoordinatorMsg>, commands: Vec<Command>) {
+        for command in commands {
+            match command {
+                Command::Call(spec) => self.dispatch_call(myself, spec),
+                Command::UpdateBank {
+                    bank,
+                    iteration,
+                    proposed,
+                } => self.dispatch_bank(myself, bank, iteration, proposed),
+            }
+        }
+    }
+
+    fn dispatch_call(&mut self, myself: &ActorRef<CoordinatorMsg>, spec: CallSpec) {
+        self.calls_out += 1;
+        let key = &spec.key;
+        let span = tracing::info_span!(parent: &self.span, "call",
+            problem = %key.problem, iteration = key.iteration, role = %key.role,
+            candidate = key.candidate, index = key.index, attempt = key.attempt);
+        let Some(route) = self.routes.get(&key.role) else {
+            let failure = CallFailure {
+                kind: "unknown_role".into(),
+                message: format!(
+                    "problem `{}`: no worker pool for role `{}`",
+                    self.problem, key.role
+                ),
+            };
+            let msg = CoordinatorMsg::CallDone {
+                key: spec.key,
+                outcome: Err(failure),
+            };
+            // Delivered as a message so the strategy is never re-entered from dispatch.
+            let _ = myself.send_message(msg);
+            return;
+        };
+        let me = myself.clone();
+        let reply = Box::new(move |key, outcome| {
+            // Fails only if the problem was already given up; nothing waits then.
+            let _ = me.send_message(CoordinatorMsg::CallDone { key, outcome });
+        });
+        let job = Job::new(spec, route.group.clone(), reply)
+            .with_priority(self.priority)
+            .with_span(span);
+        route.pool.submit(job);
+    }
+
+    fn dispatch_bank(
+        &mut self,
+        myself: &ActorRef<CoordinatorMsg>,
+        bank: Arc<str>,
+        iteration: u32,
+        proposed: Option<Vec<String>>,
+    ) {
+        self.banks_out += 1;
+        let Some(actor) = self.banks.get(&bank) else {
+            let err = BankError::Unknown {
+                problem: self.problem.clone(),
+                bank,
+            };
+            let _ = myself.send_message(CoordinatorMsg::BankDone { result: Err(err) });
+            return;
+        };
+        // Send now (keeps command order per bank); wait for the reply off this actor.
+        let (tx, rx) = ractor::concurrency::oneshot();
+        let reply: RpcReplyPort<_> = tx.into();
+        let gone = |reason: String| BankError::Gone {
+            problem: self.problem.clone(),
+            bank: bank.clone(),
+            reason,
+        };
+        if actor
+            .send_message(BankMsg::Update {
+                iteration,
+                proposed,
+                reply,
+            })
+            .is_err()
+        {
+            let err = gone("it no longer takes messages".into());
+            let _ = myself.send_message(CoordinatorMsg::BankDone { result: Err(err) });
+            return;
+        }
+        let lost = gone("it stopped before replying".into());
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let result = rx.await.unwrap_or(Err(lost));
+            let _ = me.send_message(CoordinatorMsg::BankDone { result });
+        });
+    }
+
+    /// Reports and stops if the problem is over (failed, finished or stalled).
+    fn settle(&mut self, myself: &ActorRef<CoordinatorMsg>) {
+        if self.report.is_none() {
+            return;
+        }
+        let outstanding = self.calls_out + self.banks_out;
+        let result = if let Some(err) = self.failure.take() {
+            Err(err)
+        } else if self.strategy.as_ref().is_some_and(|s| s.is_finished()) {
+            if outstanding > 0 {
+                tracing::warn!(
+                    outstanding,
+                    "strategy finished with commands outstanding; ignoring them"
+                );
+            }
+            let Some(strategy) = self.strategy.take() else {
+                return;
+            };
+            match catch_unwind(AssertUnwindSafe(|| strategy.finish())) {
+                Ok(output) => Ok(output),
+                Err(payload) => Err(ProblemError::StrategyPanicked {
+                    problem: self.problem.clone(),
+                    during: "finish",
+                    message: panic_message(payload.as_ref()),
+                }),
+            }
+        } else if outstanding == 0 {
+            Err(ProblemError::Stalled {
+                problem: self.problem.clone(),
+            })
+        } else {
+            return;
+        };
+        match &result {
+            Ok(_) => tracing::info!("problem finished"),
+            Err(err) => tracing::error!(error = %err, "problem failed"),
+        }
+        if let Some(report) = self.report.take() {
+            report(result);
+        }
+        myself.stop(None);
+    }
+}
+
+impl<O: Send + 'static> Actor for Coordinator<O> {
+    type Msg = CoordinatorMsg;
+    type State = CoordinatorState<O>;
+    type Arguments = CoordinatorArgs<O>;
+
+    /// Never fails: problems found here are recorded and reported from `post_start`.
+    async fn pre_start(
+        &self,
+        myself: ActorRef<CoordinatorMsg>,
+        args: CoordinatorArgs<O>,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let CoordinatorArgs {
+            problem,
+            strategy,
+            routes,
+            banks,
+            sink,
+            priority,
+            span,
+            report,
+        } = args;
+        let mut state = CoordinatorState {
+            problem: problem.clone(),
+            strategy: Some(strategy),
+            routes,
+            banks: HashMap::new(),
+            bank_ids: HashMap::new(),
+            priority,
+            span,
+            report: Some(report),
+            calls_out: 0,
+            banks_out: 0,
+            failure: None,
+        };
+        for init in banks {
+            let name = init.name.clone();
+            let args = BankArgs {
+                problem: problem.clone(),
+                init,
+                sink: sink.clone(),
+            };
+            match Actor::spawn_linked(None, BankActor, args, myself.get_cell()).await {
+                Ok((bank, _)) => {
+                    state.bank_ids.insert(bank.get_id(), name.clone());
+                    state.banks.insert(name, bank);
+                }
+                Err(err) => {
+                    let reason = err.to_string();
+                    state.fail(ProblemError::BankStart {
+                        problem: problem.clone(),
+                        bank: name,
+                        reason,
+                    });
+                    return Ok(state);
+                }
+            }
+        }
+        let span = state.span.clone();
+        span.in_scope(|| {
+            tracing::info!("problem started");
+            let commands = state.drive("start", |s| s.start());
+            state.dispatch(&myself, commands);
+        });
+        Ok(state)
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<CoordinatorMsg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let span = state.span.clone();
+        span.in_scope(|| state.settle(&myself));
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<CoordinatorMsg>,
+        msg: CoordinatorMsg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let span = state.span.clone();
+        span.in_scope(|| {
+            let commands = match msg {
+                CoordinatorMsg::CallDone { key, outcome } => {
+                    state.calls_out = state.calls_out.saturating_sub(1);
+                    state.drive("on_call", |s| s.on_call(key, outcome))
+                }
+                CoordinatorMsg::BankDone { result } => {
+                    state.banks_out = state.banks_out.saturating_sub(1);
+                    match result {
+                        Ok(version) => state.drive("on_bank", |s| s.on_bank(version)),
+                        Err(err) => {
+                            state.fail(err.into());
+                            Vec::new()
+                        }
+                    }
+                }
+            };
+            if state.failure.is_none() {
+                state.dispatch(&myself, commands);
+            }
+            state.settle(&myself);
+        });
+        Ok(())
+    }
+
+    /// Bank actors are children; one dying (a panic in a merge policy) fails the problem.
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<CoordinatorMsg>,
+        event: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let (cell, reason) = match event {
+            SupervisionEvent::ActorFailed(cell, err) => (cell, err.to_string()),
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                (cell, reason.unwrap_or_else(|| "stopped".into()))
+            }
+            _ => return Ok(()),
+        };
+        if let Some(bank) = state.bank_ids.remove(&cell.get_id()) {
+            state.banks.remove(&bank);
+            let problem = state.problem.clone();
+            state.fail(ProblemError::Bank(BankError::Gone {
+                problem,
+                bank,
+                reason,
+            }));
+            let span = state.span.clone();
+            span.in_scope(|| state.settle(&myself));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,381 @@
+//! Runs many problems through shared role pools: the entry point of `tmas run`.
+//!
+//! The [`Runner`] starts one [`RolePool`] per role, then admits problems from a (lazy)
+//! iterator according to an [`Admission`] policy, each as a [`Coordinator`] actor. Results
+//! are handed to the caller's `on_done` callback on the caller's task, in completion order,
+//! so the caller can store each one as soon as it exists.
+//!
+//! A coordinator counts as active until its actor has actually stopped, so the limit holds
+//! for live actors, not just for unreported problems. Cancelling
+//! [`RunnerSettings::cancel`] stops admission; problems already running finish normally.
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use tmas_actors::runner::*;
+//! # use tmas_actors::bank::NoopSink;
+//! # async fn demo(executor: Arc<dyn tmas_actors::strategy::CallExecutor>,
+//! #     jobs: Vec<ProblemJob<String>>) -> Result<(), RuntimeError> {
+//! let settings = RunnerSettings::new(vec![RoleSettings::new("solution", "default", 8)]);
+//! let runner = Runner::new(settings, executor, Arc::new(NoopSink))?;
+//! let progress = runner.stats(); // poll progress.snapshot() from a display task
+//! let summary = runner.run(jobs, |report| println!("{}: {:?}", report.problem, report.result)).await?;
+//! # Ok(()) }
+//! ```
+
+mod admission;
+mod stats;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ractor::Actor;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub use admission::Admission;
+pub use stats::{RuntimeStats, StatsSnapshot};
+
+use crate::bank::{BankInit, BankSink};
+use crate::coordinator::{Coordinator, CoordinatorArgs, ProblemError, RoleRoute};
+use crate::pool::{PoolError, PoolSettings, RolePool};
+use crate::strategy::{CallExecutor, Strategy};
+
+/// One role's pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleSettings {
+    pub role: Arc<str>,
+    /// Endpoint group the role's calls go to.
+    pub group: Arc<str>,
+    /// Concurrency limit of the role.
+    pub workers: usize,
+}
+
+impl RoleSettings {
+    pub fn new(role: impl Into<Arc<str>>, group: impl Into<Arc<str>>, workers: usize) -> Self {
+        Self {
+            role: role.into(),
+            group: group.into(),
+            workers,
+        }
+    }
+}
+
+/// Order of calls waiting in a pool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobPriority {
+    /// Submission order.
+    #[default]
+    Fifo,
+    /// Calls of earlier-admitted problems first: drives problems to completion, which
+    /// frees their admission slots sooner.
+    OldestProblemFirst,
+}
+
+/// Everything the runner needs besides the problems, executor and sink.
+#[derive(Debug, Clone)]
+pub struct RunnerSettings {
+    pub roles: Vec<RoleSettings>,
+    pub admission: Admission,
+    pub priority: JobPriority,
+    /// A call that crashes this many workers fails with kind `worker_panic`.
+    pub job_crash_limit: u32,
+    /// Cancel to stop admitting problems (running ones finish).
+    pub cancel: CancellationToken,
+}
+
+impl RunnerSettings {
+    /// Defaults: one problem at a time, FIFO, a call may crash 3 workers.
+    pub fn new(roles: Vec<RoleSettings>) -> Self {
+        Self {
+            roles,
+            admission: Admission::default(),
+            priority: JobPriority::default(),
+            job_crash_limit: 3,
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    pub fn with_admission(mut self, admission: Admission) -> Self {
+        self.admission = admission;
+        self
+    }
+
+    pub fn validate(&self) -> Result<(), RuntimeError> {
+        let bad = |m: String| Err(RuntimeError::Settings(m));
+        if self.roles.is_empty() {
+            return bad("roles: at least one role is needed".into());
+        }
+        let mut seen = std::collections::HashSet::new();
+        for r in &self.roles {
+            if !seen.insert(r.role.clone()) {
+                return bad(format!("roles: role `{}` is listed twice", r.role));
+            }
+            if r.workers == 0 {
+                return bad(format!("roles.{}.workers must be at least 1", r.role));
+            }
+        }
+        if self.job_crash_limit == 0 {
+            return bad("job_crash_limit must be at least 1".into());
+        }
+        self.admission.validate().map_err(RuntimeError::Settings)
+    }
+}
+
+/// One problem to run: its id, a fresh strategy and its banks' starting points.
+pub struct ProblemJob<O> {
+    pub id: Arc<str>,
+    pub strategy: Box<dyn Strategy<Output = O>>,
+    pub banks: Vec<BankInit>,
+}
+
+/// A problem's result as given to `on_done`.
+#[derive(Debug)]
+pub struct ProblemReport<O> {
+    pub problem: Arc<str>,
+    pub result: Result<O, ProblemError>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunSummary {
+    /// Cancellation stopped admission before the problem list ran out.
+    pub stopped_early: bool,
+    pub stats: StatsSnapshot,
+}
+
+/// Errors that stop a whole run (a single problem's failure is reported through `on_done`).
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("runner settings: {0}")]
+    Settings(String),
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+}
+
+/// A configured run, not yet started.
+pub struct Runner {
+    settings: RunnerSettings,
+    executor: Arc<dyn CallExecutor>,
+    sink: Arc<dyn BankSink>,
+    stats: RuntimeStats,
+}
+
+enum Event<O> {
+    Report {
+        seq: u64,
+        result: Result<O, ProblemError>,
+    },
+    Exited {
+        seq: u64,
+    },
+}
+
+impl Runner {
+    pub fn new(
+        settings: RunnerSettings,
+        executor: Arc<dyn CallExecutor>,
+        sink: Arc<dyn BankSink>,
+    ) -> Result<Self, RuntimeError> {
+        settings.validate()?;
+        let stats = RuntimeStats::new(settings.roles.iter().map(|r| &r.role));
+        Ok(Self {
+            settings,
+            executor,
+            sink,
+            stats,
+        })
+    }
+
+    /// The run's live counters; take it before [`Runner::run`] to display progress.
+    pub fn stats(&self) -> RuntimeStats {
+        self.stats.clone()
+    }
+
+    /// Runs every problem (until cancelled) and returns when all admitted ones are done.
+    pub async fn run<O, I, F>(self, problems: I, mut on_done: F) -> Result<RunSummary, RuntimeError>
+    where
+        O: Send + 'static,
+        I: IntoIterator<Item = ProblemJob<O>>,
+        F: FnMut(ProblemReport<O>),
+    {
+        let pools = self.start_pools().await?;
+        let routes: HashMap<Arc<str>, RoleRoute> = self
+            .settings
+            .roles
+            .iter()
+            .zip(&pools)
+            .map(|(r, pool)| {
+                (
+                    r.role.clone(),
+                    RoleRoute {
+                        pool: pool.clone(),
+                        group: r.group.clone(),
+                    },
+                )
+            })
+            .collect();
+        let routes = Arc::new(routes);
+        let (tx, mut rx) = mpsc::unbounded_channel::<Event<O>>();
+        let cancel = self.settings.cancel.clone();
+        let admission = self.settings.admission;
+        let mut problems = problems.into_iter();
+        let mut exhausted = false;
+        // seq → (problem id, reported yet)
+        let mut live: HashMap<u64, (Arc<str>, bool)> = HashMap::new();
+        let mut next_seq = 0u64;
+
+        loop {
+            while !exhausted
+                && !cancel.is_cancelled()
+                && admission.admits(live.len(), self.stats.outstanding_calls())
+            {
+                let Some(job) = problems.next() else {
+                    exhausted = true;
+                    break;
+                };
+                let seq = next_seq;
+                next_seq += 1;
+                let id = job.id.clone();
+                match self.start_problem(job, seq, &routes, &tx).await {
+                    Ok(()) => {
+                        live.insert(seq, (id, false));
+                    }
+                    Err(err) => {
+                        self.stats.on_problem_result(false);
+                        on_done(ProblemReport {
+                            problem: id,
+                            result: Err(err),
+                        });
+                    }
+                }
+            }
+            if live.is_empty() && (exhausted || cancel.is_cancelled()) {
+                break;
+            }
+            tokio::select! {
+                event = rx.recv() => match event {
+                    Some(Event::Report { seq, result }) => {
+                        if let Some((id, reported)) = live.get_mut(&seq) {
+                            *reported = true;
+                            self.stats.on_problem_result(result.is_ok());
+                            on_done(ProblemReport { problem: id.clone(), result });
+                        }
+                    }
+                    Some(Event::Exited { seq }) => {
+                        self.stats.on_problem_exited();
+                        if let Some((id, false)) = live.remove(&seq) {
+                            self.stats.on_problem_result(false);
+                            let err = ProblemError::Vanished { problem: id.clone() };
+                            on_done(ProblemReport { problem: id, result: Err(err) });
+                        }
+                    }
+                    // Unreachable while `tx` lives; treat like "nothing left to wait for".
+                    None => break,
+                },
+                _ = self.stats.calls_changed().notified(), if admission.depends_on_calls() => {}
+                _ = cancel.cancelled(), if !cancel.is_cancelled() => {
+                    tracing::info!(active = live.len(), "cancelled: no further problems are admitted");
+                }
+            }
+        }
+        for pool in &pools {
+            pool.stop().await;
+        }
+        Ok(RunSummary {
+            stopped_early: !exhausted,
+            stats: self.stats.snapshot(),
+        })
+    }
+
+    async fn start_pools(&self) -> Result<Vec<RolePool>, RuntimeError> {
+        let mut pools: Vec<RolePool> = Vec::with_capacity(self.settings.roles.len());
+        for (role, counters) in self.settings.roles.iter().zip(self.stats.pools()) {
+            let settings = PoolSettings {
+                role: role.role.clone(),
+                workers: role.workers,
+                job_crash_limit: self.settings.job_crash_limit,
+            };
+            match RolePool::spawn(settings, self.executor.clone(), counters.clone()).await {
+                Ok((pool, _join)) => pools.push(pool),
+                Err(err) => {
+                    for pool in &pools {
+                        pool.stop().await;
+                    }
+                    return Err(err.into());
+                }
+            }
+        }
+        Ok(pools)
+    }
+
+    async fn start_problem<O: Send + 'static>(
+        &self,
+        job: ProblemJob<O>,
+        seq: u64,
+        routes: &Arc<HashMap<Arc<str>, RoleRoute>>,
+        tx: &mpsc::UnboundedSender<Event<O>>,
+    ) -> Result<(), ProblemError> {
+        let ProblemJob {
+            id,
+            strategy,
+            banks,
+        } = job;
+        let priority = match self.settings.priority {
+            JobPriority::Fifo => 0,
+            JobPriority::OldestProblemFirst => i64::try_from(seq).map_or(i64::MIN, |s| -s),
+        };
+        let report_tx = tx.clone();
+        let args = CoordinatorArgs {
+            problem: id.clone(),
+            strategy,
+            routes: routes.clone(),
+            banks,
+            sink: self.sink.clone(),
+            priority,
+            span: tracing::info_span!("problem", problem = %id),
+            report: Box::new(move |result| {
+                let _ = report_tx.send(Event::Report { seq, result });
+            }),
+        };
+        self.stats.on_problem_started();
+        match Actor::spawn(None, Coordinator::<O>::default(), args).await {
+            Ok((_actor, join)) => {
+                let exit_tx = tx.clone();
+                tokio::spawn(async move {
+                    // A join error means the actor task panicked outside ractor's guard;
+                    // either way it is gone, which is all the runner needs to know.
+                    let _ = join.await;
+                    let _ = exit_tx.send(Event::Exited { seq });
+                });
+                Ok(())
+            }
+            Err(err) => {
+                self.stats.on_problem_exited();
+                Err(ProblemError::Spawn {
+                    problem: id,
+                    reason: err.to_string(),
+                })
+            }
+        }
+    }
+}
+
+/// One-call form of [`Runner::new`] + [`Runner::run`] when no progress handle is needed.
+pub async fn run_problems<O, I, F>(
+    problems: I,
+    settings: RunnerSettings,
+    executor: Arc<dyn CallExecutor>,
+    sink: Arc<dyn BankSink>,
+    on_done: F,
+) -> Result<RunSummary, RuntimeError>
+where
+    O: Send + 'static,
+    I: IntoIterator<Item = ProblemJob<O>>,
+    F: FnMut(ProblemReport<O>),
+{
+    Runner::new(settings, executor, sink)?
+        .run(problems, on_done)
+        .await
+}

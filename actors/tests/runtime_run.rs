@@ -1,0 +1,364 @@
+//! Whole runs: coordinators, role pools and bank actors together, driven by the toy
+//! strategy against the fake executor.
+
+mod runtime_support;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use runtime_support::*;
+use tmas_actors::bank::{BankInit, BankSink, JsonFileSink, NoopSink};
+use tmas_actors::coordinator::ProblemError;
+use tmas_actors::runner::{
+    Admission, JobPriority, ProblemJob, RoleSettings, RunSummary, Runner, RunnerSettings,
+};
+
+const ROUNDS: u32 = 3;
+const FAN_OUT: u32 = 4;
+
+fn settings(admission: Admission) -> RunnerSettings {
+    RunnerSettings::new(vec![
+        RoleSettings::new("solve", "g-solve", 3),
+        RoleSettings::new("review", "g-review", 1),
+    ])
+    .with_admission(admission)
+}
+
+fn problem_id(n: usize) -> String {
+    format!("p{n}")
+}
+
+fn jobs(n: usize, plan: ToyPlan) -> impl Iterator<Item = ProblemJob<ToyOutput>> {
+    (0..n).map(move |i| {
+        let id = problem_id(i);
+        ProblemJob {
+            id: id.as_str().into(),
+            strategy: Box::new(Toy::new(&id, plan.clone())),
+            banks: vec![BankInit {
+                name: "notes".into(),
+                items: vec!["seed".into()],
+                version: 0,
+                policy: Arc::new(AppendOnly),
+            }],
+        }
+    })
+}
+
+fn plan() -> ToyPlan {
+    ToyPlan {
+        rounds: ROUNDS,
+        fan_out: FAN_OUT,
+        ..Default::default()
+    }
+}
+
+type Results = BTreeMap<String, Result<ToyOutput, ProblemError>>;
+
+async fn run(
+    settings: RunnerSettings,
+    fake: &Arc<FakeExecutor>,
+    sink: Arc<dyn BankSink>,
+    problems: impl Iterator<Item = ProblemJob<ToyOutput>>,
+) -> (RunSummary, Results) {
+    let results = Arc::new(Mutex::new(Results::new()));
+    let sink_results = results.clone();
+    let runner = Runner::new(settings, Arc::new(Shared(fake.clone())), sink).unwrap();
+    let summary = tokio::time::timeout(
+        TEST_TIMEOUT,
+        runner.run(problems, move |report| {
+            let previous = sink_results
+                .lock()
+                .unwrap()
+                .insert(report.problem.to_string(), report.result);
+            assert!(previous.is_none(), "problem reported twice");
+        }),
+    )
+    .await
+    .expect("run timed out")
+    .unwrap();
+    let results = std::mem::take(&mut *results.lock().unwrap());
+    (summary, results)
+}
+
+fn delayed(seed: u64) -> Arc<FakeExecutor> {
+    let mut fake = FakeExecutor::new();
+    fake.max_delay_ms = 3;
+    fake.seed = seed;
+    Arc::new(fake)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixed_admission_runs_every_call_once_within_all_limits_and_persists_banks() {
+    let fake = delayed(1);
+    let live = Arc::new(Gauge::default());
+    let dir = scratch_dir("fixed");
+    let plan = ToyPlan {
+        live: Some(live.clone()),
+        ..plan()
+    };
+    let settings = settings(Admission::Fixed {
+        max_concurrent_problems: 2,
+    });
+    let (summary, results) = run(
+        settings,
+        &fake,
+        Arc::new(JsonFileSink::new(&dir)),
+        jobs(6, plan),
+    )
+    .await;
+
+    // Every problem finished, every call ran exactly once and was answered.
+    assert_eq!(results.len(), 6);
+    let calls_per_problem = (ROUNDS * (FAN_OUT + 1)) as usize;
+    for (id, result) in &results {
+        let out = result.as_ref().unwrap_or_else(|e| panic!("{id}: {e}"));
+        assert_eq!(out.answers.len(), calls_per_problem, "{id}");
+        for (key, answer) in &out.answers {
+            assert_eq!(answer.as_deref(), Ok(format!("ans({key})").as_str()));
+            assert_eq!(fake.attempts_of(key), 1, "{key}");
+        }
+    }
+    assert_eq!(fake.total_attempts() as usize, 6 * calls_per_problem);
+
+    // Per-role concurrency limits held.
+    assert!(
+        fake.max_concurrency("g-solve") <= 3,
+        "{}",
+        fake.max_concurrency("g-solve")
+    );
+    assert_eq!(fake.max_concurrency("g-review"), 1);
+
+    // Never more than two problems at once; six problems means the slots were refilled.
+    assert_eq!(summary.stats.max_active_problems, 2);
+    assert!(live.max() <= 2);
+    assert_eq!(live.now(), 0);
+    assert_eq!(summary.stats.problems_started, 6);
+    assert_eq!(summary.stats.problems_succeeded, 6);
+    assert_eq!(summary.stats.active_problems, 0);
+    assert!(!summary.stopped_early);
+    for role in &summary.stats.roles {
+        assert_eq!(
+            (role.queued, role.in_flight, role.failed),
+            (0, 0, 0),
+            "{role:?}"
+        );
+    }
+
+    // Bank updates were serialized, versioned and merged by the policy.
+    let out = results["p4"].as_ref().unwrap();
+    assert_eq!(out.bank_versions, [1, 2, 3]);
+    assert_eq!(
+        out.final_items,
+        ["seed", "p4-r0", "common", "p4-r1", "p4-r2"]
+    );
+    assert_eq!(
+        out.rejected_per_round,
+        [
+            vec![],
+            vec!["common".to_string()],
+            vec!["common".to_string()]
+        ]
+    );
+    for v in 0..=3 {
+        let path = JsonFileSink::new(&dir).path_of("p4", "notes", v);
+        assert!(path.exists(), "{} missing", path.display());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_do_not_depend_on_completion_order_or_admission_policy() {
+    let (_, first) = run(
+        settings(Admission::Fixed {
+            max_concurrent_problems: 1,
+        }),
+        &delayed(7),
+        Arc::new(NoopSink),
+        jobs(4, plan()),
+    )
+    .await;
+    let mut wc = settings(Admission::WorkConserving {
+        max_active_problems: 3,
+        target_in_flight: 5,
+    });
+    wc.priority = JobPriority::OldestProblemFirst;
+    let (summary, second) = run(wc, &delayed(99), Arc::new(NoopSink), jobs(4, plan())).await;
+    assert!(summary.stats.max_active_problems <= 3);
+    let ok = |r: Results| -> BTreeMap<String, ToyOutput> {
+        r.into_iter().map(|(k, v)| (k, v.unwrap())).collect()
+    };
+    assert_eq!(ok(first), ok(second));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_conserving_admission_stays_within_its_problem_cap() {
+    let fake = delayed(3);
+    let live = Arc::new(Gauge::default());
+    let plan = ToyPlan {
+        live: Some(live.clone()),
+        ..plan()
+    };
+    let admission = Admission::WorkConserving {
+        max_active_problems: 2,
+        target_in_flight: 100,
+    };
+    let (summary, results) = run(
+        settings(admission),
+        &fake,
+        Arc::new(NoopSink),
+        jobs(5, plan),
+    )
+    .await;
+    assert_eq!(results.len(), 5);
+    assert!(results.values().all(|r| r.is_ok()));
+    // A huge call target leaves the problem cap as the binding limit.
+    assert_eq!(summary.stats.max_active_problems, 2);
+    assert!(live.max() <= 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_panics_inside_a_run_are_retried_or_reported_and_the_run_finishes() {
+    let mut fake = FakeExecutor::new();
+    let flaky = "p1/it1/solve/c2/a0".to_string();
+    let doomed = "p0/it0/review/a0".to_string();
+    fake.panic_first.insert(flaky.clone());
+    fake.panic_always.insert(doomed.clone());
+    let fake = Arc::new(fake);
+    let (summary, results) = run(
+        settings(Admission::Fixed {
+            max_concurrent_problems: 2,
+        }),
+        &fake,
+        Arc::new(NoopSink),
+        jobs(3, plan()),
+    )
+    .await;
+    assert_eq!(results.len(), 3);
+    let p1 = results["p1"].as_ref().unwrap();
+    assert_eq!(
+        p1.answers[&flaky].as_deref(),
+        Ok(format!("ans({flaky})").as_str())
+    );
+    assert_eq!(fake.attempts_of(&flaky), 2);
+    let p0 = results["p0"].as_ref().unwrap();
+    assert_eq!(p0.answers[&doomed], Err("worker_panic".to_string()));
+    assert_eq!(fake.attempts_of(&doomed), 3);
+    // The problem carried on past the failed call.
+    assert_eq!(p0.bank_versions, [1, 2, 3]);
+    let review = summary
+        .stats
+        .roles
+        .iter()
+        .find(|r| &*r.role == "review")
+        .unwrap();
+    assert_eq!((review.failed, review.worker_restarts), (1, 3));
+    let solve = summary
+        .stats
+        .roles
+        .iter()
+        .find(|r| &*r.role == "solve")
+        .unwrap();
+    assert_eq!((solve.failed, solve.worker_restarts), (0, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_strategy_fails_only_its_problem_and_unknown_roles_fail_the_call() {
+    let fake = delayed(5);
+    let problems = jobs(3, plan()).enumerate().map(|(i, mut job)| {
+        if i == 1 {
+            let plan = ToyPlan {
+                panic_in_round: Some(1),
+                ..plan()
+            };
+            job.strategy = Box::new(Toy::new("p1", plan));
+        }
+        if i == 2 {
+            let plan = ToyPlan {
+                ghost_role: Some("ghost".into()),
+                ..plan()
+            };
+            job.strategy = Box::new(Toy::new("p2", plan));
+        }
+        job
+    });
+    let (summary, results) = run(
+        settings(Admission::Fixed {
+            max_concurrent_problems: 3,
+        }),
+        &fake,
+        Arc::new(NoopSink),
+        problems,
+    )
+    .await;
+    assert!(results["p0"].is_ok());
+    match &results["p1"] {
+        Err(ProblemError::StrategyPanicked {
+            during, message, ..
+        }) => {
+            assert_eq!(*during, "on_bank");
+            assert!(message.contains("round 1"), "{message}");
+        }
+        other => panic!("p1: expected a strategy panic, got {other:?}"),
+    }
+    let p2 = results["p2"].as_ref().unwrap();
+    assert_eq!(
+        p2.answers["p2/it0/ghost/a0"],
+        Err("unknown_role".to_string())
+    );
+    assert_eq!(
+        (
+            summary.stats.problems_succeeded,
+            summary.stats.problems_failed
+        ),
+        (2, 1)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_stops_admission_and_lets_running_problems_finish() {
+    let fake = delayed(11);
+    let settings = settings(Admission::Fixed {
+        max_concurrent_problems: 1,
+    });
+    let cancel = settings.cancel.clone();
+    let runner = Runner::new(settings, Arc::new(Shared(fake.clone())), Arc::new(NoopSink)).unwrap();
+    let mut finished = Vec::new();
+    let summary = tokio::time::timeout(
+        TEST_TIMEOUT,
+        runner.run(jobs(5, plan()), |report| {
+            assert!(report.result.is_ok());
+            finished.push(report.problem.to_string());
+            cancel.cancel();
+        }),
+    )
+    .await
+    .expect("run timed out")
+    .unwrap();
+    assert_eq!(finished, ["p0"]);
+    assert!(summary.stopped_early);
+    assert_eq!(summary.stats.problems_started, 1);
+}
+
+#[tokio::test]
+async fn invalid_settings_are_rejected_with_the_field_named() {
+    let fake = Arc::new(FakeExecutor::new());
+    let mut bad = settings(Admission::Fixed {
+        max_concurrent_problems: 0,
+    });
+    let err = Runner::new(
+        bad.clone(),
+        Arc::new(Shared(fake.clone())),
+        Arc::new(NoopSink),
+    )
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("max_concurrent_problems"), "{err}");
+    bad.admission = Admission::Fixed {
+        max_concurrent_problems: 1,
+    };
+    bad.roles.push(RoleSettings::new("solve", "x", 1));
+    let err = Runner::new(bad, Arc::new(Shared(fake)), Arc::new(NoopSink))
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("`solve` is listed twice"), "{err}");
+}
