@@ -12,6 +12,7 @@
 //! - [`layers`]: environment and command-line overrides, value-level merging.
 //! - [`loader`]: [`load`] and friends; [`validate`]: the rules.
 //! - [`resolve`]: runtime settings for the client actors, warnings.
+//! - [`method_params`]: the method's parameters and prompt overrides.
 //! - [`args`]: the clap flags a command flattens to accept `--config`/`--set`/shortcuts.
 
 use std::collections::BTreeMap;
@@ -25,6 +26,7 @@ pub mod endpoints;
 pub mod error;
 pub mod layers;
 pub mod loader;
+pub mod method_params;
 pub mod resolve;
 pub mod schema;
 pub mod validate;
@@ -51,6 +53,11 @@ pub struct Config {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub groups: BTreeMap<String, Vec<String>>,
     pub roles: Roles,
+    /// Template name (`solution_refine`, `rollout`, … see `config/prompts/`) → file
+    /// replacing the built-in template. `roles.ROLE.prompt` is a shorthand for the
+    /// template named after the role.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub prompts: BTreeMap<String, std::path::PathBuf>,
     pub resilience: ResilienceConfig,
     /// Options of the in-process simulator (used by `embedded-sim` endpoints).
     #[serde(default)]

@@ -49,6 +49,7 @@ pub fn validate_values(c: &Config) -> Vec<KeyIssue> {
     group_rules(c, &mut s);
     role_rules(c, &mut s);
     resilience_rules(c, &mut s);
+    prompt_rules(c, &mut s);
     // The simulator's own rules (its error names the field inside `[simulator]`).
     if let Err(e) = c.simulator.validate() {
         s.push(sub_path(k(&["simulator"]), &e.field), e.message);
@@ -125,6 +126,24 @@ fn method_rules(c: &Config, s: &mut Sink) {
             k(&["method", "max_verification_attempts"]),
             format!("must be at least method.m ({}), got {a}", m.m),
         );
+    }
+}
+
+fn prompt_rules(c: &Config, s: &mut Sink) {
+    use crate::method::TemplateKind;
+    for name in c.prompts.keys() {
+        let p = k(&["prompts", name]);
+        if TemplateKind::from_name(name).is_none() {
+            let known: Vec<&str> = TemplateKind::ALL.iter().map(|t| t.name()).collect();
+            s.push(
+                p,
+                format!("unknown template `{name}` (known: {})", known.join(", ")),
+            );
+        } else if let Some(role) = Role::ALL.into_iter().find(|r| r.as_str() == name)
+            && c.roles.get(role).prompt.is_some()
+        {
+            s.push(p, format!("set twice: also roles.{name}.prompt (keep one)"));
+        }
     }
 }
 
@@ -335,6 +354,9 @@ pub fn check_paths(c: &Config) -> Vec<KeyIssue> {
                 "prompt template",
             );
         }
+    }
+    for (name, file) in &c.prompts {
+        need(k(&["prompts", name]), file, "prompt template");
     }
     for (name, e) in &c.endpoints {
         if let Some(file) = &e.tokenizer {

@@ -149,3 +149,75 @@ fn embedded_sim_model_mismatch_is_a_warning() {
             .all(|i| i.path != "endpoints.b.model")
     );
 }
+
+#[test]
+fn tmas_params_follow_the_config() {
+    let text = format!(
+        "{TWO}\n[method]\nn = 3\nm = 2\nmax_rollouts = 5\n[run]\nseed = 11\n\
+         [roles.summary]\ntemperature = 0.3\n"
+    );
+    let mut c = Config::from_toml_str(&text, "t").expect("valid");
+    let p = c.tmas_params();
+    assert_eq!((p.n, p.m, p.iterations, p.seed), (3, 2, 20, 11));
+    assert_eq!(p.max_rollouts, Some(5));
+    assert_eq!(p.max_verification_attempts, 4, "derived 2 × M");
+    assert_eq!(p.roles.summary.sampling.temperature, 0.3);
+    assert_eq!(p.roles.judge.sampling.max_tokens, 32_768);
+    assert!(
+        !p.roles.solution.stream,
+        "endpoints default to stream = false"
+    );
+    c.endpoints.get_mut("b").expect("b").stream = true;
+    assert!(
+        c.role_call(Role::Judge).stream,
+        "judge group = [b], all streaming"
+    );
+    assert!(
+        !c.role_call(Role::Solution).stream,
+        "mixed group does not stream"
+    );
+}
+
+#[test]
+fn prompt_overrides_merge_roles_and_prompts_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = dir.path().join("a.md");
+    let b = dir.path().join("b.md");
+    std::fs::write(&a, "x").expect("write");
+    std::fs::write(&b, "y").expect("write");
+    let text = format!(
+        "{TWO}\n[prompts]\nsolution_refine = {:?}\n[roles.verification]\nprompt = {:?}\n",
+        a.display().to_string(),
+        b.display().to_string()
+    );
+    let c = Config::from_toml_str(&text, "t").expect("valid");
+    let o = c.prompt_overrides();
+    assert_eq!(o.get("solution_refine"), Some(&a));
+    assert_eq!(o.get("verification"), Some(&b));
+    assert_eq!(o.len(), 2);
+}
+
+#[test]
+fn prompts_table_rules() {
+    let errs = Config::from_toml_str(
+        &format!("{TWO}\n[prompts]\nsolutoin = \"Cargo.toml\"\n"),
+        "t",
+    )
+    .expect_err("unknown template");
+    assert!(
+        errs.to_string()
+            .contains("prompts.solutoin: unknown template `solutoin`"),
+        "{errs}"
+    );
+    let errs = Config::from_toml_str(
+        &format!("{TWO}\n[prompts]\nrollout = \"/no/such.md\"\n"),
+        "t",
+    )
+    .expect_err("missing file");
+    assert!(errs.has_path("prompts.rollout"), "{errs}");
+    let text = format!(
+        "{TWO}\n[prompts]\nverification = \"Cargo.toml\"\n[roles.verification]\nprompt = \"Cargo.toml\"\n"
+    );
+    let errs = Config::from_toml_str(&text, "t").expect_err("twice");
+    assert!(errs.to_string().contains("set twice"), "{errs}");
+}
