@@ -148,3 +148,55 @@ async fn when_the_outage_outlasts_the_budget_calls_fail_with_outage() {
     assert!(!client.snapshot().endpoints[0].healthy);
     client.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_down_endpoint_is_probed_via_health_then_models_and_readmitted() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let server = MockServer::start(Reply::Status {
+        code: 500,
+        retry_after: None,
+        body: "broken".into(),
+    });
+    let client = ModelClient::start(config(vec![endpoint("solo", &server.base_url(), 4)], 4))
+        .await
+        .unwrap();
+    server.state.health_mode.store(1, SeqCst); // /health: 503, not ready
+
+    // Three 500s open the breaker (breaker_failures = 3); the call then waits.
+    server.set_default(Reply::Status {
+        code: 500,
+        retry_after: None,
+        body: "broken".into(),
+    });
+    let call = {
+        let c = client.clone();
+        tokio::spawn(async move { c.chat("g", request("q", false)).await })
+    };
+    assert!(wait_until(PATIENCE, || !client.snapshot().endpoints[0].healthy).await);
+    server.set_default(Reply::ok("recovered"));
+
+    // While /health says 503 the endpoint stays down, whatever /models says.
+    assert!(wait_until(PATIENCE, || server.state.health_hits.load(SeqCst) >= 4).await);
+    assert!(
+        !client.snapshot().endpoints[0].healthy,
+        "a 503 from /health must not re-admit"
+    );
+    assert_eq!(server.state.models_hits.load(SeqCst), 0);
+
+    // A server without /health (404) is probed through /models instead.
+    server.state.health_mode.store(2, SeqCst);
+    assert!(
+        wait_until(PATIENCE, || client.snapshot().endpoints[0].healthy).await,
+        "re-admitted"
+    );
+    assert!(
+        server.state.models_hits.load(SeqCst) >= 2,
+        "probe_successes = 2 via /models"
+    );
+    let resp = call
+        .await
+        .unwrap()
+        .expect("the waiting call completes after re-admission");
+    assert_eq!(&*resp.content, "recovered");
+    client.shutdown().await;
+}

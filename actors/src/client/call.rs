@@ -201,7 +201,7 @@ impl Shared {
         }
     }
 
-    fn prepare<'p>(
+    async fn prepare<'p>(
         &self,
         cache: &'p mut Vec<Prepared>,
         ep: &Arc<Endpoint>,
@@ -210,7 +210,7 @@ impl Shared {
         if let Some(i) = cache.iter().position(|p| Arc::ptr_eq(&p.endpoint, ep)) {
             return Ok(&cache[i]);
         }
-        let prompt_tokens = ep.counter.count(&request.messages);
+        let prompt_tokens = ep.counter.count_async(&request.messages).await;
         let max_tokens = fit_max_tokens(
             ep.name(),
             request.sampling.max_tokens,
@@ -275,7 +275,7 @@ impl Shared {
                 .acquire(&group, last_failed.as_ref(), &mut waited)
                 .await?;
             let ep = slot.endpoint.clone();
-            let prepared = self.prepare(&mut cache, &ep, &request)?;
+            let prepared = self.prepare(&mut cache, &ep, &request).await?;
             take(&self.global_rpm, 1).await;
             take(&self.global_tpm, prepared.budget_tokens).await;
             ep.rate_limit(prepared.budget_tokens).await;

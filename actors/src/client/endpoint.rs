@@ -399,7 +399,10 @@ impl Endpoint {
         };
         match get(&self.health_url).await {
             Ok(s) if s.is_success() => return Ok(()),
-            Ok(_) => {}
+            // No /health route on this server: ask /models instead. Any other status
+            // (e.g. 503 while a model loads) means "not ready".
+            Ok(s) if s.as_u16() == 404 || s.as_u16() == 405 => {}
+            Ok(s) => return Err(format!("GET /health answered HTTP {}", s.as_u16())),
             Err(e) => return Err(self.connect_error(&e).to_string()),
         }
         match get(&self.models_url).await {

@@ -92,6 +92,24 @@ impl TokenCounter {
     }
 }
 
+impl TokenCounter {
+    /// [`TokenCounter::count`] off the async worker threads when a real tokenizer runs:
+    /// encoding a 350 KB rollout context takes long enough to stall other calls.
+    pub async fn count_async(&self, messages: &[ChatMessage]) -> u32 {
+        match self {
+            Self::Bytes { .. } => self.count(messages),
+            Self::Tokenizer { .. } => {
+                let (me, owned) = (self.clone(), messages.to_vec());
+                match tokio::task::spawn_blocking(move || me.count(&owned)).await {
+                    Ok(n) => n,
+                    // The blocking pool is gone (runtime shutting down): count here.
+                    Err(_) => self.count(messages),
+                }
+            }
+        }
+    }
+}
+
 /// The `max_tokens` to send: `min(role_max, window − prompt − margin)`, or a
 /// non-retryable [`ClientError::PromptTooLong`] when nothing is left for the output.
 pub fn fit_max_tokens(

@@ -10,7 +10,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener as StdListener};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -129,7 +129,10 @@ pub struct MockState {
     pub shared: Option<Arc<InFlight>>,
     pub requests: Mutex<Vec<Recorded>>,
     pub chat_count: AtomicUsize,
-    pub health_ok: AtomicBool,
+    /// `/health` answers: 0 = 200, 1 = 503 (not ready), 2 = 404 (no such route).
+    pub health_mode: AtomicU8,
+    pub health_hits: AtomicUsize,
+    pub models_hits: AtomicUsize,
 }
 
 impl MockState {
@@ -165,7 +168,9 @@ impl MockServer {
             shared,
             requests: Mutex::new(Vec::new()),
             chat_count: AtomicUsize::new(0),
-            health_ok: AtomicBool::new(true),
+            health_mode: AtomicU8::new(0),
+            health_hits: AtomicUsize::new(0),
+            models_hits: AtomicUsize::new(0),
         });
         let listener = StdListener::bind("127.0.0.1:0").expect("bind loopback");
         let addr = listener.local_addr().expect("local addr");
@@ -267,14 +272,16 @@ impl Drop for MockServer {
 }
 
 async fn health(State(state): State<Arc<MockState>>) -> StatusCode {
-    if state.health_ok.load(Ordering::SeqCst) {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
+    state.health_hits.fetch_add(1, Ordering::SeqCst);
+    match state.health_mode.load(Ordering::SeqCst) {
+        0 => StatusCode::OK,
+        1 => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::NOT_FOUND,
     }
 }
 
-async fn models() -> impl IntoResponse {
+async fn models(State(state): State<Arc<MockState>>) -> impl IntoResponse {
+    state.models_hits.fetch_add(1, Ordering::SeqCst);
     axum::Json(serde_json::json!({"object": "list", "data": [{"id": "mock"}]}))
 }
 
