@@ -108,8 +108,10 @@ impl Actor for BankActor {
     type State = BankState;
     type Arguments = BankArgs;
 
-    /// Persists the initial version too, so the store shows what iteration 0 started from.
-    /// A failure here fails the spawn, which fails the problem before any call is made.
+    /// Persists a fresh bank's version 0 too, so the store shows what iteration 0 started
+    /// from. A resumed bank (`version > 0`) is not rewritten: its version is already stored,
+    /// with the iteration that produced it. A failure here fails the spawn, which fails
+    /// the problem before any call is made.
     async fn pre_start(
         &self,
         _myself: ActorRef<BankMsg>,
@@ -126,7 +128,9 @@ impl Actor for BankActor {
             items: init.items.into(),
             rejected: Vec::new(),
         };
-        persist(&sink, &problem, None, &current).await?;
+        if current.version == 0 {
+            persist(&sink, &problem, None, &current).await?;
+        }
         Ok(BankState {
             problem,
             current,
@@ -351,6 +355,30 @@ mod tests {
         // Persisted in version order.
         let persisted: Vec<u32> = sink.0.lock().unwrap().iter().map(|(_, v, _)| *v).collect();
         assert_eq!(persisted, (0..=20).collect::<Vec<_>>());
+        bank.stop(None);
+    }
+
+    #[tokio::test]
+    async fn a_resumed_bank_continues_its_numbering_without_rewriting_its_start() {
+        let sink = Arc::new(Recording::default());
+        let init = BankInit {
+            name: "guide".into(),
+            items: vec!["a".into()],
+            version: 7,
+            policy: Arc::new(AppendOnly),
+        };
+        let args = BankArgs {
+            problem: "p1".into(),
+            init,
+            sink: sink.clone(),
+        };
+        let bank = Actor::spawn(None, BankActor, args).await.unwrap().0;
+        let v = update(&bank, 3, Some(&["b"])).await.unwrap();
+        assert_eq!(v.version, 8);
+        assert_eq!(
+            *sink.0.lock().unwrap(),
+            vec![(Some(3), 8, vec!["a".to_string(), "b".to_string()])]
+        );
         bank.stop(None);
     }
 

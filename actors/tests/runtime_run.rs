@@ -12,6 +12,7 @@ use tmas_actors::coordinator::ProblemError;
 use tmas_actors::runner::{
     Admission, JobPriority, ProblemJob, RoleSettings, RunSummary, Runner, RunnerSettings,
 };
+use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, Command, Strategy};
 
 const ROUNDS: u32 = 3;
 const FAN_OUT: u32 = 4;
@@ -361,4 +362,74 @@ async fn invalid_settings_are_rejected_with_the_field_named() {
         .err()
         .unwrap();
     assert!(err.to_string().contains("`solve` is listed twice"), "{err}");
+}
+
+/// A strategy whose first commands are fixed and which never finishes on its own.
+struct Scripted(Vec<Command>);
+
+impl Strategy for Scripted {
+    type Output = ToyOutput;
+    fn start(&mut self) -> Vec<Command> {
+        std::mem::take(&mut self.0)
+    }
+    fn on_call(&mut self, _: CallKey, _: CallOutcome) -> Vec<Command> {
+        Vec::new()
+    }
+    fn on_bank(&mut self, _: BankVersion) -> Vec<Command> {
+        Vec::new()
+    }
+    fn is_finished(&self) -> bool {
+        false
+    }
+    fn finish(self: Box<Self>) -> ToyOutput {
+        unreachable!("never finished")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_strategies_and_unknown_banks_fail_their_problem_with_a_clear_error() {
+    let fake = Arc::new(FakeExecutor::new());
+    let scripts = vec![
+        ("stuck", vec![]),
+        (
+            "waits",
+            vec![Command::Call(spec("waits", 0, "solve", None))],
+        ),
+        (
+            "nobank",
+            vec![Command::UpdateBank {
+                bank: "nope".into(),
+                iteration: 0,
+                proposed: None,
+            }],
+        ),
+    ];
+    let problems = scripts.into_iter().map(|(id, cmds)| ProblemJob {
+        id: id.into(),
+        strategy: Box::new(Scripted(cmds)) as Box<dyn Strategy<Output = ToyOutput>>,
+        banks: vec![],
+    });
+    let (summary, results) = run(
+        settings(Admission::Fixed {
+            max_concurrent_problems: 3,
+        }),
+        &fake,
+        Arc::new(NoopSink),
+        problems,
+    )
+    .await;
+    assert!(
+        matches!(results["stuck"], Err(ProblemError::Stalled { .. })),
+        "{:?}",
+        results["stuck"]
+    );
+    // Waiting on a call is not a stall; once the answer is in and nothing follows, it is.
+    assert!(matches!(
+        results["waits"],
+        Err(ProblemError::Stalled { .. })
+    ));
+    assert_eq!(fake.attempts_of("waits/it0/solve/a0"), 1);
+    let err = results["nobank"].as_ref().err().unwrap().to_string();
+    assert!(err.contains("unknown bank `nope`"), "{err}");
+    assert_eq!(summary.stats.problems_failed, 3);
 }

@@ -136,6 +136,7 @@ impl CallExecutor for Shared {
         let fake = self.0.clone();
         async move {
             let content = content_of(&request);
+            tracing::info!(%content, "fake executing");
             let _inside = fake.gauge(&group).enter();
             let attempt = {
                 let mut a = fake.attempts.lock().unwrap();
