@@ -57,6 +57,8 @@ pub struct Template {
     kind: TemplateKind,
     /// File name or path, for messages.
     source: String,
+    /// The template as written (for code that renders it itself, e.g. the judge).
+    text: Box<str>,
     segments: Vec<Segment>,
     literal_len: usize,
 }
@@ -122,6 +124,7 @@ impl Template {
         Ok(Self {
             kind,
             source: source.to_string(),
+            text: text.into(),
             segments,
             literal_len,
         })
@@ -129,6 +132,11 @@ impl Template {
 
     pub fn kind(&self) -> TemplateKind {
         self.kind
+    }
+
+    /// The template text as loaded.
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// Where the template came from (built-in file name or override path).

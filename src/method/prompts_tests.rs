@@ -8,6 +8,11 @@ fn builtin_templates_load_and_render() {
     let p = set.render(TemplateKind::Solution, &["What is 1+1?", &style, ""]);
     assert!(p.contains("What is 1+1?"));
     assert!(!p.contains("{question}") && !p.contains("{style}"));
+    assert!(
+        set.template(TemplateKind::Judge)
+            .text()
+            .contains("{reference}")
+    );
     let j = set.judge("Q?", "42", "41");
     assert!(j.contains("<reference_answer>42</reference_answer>"));
     assert!(j.contains("<candidate_answer>41</candidate_answer>"));

@@ -4,3 +4,4 @@ mod branches;
 mod flow;
 mod harness;
 mod replies;
+mod with_simulator;

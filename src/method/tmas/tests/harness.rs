@@ -98,6 +98,7 @@ impl Run {
 }
 
 pub struct Driver {
+    pub problem_id: &'static str,
     pub experience: Vec<String>,
     pub guidelines: Vec<String>,
     pub order: Order,
@@ -106,6 +107,7 @@ pub struct Driver {
 impl Default for Driver {
     fn default() -> Self {
         Self {
+            problem_id: "p1",
             experience: Vec::new(),
             guidelines: Vec::new(),
             order: Order::Fifo,
@@ -118,7 +120,7 @@ impl Driver {
         let prompts = Arc::new(PromptSet::builtin().expect("built-in prompts"));
         let threshold = params.dedup_threshold;
         let problem = ProblemInput {
-            id: "p1".into(),
+            id: self.problem_id.into(),
             question: "QUESTION-TEXT: find x.".into(),
         };
         let mut s = TmasStrategy::new(
