@@ -99,6 +99,8 @@ fn simulator_replies_parse_and_banks_follow_their_rules() {
     }
 }
 
+/// Diagnostic, not a check: prints the Pass@1 curve and prompt modes over 40 simulated
+/// problems (`cargo test -p tmas --lib print_curve -- --ignored --nocapture`).
 #[test]
 #[ignore]
 fn print_curve() {
