@@ -16,6 +16,7 @@
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod engine;
 pub mod eval;
 pub mod method;
 pub mod sim;

@@ -281,7 +281,7 @@ impl<O: Send + 'static> CoordinatorState<O> {
             return;
         };
         match &result {
-            Ok(_) => tracing::info!("problem finished"),
+            Ok(_) => tracing::debug!("problem finished"),
             Err(err) => tracing::error!(error = %err, "problem failed"),
         }
         if let Some(report) = self.report.take() {

@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 
 pub mod bench_cmd;
 pub mod config_cmd;
+pub mod report;
+pub mod run;
 pub mod sim_server;
 
 /// Runs TMAS and related test-time-compute methods against OpenAI-compatible endpoints.
@@ -21,6 +23,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run an evaluation (TMAS over a dataset) and print Pass@1 per iteration.
+    Run(run::Args),
+    /// Print a finished run's Pass@1 table and write its chart (PNG and SVG).
+    Report(report::Args),
     /// Serve the simulated OpenAI-compatible endpoint.
     SimServer(sim_server::Args),
     /// Benchmarks.
@@ -35,7 +41,10 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     tmas_observability::init_logging(cli.log.as_deref());
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -44,6 +53,8 @@ pub fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
+            Command::Run(args) => run::run(args).await,
+            Command::Report(args) => report::run(args).await,
             Command::SimServer(args) => sim_server::run(args).await,
             Command::Bench(cmd) => bench_cmd::run(cmd).await,
             Command::Config(cmd) => config_cmd::run(cmd).await,

@@ -11,6 +11,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tmas_actors::client::ResiliencePolicy;
 
+use crate::eval::judge::LlmJudgePolicy;
+
 /// How problems are admitted into a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -164,10 +166,14 @@ impl MethodConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JudgeConfig {
-    /// Ask the LLM judge (role `judge`) when the rule-based check is not conclusive.
+    /// Ask the LLM judge (role `judge`); the rule-based check always runs.
     pub enabled: bool,
     /// R: judge runs per candidate; Pass@1 is averaged over them (paper: 4).
     pub repeats: u32,
+    /// `always`: every candidate with an answer goes to the LLM judge (the paper's
+    /// protocol; rule verdicts are kept to measure agreement). `when_undecided`: only
+    /// candidates the rule check could not decide (cheaper).
+    pub policy: LlmJudgePolicy,
 }
 
 impl Default for JudgeConfig {
@@ -175,6 +181,7 @@ impl Default for JudgeConfig {
         Self {
             enabled: true,
             repeats: 4,
+            policy: LlmJudgePolicy::Always,
         }
     }
 }

@@ -1,0 +1,239 @@
+//! `tmas bench client`: how close the model-client actors get to the throughput an
+//! endpoint allows.
+//!
+//! A simulator runs as a separate process with a fixed latency and no concurrency limit of
+//! its own. This process keeps exactly `in_flight` calls outstanding through the client
+//! actors for `duration`. The ideal is `in_flight ÷ latency` calls per second; the ratio of
+//! the achieved rate to it shows what the client costs. The simulator reports the peak
+//! number of requests it saw at once, which must never exceed the cap.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde_json::json;
+use tmas_actors::client::{
+    ClientConfig, EndpointSpec, ModelClient, ResiliencePolicy, TokenEstimate,
+};
+use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
+
+use super::resources;
+use super::sim_process::SimProcess;
+
+/// Knobs of the client benchmark.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClientBenchArgs {
+    /// Calls kept in flight (also the client's global and per-endpoint cap).
+    #[arg(long, default_value_t = 800)]
+    pub in_flight: usize,
+    /// Fixed simulator latency per call, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    pub latency_ms: u64,
+    /// Measurement time in seconds (after a short warm-up).
+    #[arg(long, default_value_t = 30)]
+    pub duration: u64,
+    /// Bytes of prompt text per call.
+    #[arg(long, default_value_t = 2000)]
+    pub prompt_bytes: usize,
+    /// Use streaming (SSE) requests.
+    #[arg(long)]
+    pub stream: bool,
+    /// Do not write the JSON result under `bench-results/`.
+    #[arg(long)]
+    pub no_write: bool,
+}
+
+/// Figures of one client-benchmark run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ClientBenchResult {
+    pub in_flight: usize,
+    pub latency_ms: u64,
+    pub duration_s: f64,
+    pub calls: u64,
+    pub errors: u64,
+    pub calls_per_s: f64,
+    pub ideal_calls_per_s: f64,
+    pub ratio: f64,
+    pub cpu_s_per_1k_calls: f64,
+    pub peak_rss_mib: f64,
+    pub sim_peak_in_flight: u64,
+    pub stream: bool,
+}
+
+/// Runs the benchmark and prints its figures.
+pub async fn run(args: ClientBenchArgs) -> anyhow::Result<ClientBenchResult> {
+    anyhow::ensure!(args.in_flight > 0, "--in-flight must be at least 1");
+    anyhow::ensure!(args.latency_ms > 0, "--latency-ms must be at least 1");
+    let sim = SimProcess::spawn(&[
+        "--latency".into(),
+        format!("fixed:{}ms", args.latency_ms),
+        "--seed".into(),
+        "1".into(),
+    ])
+    .await?;
+    let client = ModelClient::start(client_config(&sim.base_url, args.in_flight))
+        .await
+        .context("starting the model client")?;
+    let request = bench_request(args.prompt_bytes, args.stream);
+
+    // Warm-up: open connections and fill the pipeline before measuring.
+    drive(&client, &request, args.in_flight, Duration::from_secs(2)).await;
+    sim.reset().await?;
+
+    let cpu_before = resources::cpu_seconds();
+    let started = Instant::now();
+    let (calls, errors) = drive(
+        &client,
+        &request,
+        args.in_flight,
+        Duration::from_secs(args.duration),
+    )
+    .await;
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu = resources::cpu_seconds() - cpu_before;
+
+    let stats = sim.stats().await?;
+    let sim_peak = stats
+        .get("peak_in_flight")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0);
+    client.shutdown().await;
+    sim.stop().await;
+
+    let calls_per_s = calls as f64 / elapsed;
+    let ideal = args.in_flight as f64 / (args.latency_ms as f64 / 1000.0);
+    let result = ClientBenchResult {
+        in_flight: args.in_flight,
+        latency_ms: args.latency_ms,
+        duration_s: elapsed,
+        calls,
+        errors,
+        calls_per_s,
+        ideal_calls_per_s: ideal,
+        ratio: calls_per_s / ideal,
+        cpu_s_per_1k_calls: if calls > 0 {
+            cpu / calls as f64 * 1000.0
+        } else {
+            f64::NAN
+        },
+        peak_rss_mib: resources::peak_rss_bytes()
+            .map_or(f64::NAN, |b| b as f64 / (1024.0 * 1024.0)),
+        sim_peak_in_flight: sim_peak,
+        stream: args.stream,
+    };
+    print_result(&result);
+    if !args.no_write {
+        let path = super::write_result("client", &json!(result))?;
+        println!("written to {}", path.display());
+    }
+    Ok(result)
+}
+
+fn print_result(r: &ClientBenchResult) {
+    println!(
+        "tmas bench client: {} in flight, {} ms latency, {:.1} s, stream={}",
+        r.in_flight, r.latency_ms, r.duration_s, r.stream
+    );
+    println!("  calls            {} ({} errors)", r.calls, r.errors);
+    println!("  calls/s          {:.1}", r.calls_per_s);
+    println!(
+        "  ideal calls/s    {:.1}  (in-flight / latency)",
+        r.ideal_calls_per_s
+    );
+    println!("  ratio            {:.3}  (target >= 0.97)", r.ratio);
+    println!(
+        "  CPU-s / 1k calls {:.3}  (target <= 0.3)",
+        r.cpu_s_per_1k_calls
+    );
+    println!("  peak RSS         {:.1} MiB", r.peak_rss_mib);
+    let verdict = if r.sim_peak_in_flight as usize <= r.in_flight {
+        "ok"
+    } else {
+        "EXCEEDED"
+    };
+    println!(
+        "  sim peak in-flight {} (cap {}, {verdict})",
+        r.sim_peak_in_flight, r.in_flight
+    );
+}
+
+fn client_config(base_url: &str, in_flight: usize) -> ClientConfig {
+    let endpoint = EndpointSpec {
+        name: "sim".into(),
+        base_url: base_url.to_owned(),
+        model: "tmas-sim".into(),
+        api_key: None,
+        max_in_flight: in_flight,
+        requests_per_minute: None,
+        tokens_per_minute: None,
+        request_timeout: Duration::from_secs(60),
+        stream_idle_timeout: Duration::from_secs(30),
+        context_window: 131_072,
+        token_estimate: TokenEstimate::Bytes {
+            bytes_per_token: 3.0,
+        },
+    };
+    ClientConfig {
+        endpoints: vec![endpoint],
+        groups: vec![("default".into(), vec!["sim".into()])],
+        global_max_in_flight: in_flight,
+        global_requests_per_minute: None,
+        global_tokens_per_minute: None,
+        policy: ResiliencePolicy::default(),
+    }
+}
+
+fn bench_request(prompt_bytes: usize, stream: bool) -> ChatRequest {
+    let prompt: String = "Compute the sum of the first n odd numbers. "
+        .chars()
+        .cycle()
+        .take(prompt_bytes)
+        .collect();
+    ChatRequest {
+        messages: vec![ChatMessage::user(prompt)],
+        sampling: Sampling {
+            temperature: 1.0,
+            top_p: 0.95,
+            max_tokens: 1024,
+        },
+        tags: CallTags {
+            role: "judge".into(),
+            problem: "bench".into(),
+            iteration: 0,
+        },
+        stream,
+    }
+}
+
+/// Keeps `in_flight` calls outstanding for `duration`; returns (successes, errors).
+async fn drive(
+    client: &ModelClient,
+    request: &ChatRequest,
+    in_flight: usize,
+    duration: Duration,
+) -> (u64, u64) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let ok = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::with_capacity(in_flight);
+    for _ in 0..in_flight {
+        let (client, request) = (client.clone(), request.clone());
+        let (stop, ok, failed) = (stop.clone(), ok.clone(), failed.clone());
+        tasks.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                match client.chat("default", request.clone()).await {
+                    Ok(_) => ok.fetch_add(1, Ordering::Relaxed),
+                    Err(_) => failed.fetch_add(1, Ordering::Relaxed),
+                };
+            }
+        }));
+    }
+    tokio::time::sleep(duration).await;
+    stop.store(true, Ordering::Relaxed);
+    let counted = (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    for task in tasks {
+        let _ = task.await;
+    }
+    counted
+}

@@ -1,0 +1,78 @@
+//! `tmas report DIR`: print a run's Pass@1 table and draw its chart.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::engine::run_dir::RunDir;
+use crate::eval::chart::{Series, write_pass_at_1_chart};
+use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A run directory written by `tmas run`.
+    pub dir: PathBuf,
+    /// Chart title (default: the run directory's name).
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let dir = RunDir::open(&args.dir)?;
+    let table = load_table(&dir)?;
+    println!("{}", table.render_text());
+    let title = args.title.clone().unwrap_or_else(|| {
+        let name = args
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        format!("Pass@1 by iteration — {name}")
+    });
+    let series = [Series {
+        label: "TMAS".into(),
+        points: table
+            .rows
+            .iter()
+            .map(|r| (r.iteration as u32, r.pass_at_1))
+            .collect(),
+    }];
+    let png = dir.root.join("pass_at_1.png");
+    let svg = dir.root.join("pass_at_1.svg");
+    write_pass_at_1_chart(&title, &series, &png, &svg)?;
+    println!("chart: {} and {}", png.display(), svg.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The stored table, or one rebuilt from `problems/*.json` when the run was interrupted
+/// before writing it (then only finished problems count).
+fn load_table(dir: &RunDir) -> anyhow::Result<PassAt1Table> {
+    let path = dir.root.join("pass_at_1.json");
+    if path.is_file() {
+        let bytes =
+            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        return serde_json::from_slice(&bytes)
+            .with_context(|| format!("{} is not a Pass@1 table", path.display()));
+    }
+    let records = dir.read_problems()?;
+    anyhow::ensure!(
+        !records.is_empty(),
+        "{}: no finished problems yet",
+        dir.root.display()
+    );
+    eprintln!(
+        "note: no pass_at_1.json (run not finished); table over {} finished problems",
+        records.len()
+    );
+    let iterations = records.iter().map(|r| r.judgments.len()).max().unwrap_or(0);
+    let mut builder = PassAt1Builder::new(records.iter().map(|r| r.problem_id.clone()), iterations);
+    for record in &records {
+        for (t, candidates) in record.judgments.iter().enumerate() {
+            for judged in candidates.iter().flatten() {
+                builder.record(&record.problem_id, t, judged)?;
+            }
+        }
+    }
+    Ok(builder.build())
+}

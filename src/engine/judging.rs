@@ -1,0 +1,95 @@
+//! Judging every candidate of a finished problem: the rule check always, the LLM judge
+//! (R repeats, role `judge`) when one is configured and the policy asks for it.
+
+use std::sync::Arc;
+
+use futures::future::join_all;
+use tmas_actors::strategy::CallExecutor;
+use tmas_actors::wire::Sampling;
+
+use crate::eval::judge::{JudgeRecord, LlmJudgePolicy, judge_request, parse_judge_reply};
+use crate::method::{PromptSet, TmasOutcome};
+
+/// How candidates are judged in a run.
+#[derive(Clone)]
+pub struct JudgeSetup {
+    /// `None`: rule check only.
+    pub llm: Option<LlmJudge>,
+}
+
+/// The LLM judge: where its calls go and how often each candidate is asked.
+#[derive(Clone)]
+pub struct LlmJudge {
+    pub executor: Arc<dyn CallExecutor>,
+    pub group: Arc<str>,
+    pub sampling: Sampling,
+    pub repeats: usize,
+    pub policy: LlmJudgePolicy,
+    pub prompts: Arc<PromptSet>,
+}
+
+impl JudgeSetup {
+    /// Judges every candidate of every iteration of `outcome` against `reference`.
+    /// Returns `judgments[iteration][candidate]` (`None` where the solution call failed).
+    pub async fn judge_outcome(
+        &self,
+        question: &str,
+        reference: &str,
+        outcome: &TmasOutcome,
+    ) -> Vec<Vec<Option<JudgeRecord>>> {
+        let mut out = Vec::with_capacity(outcome.iterations.len());
+        for it in &outcome.iterations {
+            let per_candidate = it.candidates.iter().map(|c| async move {
+                let solution = c.solution.as_deref()?;
+                let record = JudgeRecord::from_reply(reference, solution);
+                Some(match &self.llm {
+                    Some(llm) if record.needs_llm_judge(llm.policy) => {
+                        let answer = record.answer.clone().unwrap_or_default();
+                        let verdicts = llm
+                            .ask(
+                                question,
+                                reference,
+                                &answer,
+                                &outcome.problem.id,
+                                it.iteration,
+                            )
+                            .await;
+                        record.with_llm(verdicts)
+                    }
+                    _ => record,
+                })
+            });
+            out.push(join_all(per_candidate).await);
+        }
+        out
+    }
+}
+
+impl LlmJudge {
+    /// Asks the judge `repeats` times; a failed call or unparseable reply is `None`.
+    async fn ask(
+        &self,
+        question: &str,
+        reference: &str,
+        answer: &str,
+        problem: &str,
+        iteration: u32,
+    ) -> Vec<Option<bool>> {
+        let prompt = self.prompts.judge(question, reference, answer);
+        let calls = (0..self.repeats).map(|_| {
+            let request = judge_request(prompt.clone(), self.sampling, problem, iteration);
+            self.executor.execute(self.group.clone(), request)
+        });
+        join_all(calls)
+            .await
+            .into_iter()
+            .map(|outcome| match outcome {
+                Ok(resp) => parse_judge_reply(&resp.content),
+                Err(failure) => {
+                    tracing::warn!(problem, iteration, kind = %failure.kind, "judge call failed: {}", failure.message);
+                    None
+                }
+            })
+            .collect()
+    }
+}
