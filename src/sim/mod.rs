@@ -1,5 +1,31 @@
-//! The simulated OpenAI-compatible endpoint (under construction).
+//! The simulated OpenAI-compatible endpoint with its synthetic task model.
+//!
+//! - [`SimServer`]: serves `/v1/chat/completions` (stream and non-stream), `/v1/models`,
+//!   `/health`, `/metrics` and the test controls `/sim/stats`, `/sim/reset`, `/sim/faults`.
+//! - [`options`]: the knobs ([`SimOptions`]), embedded as a config's `[simulator]` section.
+//! - [`task`]: the synthetic task model (what each agent role replies).
+//! - `handler`, `openai`, `faults`, `stats`: one request, its wire shapes, fault draws,
+//!   counters. `latency`, `rng`, `text`: latency model, stable hashing, filler text.
+//!
+//! Replies are deterministic for a seed: each request's draws come from
+//! hash(seed, role, problem, iteration, body, occurrence of that identical request), so
+//! they do not depend on arrival order. See docs/simulator.md.
 
+pub mod dataset;
+mod faults;
+mod handler;
+pub mod latency;
+mod openai;
 pub mod options;
+pub mod rng;
+mod server;
+pub mod stats;
+pub mod task;
+pub mod text;
 
-pub use options::SimOptions;
+pub use dataset::load_answers;
+pub use options::{
+    FaultRates, InvalidOption, LatencyModel, ReasoningField, SimOptions, TaskOptions,
+};
+pub use server::SimServer;
+pub use stats::{RecordedRequest, SimStats};

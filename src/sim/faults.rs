@@ -1,0 +1,100 @@
+//! Drawing at most one fault per request.
+
+use super::options::FaultRates;
+use super::rng::SimRng;
+use super::task::Role;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fault {
+    None,
+    Error500,
+    DropConnection,
+    Hang,
+    MalformedJson,
+    Truncated,
+    UnparseableScore,
+}
+
+impl Fault {
+    /// Counter name (matches [`super::stats::FAULT_KINDS`]).
+    pub fn kind(self) -> Option<&'static str> {
+        Some(match self {
+            Fault::None => return None,
+            Fault::Error500 => "error_500",
+            Fault::DropConnection => "drop_connection",
+            Fault::Hang => "hang",
+            Fault::MalformedJson => "malformed_json",
+            Fault::Truncated => "truncated",
+            Fault::UnparseableScore => "unparseable_score",
+        })
+    }
+}
+
+/// Draws the fault of one request. Always consumes exactly one draw so the rest of the
+/// reply does not depend on the fault settings.
+pub fn draw(rates: &FaultRates, role: Role, rng: &mut SimRng) -> Fault {
+    let u = rng.unit();
+    if !rates.roles.is_empty() && !rates.roles.iter().any(|r| r == role.as_str()) {
+        return Fault::None;
+    }
+    let kinds = [
+        Fault::Error500,
+        Fault::DropConnection,
+        Fault::Hang,
+        Fault::MalformedJson,
+        Fault::Truncated,
+        Fault::UnparseableScore,
+    ];
+    let mut acc = 0.0;
+    for (kind, (_, rate)) in kinds.into_iter().zip(rates.rates()) {
+        acc += rate;
+        if u < acc {
+            if kind == Fault::UnparseableScore && role != Role::Verification {
+                return Fault::None;
+            }
+            return kind;
+        }
+    }
+    Fault::None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_and_role_filter() {
+        let rates = FaultRates {
+            error_500: 0.3,
+            hang: 0.2,
+            unparseable_score: 0.5,
+            ..FaultRates::default()
+        };
+        let mut rng = SimRng::new(4);
+        let mut counts = std::collections::HashMap::new();
+        for _ in 0..10_000 {
+            *counts
+                .entry(draw(&rates, Role::Verification, &mut rng))
+                .or_insert(0) += 1;
+        }
+        assert!(
+            (2700..3300).contains(&counts[&Fault::Error500]),
+            "{counts:?}"
+        );
+        assert!(
+            (4700..5300).contains(&counts[&Fault::UnparseableScore]),
+            "{counts:?}"
+        );
+        assert!(!counts.contains_key(&Fault::None));
+        assert!(
+            (0..1000).all(|_| draw(&rates, Role::Solution, &mut rng) != Fault::UnparseableScore)
+        );
+        let only = FaultRates {
+            error_500: 1.0,
+            roles: vec!["judge".into()],
+            ..FaultRates::default()
+        };
+        assert_eq!(draw(&only, Role::Solution, &mut rng), Fault::None);
+        assert_eq!(draw(&only, Role::Judge, &mut rng), Fault::Error500);
+    }
+}

@@ -1,0 +1,374 @@
+//! `POST /v1/chat/completions`: admission, parsing, the deterministic draw, the task
+//! model, faults, latency and the response (JSON or SSE).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+
+use super::faults::{self, Fault};
+use super::openai::{self, ChatBody, Completion, Usage, tokens};
+use super::options::{FaultRates, SimOptions};
+use super::rng::{SimRng, hash_bytes, hash_str, mix};
+use super::stats::{Counters, InFlight, RecordedRequest};
+use super::task::{self, Problem, Role};
+use super::text::truncate_at_char;
+
+/// Shared by all requests of one simulator.
+pub struct SimState {
+    pub opts: SimOptions,
+    /// Replaced at runtime by `POST /sim/faults`.
+    pub faults: RwLock<Arc<FaultRates>>,
+    pub counters: Arc<Counters>,
+    /// Reference answers by problem id (from the dataset, if any).
+    pub answers: HashMap<String, String>,
+    /// How often each identical request has been seen: the n-th identical request gets
+    /// draw n, so N identical candidate prompts give N different candidates and a retry
+    /// after a fault is not doomed to the same fault. Cleared by `/sim/reset`.
+    pub occurrences: Mutex<HashMap<u64, u32>>,
+}
+
+impl SimState {
+    pub fn new(opts: SimOptions, dataset: Option<Vec<(String, String)>>) -> Self {
+        Self {
+            faults: RwLock::new(Arc::new(opts.faults.clone())),
+            opts,
+            counters: Arc::new(Counters::default()),
+            answers: dataset.unwrap_or_default().into_iter().collect(),
+            occurrences: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn fault_rates(&self) -> Arc<FaultRates> {
+        self.faults
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn occurrence(&self, key: u64) -> u32 {
+        let mut m = self.occurrences.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len() >= MAX_TRACKED_REQUESTS {
+            // Bounds memory in long benchmarks; identical requests seen before this point
+            // start again from draw 0 (documented in docs/simulator.md).
+            m.clear();
+        }
+        let n = m.entry(key).or_insert(0);
+        *n += 1;
+        *n - 1
+    }
+}
+
+/// Distinct requests whose occurrences are tracked before the table is cleared (~20 MB).
+const MAX_TRACKED_REQUESTS: usize = 1 << 20;
+
+/// Response extension asking the connection layer to close without answering.
+#[derive(Debug, Clone, Copy)]
+pub struct DropConnection;
+
+fn header_str<'h>(h: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+/// An error response, counted by status.
+pub fn error_response(
+    counters: &Counters,
+    status: StatusCode,
+    message: &str,
+    retry_after: Option<u64>,
+) -> Response {
+    counters.status(status.as_u16());
+    let kind = if status.is_server_error() {
+        "server_error"
+    } else {
+        "invalid_request_error"
+    };
+    let mut r = json_response(status, openai::error_json(message, kind, status.as_u16()));
+    if let Some(v) = retry_after.and_then(|secs| HeaderValue::from_str(&secs.to_string()).ok()) {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
+}
+
+pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let opts = &st.opts;
+    let role = header_str(&headers, "x-tmas-role").map_or(Role::Other, Role::from_header);
+    st.counters.request(role);
+    let rates = st.fault_rates();
+    if rates.down {
+        return error_response(
+            &st.counters,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "simulated outage",
+            Some(opts.retry_after_secs),
+        );
+    }
+    let Some(slot) = st.counters.try_enter(opts.max_concurrency, role) else {
+        st.counters.fault("overload");
+        let status =
+            StatusCode::from_u16(opts.overload_status).unwrap_or(StatusCode::TOO_MANY_REQUESTS);
+        let msg = format!(
+            "simulator at its concurrency limit ({})",
+            opts.max_concurrency
+        );
+        return error_response(&st.counters, status, &msg, Some(opts.retry_after_secs));
+    };
+    let parsed: ChatBody<'_> = match serde_json::from_slice(&body) {
+        Ok(b) => b,
+        Err(e) => {
+            let msg = format!("request body is not a chat-completion request: {e}");
+            return error_response(&st.counters, StatusCode::BAD_REQUEST, &msg, None);
+        }
+    };
+    if parsed.messages.is_empty() {
+        return error_response(
+            &st.counters,
+            StatusCode::BAD_REQUEST,
+            "`messages` must not be empty",
+            None,
+        );
+    }
+    let texts: Vec<_> = parsed.messages.iter().map(|m| m.text()).collect();
+    let prompt = texts.join("\n");
+    if opts.record_requests > 0 {
+        st.counters
+            .record(opts.record_requests, record(&headers, &parsed, &texts));
+    }
+
+    let problem_id = header_str(&headers, "x-tmas-problem").unwrap_or("default");
+    let iteration: u64 = header_str(&headers, "x-tmas-iteration")
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    let key = mix(
+        mix(
+            mix(mix(opts.seed, role.index() as u64), hash_str(1, problem_id)),
+            iteration,
+        ),
+        hash_bytes(2, &body),
+    );
+    let mut rng = SimRng::new(mix(key, u64::from(st.occurrence(key))));
+    let fault = faults::draw(&rates, role, &mut rng);
+    if let Some(kind) = fault.kind() {
+        st.counters.fault(kind);
+    }
+    let problem = Problem::derive(
+        problem_id,
+        st.answers.get(problem_id).map(String::as_str),
+        &opts.task,
+    );
+    let reply = task::generate(
+        role,
+        &problem,
+        &prompt,
+        opts,
+        &mut rng,
+        fault == Fault::UnparseableScore,
+    );
+    let (mut content, mut reasoning) = (reply.content, reply.reasoning);
+
+    let mut finish = "stop";
+    if fault == Fault::Truncated {
+        let cut = content
+            .find("\\boxed")
+            .unwrap_or(content.len())
+            .min(content.len() / 2);
+        truncate_at_char(&mut content, cut);
+        finish = "length";
+    }
+    if let Some(max) = parsed.max_completion_tokens.or(parsed.max_tokens) {
+        let budget = usize::try_from(max)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(openai::BYTES_PER_TOKEN);
+        if reasoning.len() + content.len() > budget {
+            truncate_at_char(&mut reasoning, budget);
+            truncate_at_char(&mut content, budget - reasoning.len());
+            finish = "length";
+        }
+    }
+    let completion_tokens = tokens(reasoning.len() + content.len());
+    let usage = Usage {
+        prompt_tokens: tokens(prompt.len()),
+        completion_tokens,
+        total_tokens: tokens(prompt.len()) + completion_tokens,
+    };
+    let base = opts.latency.draw(&mut rng);
+    let per_token = Duration::from_micros(opts.per_output_token_us);
+    let latency =
+        base + per_token.saturating_mul(u32::try_from(completion_tokens).unwrap_or(u32::MAX));
+    let hang = Duration::from_secs_f64(rates.hang_secs);
+    let id = format!("chatcmpl-sim-{:016x}", rng.next_u64());
+    let created = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let c = Completion {
+        id: &id,
+        model: &opts.model,
+        created,
+        content: &content,
+        reasoning: &reasoning,
+        reasoning_field: opts.reasoning_field,
+        finish_reason: finish,
+        usage,
+    };
+
+    match fault {
+        Fault::Error500 => {
+            drop(slot);
+            return error_response(
+                &st.counters,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "simulated internal error",
+                None,
+            );
+        }
+        Fault::DropConnection => {
+            sleep(latency).await;
+            drop(slot);
+            let mut r = Response::new(Body::empty());
+            r.extensions_mut().insert(DropConnection);
+            return r;
+        }
+        Fault::MalformedJson => {
+            sleep(latency).await;
+            st.counters.status(200);
+            let garbage: &'static [u8] = if parsed.stream {
+                b"data: {\"id\": \"sim-malformed\", \"choices\": [{\"delta\": {\"content\": \"oops\n\ndata: [DONE]\n\n"
+            } else {
+                b"{\"id\": \"sim-malformed\", \"choices\": [{\"message\": {\"content\": \"trunc"
+            };
+            let ct = if parsed.stream {
+                "text/event-stream"
+            } else {
+                "application/json"
+            };
+            return (StatusCode::OK, [(header::CONTENT_TYPE, ct)], garbage).into_response();
+        }
+        _ => {}
+    }
+
+    st.counters.status(200);
+    if parsed.stream {
+        let (frames, first_content) = openai::sse_frames(&c, opts.stream_chunk_bytes);
+        stream_response(
+            frames,
+            first_content,
+            base,
+            per_token,
+            opts.stream_chunk_bytes,
+            (fault == Fault::Hang).then_some(hang),
+            slot,
+        )
+    } else {
+        let mut slot = slot;
+        sleep(latency).await;
+        if fault == Fault::Hang {
+            sleep(hang).await;
+        }
+        slot.complete_ok();
+        json_response(StatusCode::OK, openai::completion_json(&c))
+    }
+}
+
+async fn sleep(d: Duration) {
+    if !d.is_zero() {
+        tokio::time::sleep(d).await;
+    }
+}
+
+/// The SSE body: the base latency before the first frame, then per-token time between
+/// content frames; a hang stalls after the first content frame. Without any delay the
+/// whole stream goes out as one buffer (the fast path for throughput).
+fn stream_response(
+    frames: Vec<Bytes>,
+    first_content: usize,
+    base: Duration,
+    per_token: Duration,
+    chunk_bytes: usize,
+    hang: Option<Duration>,
+    mut slot: InFlight,
+) -> Response {
+    let sse = [
+        (header::CONTENT_TYPE, "text/event-stream"),
+        (header::CACHE_CONTROL, "no-cache"),
+    ];
+    if base.is_zero() && per_token.is_zero() && hang.is_none() {
+        let mut all = Vec::with_capacity(frames.iter().map(Bytes::len).sum());
+        for f in &frames {
+            all.extend_from_slice(f);
+        }
+        slot.complete_ok();
+        return (StatusCode::OK, sse, all).into_response();
+    }
+    let chunk_time =
+        per_token.saturating_mul(u32::try_from(openai::tokens(chunk_bytes)).unwrap_or(u32::MAX));
+    let mut queue: VecDeque<(Duration, Bytes)> = VecDeque::with_capacity(frames.len());
+    for (i, f) in frames.into_iter().enumerate() {
+        let delay = match i {
+            0 => base,
+            i if i == first_content + 1 && hang.is_some() => hang.unwrap_or_default(),
+            i if i > 0 => chunk_time,
+            _ => Duration::ZERO,
+        };
+        queue.push_back((delay, f));
+    }
+    let stream = futures::stream::unfold((queue, Some(slot)), |(mut queue, mut slot)| async move {
+        let (delay, frame) = queue.pop_front()?;
+        sleep(delay).await;
+        if queue.is_empty() {
+            if let Some(s) = slot.as_mut() {
+                s.complete_ok();
+            }
+            slot = None;
+        }
+        Some((Ok::<Bytes, std::convert::Infallible>(frame), (queue, slot)))
+    });
+    (StatusCode::OK, sse, Body::from_stream(stream)).into_response()
+}
+
+fn record(
+    headers: &HeaderMap,
+    body: &ChatBody<'_>,
+    texts: &[std::borrow::Cow<'_, str>],
+) -> RecordedRequest {
+    let headers: BTreeMap<String, String> = headers
+        .iter()
+        .filter(|(k, _)| {
+            let k = k.as_str();
+            k.starts_with("x-tmas-") || k == "traceparent" || k == "tracestate"
+        })
+        .map(|(k, v)| {
+            (
+                k.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    RecordedRequest {
+        headers,
+        messages: body
+            .messages
+            .iter()
+            .zip(texts)
+            .map(|(m, t)| (m.role.to_string(), t.to_string()))
+            .collect(),
+        stream: body.stream,
+        max_tokens: body.max_completion_tokens.or(body.max_tokens),
+    }
+}
