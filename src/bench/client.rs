@@ -77,21 +77,23 @@ pub async fn run(args: ClientBenchArgs) -> anyhow::Result<ClientBenchResult> {
         .context("starting the model client")?;
     let request = bench_request(args.prompt_bytes, args.stream);
 
-    // Warm-up: open connections and fill the pipeline before measuring.
-    drive(&client, &request, args.in_flight, Duration::from_secs(2)).await;
-    sim.reset().await?;
-
-    let cpu_before = resources::cpu_seconds();
-    let started = Instant::now();
-    let (calls, errors) = drive(
+    // One continuous stream of calls: the first seconds open connections and fill the
+    // pipeline; only the interval after them is measured, so neither the ramp-up nor the
+    // drain at the end counts.
+    let measured = drive(
         &client,
         &request,
         args.in_flight,
+        Duration::from_secs(2),
         Duration::from_secs(args.duration),
     )
     .await;
-    let elapsed = started.elapsed().as_secs_f64();
-    let cpu = resources::cpu_seconds() - cpu_before;
+    let (calls, errors, elapsed, cpu) = (
+        measured.calls,
+        measured.errors,
+        measured.seconds,
+        measured.cpu_seconds,
+    );
 
     let stats = sim.stats().await?;
     let sim_peak = stats
@@ -201,18 +203,29 @@ fn bench_request(prompt_bytes: usize, stream: bool) -> ChatRequest {
             role: "judge".into(),
             problem: "bench".into(),
             iteration: 0,
+            call: None,
         },
         stream,
     }
 }
 
-/// Keeps `in_flight` calls outstanding for `duration`; returns (successes, errors).
+/// What [`drive`] measured after its warm-up.
+struct Measured {
+    calls: u64,
+    errors: u64,
+    seconds: f64,
+    cpu_seconds: f64,
+}
+
+/// Keeps `in_flight` calls outstanding for `warmup + duration` and measures the calls
+/// completed, wall time and this process's CPU time during `duration` only.
 async fn drive(
     client: &ModelClient,
     request: &ChatRequest,
     in_flight: usize,
+    warmup: Duration,
     duration: Duration,
-) -> (u64, u64) {
+) -> Measured {
     let stop = Arc::new(AtomicBool::new(false));
     let ok = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
@@ -229,11 +242,19 @@ async fn drive(
             }
         }));
     }
+    tokio::time::sleep(warmup).await;
+    let (ok0, failed0) = (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    let (started, cpu0) = (Instant::now(), resources::cpu_seconds());
     tokio::time::sleep(duration).await;
+    let measured = Measured {
+        calls: ok.load(Ordering::Relaxed) - ok0,
+        errors: failed.load(Ordering::Relaxed) - failed0,
+        seconds: started.elapsed().as_secs_f64(),
+        cpu_seconds: resources::cpu_seconds() - cpu0,
+    };
     stop.store(true, Ordering::Relaxed);
-    let counted = (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
     for task in tasks {
         let _ = task.await;
     }
-    counted
+    measured
 }
