@@ -57,6 +57,9 @@ pub struct RunConfig {
     /// file means `2 × max_concurrent_problems`; [`super::load`] fills it in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_active_problems: Option<usize>,
+    /// After the first SIGINT/SIGTERM, how long to wait for calls in flight to finish
+    /// (and be stored) before exiting; see docs/run-store.md.
+    pub shutdown_grace_secs: u64,
 }
 
 impl Default for RunConfig {
@@ -71,8 +74,9 @@ impl Default for RunConfig {
             out_dir: PathBuf::from("runs"),
             limit: None,
             ids: None,
-            admission: Admission::WorkConserving,
+            admission: Admission::Fixed,
             max_active_problems: None,
+            shutdown_grace_secs: 30,
         }
     }
 }
