@@ -8,6 +8,7 @@
 //!   parsing and bank merge policies.
 //! - [`eval`]: datasets, answer extraction and equivalence, Pass@1.
 //! - [`sim`]: the simulated OpenAI-compatible endpoint with its synthetic task model.
+//! - [`store`]: the run store (SQLite) behind crash-safe resume and `tmas export`.
 //! - [`bench`]: benchmarks (`tmas bench …`).
 //! - [`cli`]: one module per subcommand.
 //!
@@ -20,3 +21,4 @@ pub mod engine;
 pub mod eval;
 pub mod method;
 pub mod sim;
+pub mod store;

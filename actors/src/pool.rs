@@ -270,6 +270,7 @@ impl PoolState {
                 return;
             };
             let run = RunCall {
+                key: held.job.spec.key.clone(),
                 group: held.job.group.clone(),
                 request: held.job.spec.request.clone(),
                 span: held.job.span.clone(),

@@ -133,4 +133,20 @@ pub trait CallExecutor: Send + Sync + 'static {
         group: Arc<str>,
         request: ChatRequest,
     ) -> futures::future::BoxFuture<'static, CallOutcome>;
+
+    /// Performs the call identified by `key`. The pool workers call this one, so an
+    /// executor that needs the call's identity (a run store replaying stored outcomes)
+    /// overrides it. The default fills `request.tags.call` from the key (when empty) and
+    /// calls [`CallExecutor::execute`].
+    fn execute_call(
+        &self,
+        key: &CallKey,
+        group: Arc<str>,
+        mut request: ChatRequest,
+    ) -> futures::future::BoxFuture<'static, CallOutcome> {
+        if request.tags.call.is_none() {
+            request.tags.call = Some(key.to_string().into());
+        }
+        self.execute(group, request)
+    }
 }

@@ -53,6 +53,12 @@ pub struct CallTags {
     pub role: Arc<str>,
     pub problem: Arc<str>,
     pub iteration: u32,
+    /// The call's identity ([`crate::strategy::CallKey`] in display form, e.g.
+    /// `p/it3/verification/c2/v5/a0`), sent as `x-tmas-call`. Filled in by the pool worker
+    /// from the job's key when the strategy left it empty; a simulator seeds its reply by
+    /// it, so a call re-sent after a crash gets the same reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<Arc<str>>,
 }
 
 /// A request as the strategy describes it; the client adds model name and `max_tokens`.

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 pub mod bench_cmd;
 pub mod config_cmd;
+pub mod export;
 pub mod report;
 pub mod run;
 pub mod sim_server;
@@ -27,6 +28,8 @@ pub enum Command {
     Run(run::Args),
     /// Print a finished run's Pass@1 table and write its chart (PNG and SVG).
     Report(report::Args),
+    /// Export a run's store: JSONL (one line per problem) or the Pass@1 table as CSV.
+    Export(export::Args),
     /// Serve the simulated OpenAI-compatible endpoint.
     SimServer(sim_server::Args),
     /// Benchmarks.
@@ -55,6 +58,7 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Report(args) => report::run(args).await,
+            Command::Export(args) => export::run(args).await,
             Command::SimServer(args) => sim_server::run(args).await,
             Command::Bench(cmd) => bench_cmd::run(cmd).await,
             Command::Config(cmd) => config_cmd::run(cmd).await,

@@ -1,4 +1,7 @@
-//! `tmas run`: run an evaluation and print its per-iteration Pass@1 table.
+//! `tmas run`: run an evaluation (or resume one) and print its per-iteration Pass@1 table.
+//!
+//! Exit codes: 0 done; 1 error; 2 config error; 3 some problems failed; 130 stopped by
+//! SIGINT/SIGTERM (resume it); 137 aborted by a second signal.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,14 +10,35 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::config::ConfigArgs;
+use crate::config::loader::load_str;
 use crate::config::resolve::process_env;
-use crate::engine::{self, RunRequest, run_dir};
+use crate::engine::{
+    self, RequestedConfig, ResumeRequest, RunControl, RunRequest, RunResult, run_dir, shutdown,
+};
 use crate::eval::dataset::{DatasetSpec, load_dataset, parse_id_list};
 
+/// Stands for "no --config given" (clap needs a value for the flattened `--config`).
+const STORED_CONFIG: &str = "(the stored config)";
+
 #[derive(Debug, clap::Args)]
+// `--config` is needed for a new run only: a resume starts from the stored config.
+#[command(mut_arg("config", |a| a
+    .required(false)
+    .required_unless_present("resume")
+    .default_value(STORED_CONFIG)
+    .hide_default_value(true)))]
 pub struct Args {
     #[command(flatten)]
     pub config: ConfigArgs,
+    /// Resume the run in DIR: finished calls are replayed from its store, only the rest
+    /// is sent. The stored config is used; `--config`/`--set`/flags may change only
+    /// operational settings (endpoints, in-flight caps, timeouts) and `--iterations`
+    /// (extend to T in total). See docs/run-store.md.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "ids"])]
+    pub resume: Option<PathBuf>,
+    /// With --resume: accept result-affecting config differences (listed as warnings).
+    #[arg(long, requires = "resume")]
+    pub force: bool,
     /// The run directory to create (default: a new `run-YYYYMMDD-HHMMSS` under
     /// `run.out_dir`).
     #[arg(long, value_name = "DIR")]
@@ -40,13 +64,85 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let control = RunControl::default();
+    // Installed before anything is started, so even a slow start can be interrupted.
+    shutdown::install(control.stop.clone()).context("installing signal handlers")?;
+    let status_every = (args.status_every > 0).then(|| Duration::from_secs(args.status_every));
+    let result = match &args.resume {
+        Some(dir) => {
+            let request = ResumeRequest {
+                run_dir: dir.clone(),
+                config: requested_config(&args.config),
+                force: args.force,
+                env: process_env(),
+                status_every,
+            };
+            engine::resume(request, control).await?
+        }
+        None => match fresh_request(&args, status_every)? {
+            Ok(request) => engine::run_with(request, control).await?,
+            Err(code) => return Ok(code),
+        },
+    };
+    Ok(report(&result))
+}
+
+/// The config a resume asks for: the stored one with the environment and command-line
+/// overrides on top, or the file given with `--config` (with the same overrides).
+fn requested_config(args: &ConfigArgs) -> RequestedConfig {
+    if args.config.as_os_str() != STORED_CONFIG {
+        let args = args.clone();
+        return Box::new(move |_stored| args.load().map_err(|e| anyhow::anyhow!("{e}")));
+    }
+    let overrides = args.overrides();
+    Box::new(move |stored| {
+        load_str(stored, "stored config", &process_env(), &overrides)
+            .map_err(|e| anyhow::anyhow!("{e}"))
+    })
+}
+
+/// Prints the outcome; the exit code says how the run ended.
+fn report(result: &RunResult) -> ExitCode {
+    println!("{}", result.table.render_text());
+    println!(
+        "{} problems done, {} failed, in {:.1} s ({} calls sent, {} replayed from the store); results in {}",
+        result.problems_done,
+        result.problems_failed.len(),
+        result.wall_seconds,
+        result.calls_sent,
+        result.calls_replayed,
+        result.run_dir.display()
+    );
+    for failed in &result.problems_failed {
+        eprintln!("problem {} failed: {}", failed.problem_id, failed.error);
+    }
+    if result.interrupted {
+        eprintln!(
+            "interrupted; resume with: tmas run --resume {}",
+            result.run_dir.display()
+        );
+        return ExitCode::from(shutdown::EXIT_INTERRUPTED);
+    }
+    println!("chart: tmas report {}", result.run_dir.display());
+    if result.problems_failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    }
+}
+
+/// A new run's request, or the exit code of a config error already printed.
+fn fresh_request(
+    args: &Args,
+    status_every: Option<Duration>,
+) -> anyhow::Result<Result<RunRequest, ExitCode>> {
     let config = match args.config.load() {
         Ok(config) => config,
         Err(errors) => {
             for issue in errors.iter() {
                 eprintln!("error: {issue}");
             }
-            return Ok(ExitCode::from(2));
+            return Ok(Err(ExitCode::from(2)));
         }
     };
     let dataset_path = config
@@ -84,31 +180,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         config.method.epsilon,
         run_dir.display()
     );
-    let result = engine::run(RunRequest {
+    Ok(Ok(RunRequest {
         config,
         config_source: args.config.config.clone(),
         dataset,
         run_dir,
         env: process_env(),
-        status_every: (args.status_every > 0).then(|| Duration::from_secs(args.status_every)),
-    })
-    .await?;
-
-    println!("{}", result.table.render_text());
-    println!(
-        "{} problems done, {} failed, in {:.1} s; results in {}",
-        result.problems_done,
-        result.problems_failed.len(),
-        result.wall_seconds,
-        result.run_dir.display()
-    );
-    for failed in &result.problems_failed {
-        eprintln!("problem {} failed: {}", failed.problem_id, failed.error);
-    }
-    println!("chart: tmas report {}", result.run_dir.display());
-    Ok(if result.problems_failed.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(3)
-    })
+        status_every,
+    }))
 }

@@ -4,10 +4,12 @@
 use std::sync::Arc;
 
 use futures::future::join_all;
-use tmas_actors::strategy::CallExecutor;
+use tmas_actors::strategy::{CallExecutor, CallKey};
 use tmas_actors::wire::Sampling;
 
-use crate::eval::judge::{JudgeRecord, LlmJudgePolicy, judge_request, parse_judge_reply};
+use crate::eval::judge::{
+    JUDGE_ROLE, JudgeRecord, LlmJudgePolicy, judge_request, parse_judge_reply,
+};
 use crate::method::{PromptSet, TmasOutcome};
 
 /// How candidates are judged in a run.
@@ -40,6 +42,7 @@ impl JudgeSetup {
         let mut out = Vec::with_capacity(outcome.iterations.len());
         for it in &outcome.iterations {
             let per_candidate = it.candidates.iter().map(|c| async move {
+                let index = c.index;
                 let solution = c.solution.as_deref()?;
                 let record = JudgeRecord::from_reply(reference, solution);
                 Some(match &self.llm {
@@ -52,6 +55,7 @@ impl JudgeSetup {
                                 &answer,
                                 &outcome.problem.id,
                                 it.iteration,
+                                index,
                             )
                             .await;
                         record.with_llm(verdicts)
@@ -67,6 +71,8 @@ impl JudgeSetup {
 
 impl LlmJudge {
     /// Asks the judge `repeats` times; a failed call or unparseable reply is `None`.
+    /// Each repeat has its own call key (problem, iteration, `judge`, candidate, repeat),
+    /// so the run store can replay it and a simulator answers each repeat independently.
     async fn ask(
         &self,
         question: &str,
@@ -74,11 +80,14 @@ impl LlmJudge {
         answer: &str,
         problem: &str,
         iteration: u32,
+        candidate: u32,
     ) -> Vec<Option<bool>> {
         let prompt = self.prompts.judge(question, reference, answer);
-        let calls = (0..self.repeats).map(|_| {
+        let calls = (0..self.repeats).map(|repeat| {
             let request = judge_request(prompt.clone(), self.sampling, problem, iteration);
-            self.executor.execute(self.group.clone(), request)
+            let key = judge_key(problem, iteration, candidate, repeat as u32);
+            self.executor
+                .execute_call(&key, self.group.clone(), request)
         });
         join_all(calls)
             .await
@@ -91,5 +100,31 @@ impl LlmJudge {
                 }
             })
             .collect()
+    }
+}
+
+/// The key of judge repeat `repeat` of candidate `candidate` (display form
+/// `PROBLEM/itT/judge/cC/vR/a0`).
+pub fn judge_key(problem: &str, iteration: u32, candidate: u32, repeat: u32) -> CallKey {
+    CallKey {
+        problem: problem.into(),
+        iteration,
+        role: JUDGE_ROLE.into(),
+        candidate: Some(candidate),
+        index: Some(repeat),
+        attempt: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn judge_repeats_have_distinct_keys() {
+        let a = judge_key("p", 2, 1, 0);
+        let b = judge_key("p", 2, 1, 1);
+        assert_ne!(a, b);
+        assert_eq!(a.to_string(), "p/it2/judge/c1/v0/a0");
     }
 }

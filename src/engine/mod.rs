@@ -1,21 +1,32 @@
 //! `tmas run`: wires config, dataset, prompts, the model client (and the embedded
-//! simulator when asked for), the actor runtime and judging into one evaluation.
+//! simulator when asked for), the actor runtime, the run store and judging into one
+//! evaluation — fresh ([`run`], [`run_with`]) or resumed ([`resume`]).
 //!
+//! - [`plan`]: what a fresh or resumed run will do (config check, problems left).
+//! - [`results`]: judging and storing finished problems; outputs rebuilt from the store.
 //! - [`tally`]: token usage per role.
 //! - [`judging`]: the rule check and the LLM judge over a finished problem.
 //! - [`run_dir`]: the files a run writes.
+//! - [`shutdown`]: SIGINT/SIGTERM handling for `tmas run`.
 //!
-//! Each problem is judged and written as soon as it finishes, so an interrupted run keeps
-//! every finished problem on disk.
+//! Every model call goes through the store executor ([`crate::store::executor`]): a call
+//! already stored is replayed, a new one is committed before the strategy sees it. So a
+//! run killed at any moment resumes without re-sending anything that finished, and ends
+//! exactly where an uninterrupted run would. Each problem is judged and stored as soon as
+//! it finishes.
 
 pub mod judging;
+pub mod plan;
+pub mod results;
 pub mod run_dir;
+pub mod shutdown;
 pub mod tally;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -26,21 +37,27 @@ use tmas_actors::runner::{
 };
 use tmas_actors::strategy::{CallExecutor, Strategy};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::schema::Admission;
 use crate::config::{Config, Role};
 use crate::eval::dataset::{Dataset, Problem};
-use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
+use crate::eval::pass_at_1::PassAt1Table;
 use crate::method::{
     ProblemInput, PromptSet, TmasOutcome, TmasParams, TmasStrategy, tmas_merge_policies,
 };
 use crate::sim::SimServer;
+use crate::store::executor::StoreExecutor;
+use crate::store::sink::StoreBankSink;
+use crate::store::{Fact, RunStore};
 
 use judging::{JudgeSetup, LlmJudge};
-use run_dir::{FailedProblem, ProblemRecord, RunDir, RunSummaryFile};
-use tally::{TallyingExecutor, UsageTally};
+pub use plan::RequestedConfig;
+use plan::{META_STATUS, Plan};
+use results::{ResultWriter, rebuild_outputs};
+use run_dir::{FailedProblem, RunSummaryFile};
 
-/// What to run.
+/// What to run (a fresh run).
 pub struct RunRequest {
     pub config: Config,
     /// Where the config came from (recorded in `run.json`).
@@ -53,35 +70,122 @@ pub struct RunRequest {
     pub status_every: Option<Duration>,
 }
 
+/// What to resume.
+pub struct ResumeRequest {
+    pub run_dir: PathBuf,
+    pub config: RequestedConfig,
+    /// Resume even though result-affecting settings differ.
+    pub force: bool,
+    pub env: Vec<(String, String)>,
+    pub status_every: Option<Duration>,
+}
+
+/// Outside control of a running run.
+#[derive(Debug, Clone, Default)]
+pub struct RunControl {
+    /// Cancel to stop gracefully: no new calls, calls in flight get
+    /// `run.shutdown_grace_secs` to finish and be stored, then the run ends interrupted.
+    pub stop: CancellationToken,
+}
+
 /// How a run ended.
 #[derive(Debug)]
 pub struct RunResult {
     pub run_dir: PathBuf,
+    /// Pass@1 over every problem finished so far (this and earlier sessions).
     pub table: PassAt1Table,
     pub problems_done: usize,
     pub problems_failed: Vec<FailedProblem>,
     pub wall_seconds: f64,
+    /// Stopped before every problem finished (signal or store failure): resume it.
+    pub interrupted: bool,
+    /// Calls answered from the store in this process.
+    pub calls_replayed: u64,
+    /// Calls sent to endpoints in this process.
+    pub calls_sent: u64,
 }
 
 /// Runs the evaluation to the end and writes the run directory.
 pub async fn run(request: RunRequest) -> anyhow::Result<RunResult> {
+    run_with(request, RunControl::default()).await
+}
+
+/// [`run`] with outside control (graceful stop).
+pub async fn run_with(request: RunRequest, control: RunControl) -> anyhow::Result<RunResult> {
     let RunRequest {
-        mut config,
+        config,
         config_source,
         dataset,
         run_dir,
         env,
         status_every,
     } = request;
-    let started = Instant::now();
-    let dir = RunDir::create(&run_dir)?;
+    let plan = plan::fresh(config, &config_source, &dataset, &run_dir).await?;
+    execute(plan, env, status_every, control).await
+}
 
-    // The embedded simulator knows the dataset's answers so its task model is consistent.
+/// Resumes the run in `request.run_dir`: finished calls are replayed from its store,
+/// finished problems are kept, and the rest runs (to `method.iterations` in total).
+pub async fn resume(request: ResumeRequest, control: RunControl) -> anyhow::Result<RunResult> {
+    let plan = plan::resume(&request.run_dir, request.config, request.force).await?;
+    execute(plan, request.env, request.status_every, control).await
+}
+
+/// Stops the runner's admission and the executor once `control.stop` is cancelled or the
+/// store fails; returns a token cancelled at that moment.
+fn watch_stop(
+    control: &RunControl,
+    store: &RunStore,
+    admission: CancellationToken,
+    executor: CancellationToken,
+) -> CancellationToken {
+    let stopped = CancellationToken::new();
+    let (stop, failed, out) = (control.stop.clone(), store.failed(), stopped.clone());
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = stop.cancelled() => {}
+            _ = failed.cancelled() => {}
+        }
+        admission.cancel();
+        executor.cancel();
+        out.cancel();
+    });
+    stopped
+}
+
+async fn execute(
+    plan: Plan,
+    env: Vec<(String, String)>,
+    status_every: Option<Duration>,
+    control: RunControl,
+) -> anyhow::Result<RunResult> {
+    let started = Instant::now();
+    let Plan {
+        mut config,
+        config_source,
+        dataset_label,
+        dir,
+        store,
+        prompts,
+        selection,
+        to_run,
+        resumed,
+    } = plan;
+    let iterations = config.method.iterations;
+    if resumed {
+        eprintln!(
+            "resuming {}: {} of {} problems to run, T={iterations}",
+            dir.root.display(),
+            to_run.len(),
+            selection.len()
+        );
+    }
+
+    // The embedded simulator knows the selection's answers so its task model is consistent.
     let sim = if config.uses_embedded_sim() {
-        let answers = dataset
-            .problems
+        let answers = selection
             .iter()
-            .map(|p| (p.id.clone(), p.answer.clone()))
+            .map(|p| (p.problem_id.clone(), p.reference_answer.clone()))
             .collect();
         let addr = SocketAddr::from(([127, 0, 0, 1], 0));
         let sim = SimServer::start(config.simulator.clone(), addr, Some(answers))
@@ -99,8 +203,7 @@ pub async fn run(request: RunRequest) -> anyhow::Result<RunResult> {
             .context("serializing the resolved config")?,
     )?;
 
-    let prompts =
-        Arc::new(PromptSet::load(&config.prompt_overrides()).context("loading prompt templates")?);
+    let prompts = Arc::new(prompts);
     let params = Arc::new(config.tmas_params());
     let client_config = config
         .client_config(&env)
@@ -108,11 +211,14 @@ pub async fn run(request: RunRequest) -> anyhow::Result<RunResult> {
     let client = ModelClient::start(client_config)
         .await
         .context("starting the model client")?;
-    let tally = UsageTally::default();
-    let executor: Arc<dyn CallExecutor> = Arc::new(TallyingExecutor {
-        inner: Arc::new(client.clone()),
-        tally: tally.clone(),
-    });
+    let stored_keys = store.read(|r| r.call_keys()).await?;
+    let store_executor = Arc::new(StoreExecutor::new(
+        Arc::new(client.clone()),
+        store.clone(),
+        stored_keys,
+    ));
+    let counts = store_executor.counts();
+    let executor: Arc<dyn CallExecutor> = store_executor.clone();
 
     let judge = JudgeSetup {
         llm: config.judge.enabled.then(|| LlmJudge {
@@ -125,14 +231,22 @@ pub async fn run(request: RunRequest) -> anyhow::Result<RunResult> {
         }),
     };
 
-    let runner = Runner::new(
-        runner_settings(&config),
-        executor,
-        Arc::new(JsonFileSink::new(dir.banks_dir())),
-    )
-    .context("configuring the actor runtime")?;
+    let settings = runner_settings(&config);
+    let stopped = watch_stop(
+        &control,
+        &store,
+        settings.cancel.clone(),
+        store_executor.stopping(),
+    );
+    let sink = StoreBankSink {
+        json: JsonFileSink::new(dir.banks_dir()),
+        store: store.clone(),
+    };
+    let runner =
+        Runner::new(settings, executor, Arc::new(sink)).context("configuring the actor runtime")?;
     let stats = runner.stats();
     let status_task = status_every.map(|every| {
+        let counts = counts.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.tick().await;
@@ -141,13 +255,14 @@ pub async fn run(request: RunRequest) -> anyhow::Result<RunResult> {
                 let s = stats.snapshot();
                 let calls_done: u64 = s.roles.iter().map(|r| r.done + r.failed).sum();
                 eprintln!(
-                    "[{:>6.0}s] problems: {} active, {} done, {} failed | calls: {} outstanding, {} done",
+                    "[{:>6.0}s] problems: {} active, {} done, {} failed | calls: {} outstanding, {} done ({} replayed)",
                     started.elapsed().as_secs_f64(),
                     s.active_problems,
                     s.problems_succeeded,
                     s.problems_failed,
                     stats.outstanding_calls(),
-                    calls_done
+                    calls_done,
+                    counts.replayed.load(Ordering::Relaxed)
                 );
             }
         })
@@ -155,34 +270,47 @@ pub async fn run(request: RunRequest) -> anyhow::Result<RunResult> {
 
     // Finished problems go to a writer task that judges and stores them while the runner
     // goes on; `on_done` itself must not block the runtime.
-    let problems: HashMap<String, Problem> = dataset
-        .problems
-        .iter()
-        .map(|p| (p.id.clone(), p.clone()))
-        .collect();
-    let problems = Arc::new(problems);
+    let problems: HashMap<String, Problem> =
+        to_run.iter().map(|p| (p.id.clone(), p.clone())).collect();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(write_results(
-        done_rx,
-        problems.clone(),
-        judge,
-        dir.clone(),
-        params.iterations,
-    ));
+    let writer = tokio::spawn(
+        ResultWriter {
+            problems: Arc::new(problems),
+            judge,
+            dir: dir.clone(),
+            store: store.clone(),
+            taint: store_executor.taint_view(),
+            iterations,
+        }
+        .run(done_rx),
+    );
 
-    let jobs = dataset
-        .problems
+    let jobs: Vec<_> = to_run
         .iter()
-        .map(|p| problem_job(p, &params, &prompts));
-    let summary = runner
-        .run(jobs, move |report| {
-            let _ = done_tx.send((
-                report.problem.to_string(),
-                report.result.map_err(|e| e.to_string()),
-            ));
-        })
-        .await
-        .context("running problems")?;
+        .map(|p| problem_job(p, &params, &prompts))
+        .collect();
+    let run = runner.run(jobs, move |report| {
+        let _ = done_tx.send((
+            report.problem.to_string(),
+            report.result.map_err(|e| e.to_string()),
+        ));
+    });
+    let grace = Duration::from_secs(config.run.shutdown_grace_secs);
+    let grace_over = async {
+        stopped.cancelled().await;
+        eprintln!(
+            "stopping: no new calls; waiting up to {}s for calls in flight (signal again to abort)",
+            grace.as_secs()
+        );
+        tokio::time::sleep(grace).await;
+    };
+    let finished_in_time = tokio::select! {
+        summary = run => { summary.context("running problems")?; true }
+        _ = grace_over => {
+            tracing::warn!("shutdown grace period over; calls still in flight are abandoned");
+            false
+        }
+    };
     if let Some(task) = status_task {
         task.abort();
     }
@@ -192,33 +320,58 @@ pub async fn run(request: RunRequest) -> anyhow::Result<RunResult> {
     if let Some(sim) = sim {
         sim.shutdown().await;
     }
+    // Everything in flight has been stored or abandoned; commit what is queued.
+    let flushed = store.flush().await;
+    if let Some(failure) = store.failure() {
+        anyhow::bail!(
+            "run store {}: {failure}\nnothing already stored is lost; fix the cause and resume with: tmas run --resume {}",
+            store.path().display(),
+            dir.root.display()
+        );
+    }
+    flushed.map_err(|e| anyhow::anyhow!("run store {}: {e}", store.path().display()))?;
 
-    let wall_seconds = started.elapsed().as_secs_f64();
-    let table = written.builder.build();
-    dir.write_pass_at_1(&table)?;
-    let status = if summary.stopped_early {
-        "stopped"
+    let interrupted = stopped.is_cancelled() || !finished_in_time || written.interrupted > 0;
+    let outputs = rebuild_outputs(&store, &dir, iterations).await?;
+    let status = if interrupted {
+        "interrupted"
     } else {
         "completed"
     };
+    let wall_seconds = started.elapsed().as_secs_f64();
     dir.write_summary(&RunSummaryFile {
         status: status.into(),
-        config_file: config_source.display().to_string(),
-        dataset: dataset.path.display().to_string(),
-        problems_total: dataset.problems.len(),
-        problems_done: written.done,
-        problems_failed: written.failed.clone(),
-        iterations: params.iterations,
+        config_file: config_source,
+        dataset: dataset_label,
+        problems_total: outputs.problems_total,
+        problems_done: outputs.problems_done,
+        problems_failed: outputs.problems_failed.clone(),
+        iterations,
         wall_seconds,
-        usage_by_role: tally.snapshot(),
-        final_pass_at_1: table.final_pass_at_1(),
+        usage_by_role: outputs.usage_by_role,
+        final_pass_at_1: outputs.table.final_pass_at_1(),
     })?;
+    store.send(Fact::Meta(vec![(META_STATUS.into(), status.into())]));
+    store
+        .close()
+        .await
+        .map_err(|e| anyhow::anyhow!("run store {}: {e}", store.path().display()))?;
+    if written.failed.len() != outputs.problems_failed.len() {
+        tracing::debug!(
+            this_session = written.failed.len(),
+            stored = outputs.problems_failed.len(),
+            "failed problems"
+        );
+    }
     Ok(RunResult {
         run_dir: dir.root,
-        table,
-        problems_done: written.done,
-        problems_failed: written.failed,
+        table: outputs.table,
+        problems_done: outputs.problems_done,
+        problems_failed: outputs.problems_failed,
         wall_seconds,
+        interrupted,
+        calls_replayed: counts.replayed.load(Ordering::Relaxed),
+        calls_sent: counts.sent.load(Ordering::Relaxed),
     })
 }
 
@@ -283,73 +436,4 @@ fn problem_job(
         strategy,
         banks,
     }
-}
-
-struct Written {
-    builder: PassAt1Builder,
-    done: usize,
-    failed: Vec<FailedProblem>,
-}
-
-/// Judges and stores each finished problem as it arrives.
-async fn write_results(
-    mut rx: mpsc::UnboundedReceiver<(String, Result<TmasOutcome, String>)>,
-    problems: Arc<HashMap<String, Problem>>,
-    judge: JudgeSetup,
-    dir: RunDir,
-    iterations: u32,
-) -> anyhow::Result<Written> {
-    let mut builder = PassAt1Builder::new(
-        problems
-            .keys()
-            .cloned()
-            .collect::<std::collections::BTreeSet<_>>(),
-        iterations as usize,
-    );
-    let mut done = 0;
-    let mut failed = Vec::new();
-    let mut judging = tokio::task::JoinSet::new();
-    loop {
-        tokio::select! {
-            next = rx.recv() => {
-                let Some((id, result)) = next else { break };
-                match result {
-                    Err(error) => {
-                        tracing::error!(problem = %id, "problem failed: {error}");
-                        failed.push(FailedProblem { problem_id: id, error });
-                    }
-                    Ok(outcome) => {
-                        let problem = problems.get(&id).cloned().with_context(|| format!("runner reported unknown problem {id}"))?;
-                        let judge = judge.clone();
-                        judging.spawn(async move {
-                            let judgments = judge.judge_outcome(&problem.question, &problem.answer, &outcome).await;
-                            ProblemRecord { problem_id: problem.id, question: problem.question, reference_answer: problem.answer, outcome, judgments }
-                        });
-                    }
-                }
-            }
-            Some(joined) = judging.join_next(), if !judging.is_empty() => {
-                store(joined.context("judging task panicked")?, &dir, &mut builder)?;
-                done += 1;
-            }
-        }
-    }
-    while let Some(joined) = judging.join_next().await {
-        store(joined.context("judging task panicked")?, &dir, &mut builder)?;
-        done += 1;
-    }
-    Ok(Written {
-        builder,
-        done,
-        failed,
-    })
-}
-
-fn store(record: ProblemRecord, dir: &RunDir, builder: &mut PassAt1Builder) -> anyhow::Result<()> {
-    for (t, candidates) in record.judgments.iter().enumerate() {
-        for judged in candidates.iter().flatten() {
-            builder.record(&record.problem_id, t, judged)?;
-        }
-    }
-    dir.write_problem(&record)
 }

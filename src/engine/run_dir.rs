@@ -129,6 +129,21 @@ impl RunDir {
         Ok(())
     }
 
+    /// Rewrites `results.jsonl` (one line per record, in the order given) and every
+    /// record's `problems/<id>.json`: after a resume they hold each problem exactly once.
+    pub fn rewrite_results(&self, records: &[ProblemRecord]) -> anyhow::Result<()> {
+        let mut lines = Vec::new();
+        for record in records {
+            write_atomic(
+                &self.problem_path(&record.problem_id),
+                &serde_json::to_vec_pretty(record)?,
+            )?;
+            serde_json::to_writer(&mut lines, record)?;
+            lines.push(b'\n');
+        }
+        write_atomic(&self.root.join("results.jsonl"), &lines)
+    }
+
     /// Reads every `problems/*.json`, sorted by file name.
     pub fn read_problems(&self) -> anyhow::Result<Vec<ProblemRecord>> {
         let dir = self.root.join("problems");
@@ -167,23 +182,29 @@ impl RunDir {
             &self.root.join("pass_at_1.json"),
             &serde_json::to_vec_pretty(table)?,
         )?;
-        let mut csv = String::from(
-            "iteration,pass_at_1,problems,candidates,empty_problems,undecided,disagreements\n",
-        );
-        for row in &table.rows {
-            csv.push_str(&format!(
-                "{},{:.6},{},{},{},{},{}\n",
-                row.iteration,
-                row.pass_at_1,
-                row.problems,
-                row.candidates,
-                row.empty_problems,
-                row.undecided,
-                row.disagreements
-            ));
-        }
+        let csv = pass_at_1_csv(table);
         write_atomic(&self.root.join("pass_at_1.csv"), csv.as_bytes())
     }
+}
+
+/// The per-iteration Pass@1 table as CSV (`pass_at_1.csv`, `tmas export --format csv`).
+pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
+    let mut csv = String::from(
+        "iteration,pass_at_1,problems,candidates,empty_problems,undecided,disagreements\n",
+    );
+    for row in &table.rows {
+        csv.push_str(&format!(
+            "{},{:.6},{},{},{},{},{}\n",
+            row.iteration,
+            row.pass_at_1,
+            row.problems,
+            row.candidates,
+            row.empty_problems,
+            row.undecided,
+            row.disagreements
+        ));
+    }
+    csv
 }
 
 /// Keeps ASCII letters, digits, `-`, `_` and `.`; anything else becomes `_` (the same

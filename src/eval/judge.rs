@@ -100,6 +100,7 @@ pub fn judge_request(
             role: Arc::from(JUDGE_ROLE),
             problem: Arc::from(problem_id),
             iteration,
+            call: None,
         },
         stream: false,
     }

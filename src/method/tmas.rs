@@ -154,6 +154,7 @@ impl TmasStrategy {
                 role: role.into(),
                 problem: self.problem.id.clone(),
                 iteration: it.iteration,
+                call: None,
             },
             stream: rc.stream,
         };

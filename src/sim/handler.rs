@@ -107,6 +107,9 @@ pub fn error_response(
     r
 }
 
+/// Separates the fault draws of a call-identified request from its reply draws.
+const FAULT_SALT: u64 = 0x5EED_FA17_0000_0001;
+
 pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Bytes) -> Response {
     let opts = &st.opts;
     let role = header_str(&headers, "x-tmas-role").map_or(Role::Other, Role::from_header);
@@ -163,8 +166,25 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
         ),
         hash_bytes(2, &body),
     );
-    let mut rng = SimRng::new(mix(key, u64::from(st.occurrence(key))));
-    let fault = faults::draw(&rates, role, &mut rng);
+    // With an `x-tmas-call` identity the reply depends on the call, not on how often this
+    // server saw the same request: a call re-sent after an orchestrator crash (or to a
+    // restarted simulator) gets the reply the first send got. Faults are still drawn per
+    // occurrence, so a retry after a simulated error can succeed. Without the header the
+    // occurrence count separates identical requests (the M verifications of a candidate).
+    let (mut rng, fault) = match header_str(&headers, "x-tmas-call") {
+        Some(call) => {
+            let call_key = mix(key, hash_str(3, call));
+            let occurrence = u64::from(st.occurrence(call_key));
+            let mut fault_rng = SimRng::new(mix(call_key ^ FAULT_SALT, occurrence));
+            let fault = faults::draw(&rates, role, &mut fault_rng);
+            (SimRng::new(call_key), fault)
+        }
+        None => {
+            let mut rng = SimRng::new(mix(key, u64::from(st.occurrence(key))));
+            let fault = faults::draw(&rates, role, &mut rng);
+            (rng, fault)
+        }
+    };
     if let Some(kind) = fault.kind() {
         st.counters.fault(kind);
     }

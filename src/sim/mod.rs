@@ -8,8 +8,11 @@
 //!   counters. `latency`, `rng`, `text`: latency model, stable hashing, filler text.
 //!
 //! Replies are deterministic for a seed: each request's draws come from
-//! hash(seed, role, problem, iteration, body, occurrence of that identical request), so
-//! they do not depend on arrival order. See docs/simulator.md.
+//! hash(seed, role, problem, iteration, body, call identity) when the request carries an
+//! `x-tmas-call` header (so a re-sent call gets the same reply, even from a restarted
+//! simulator), else hash(seed, role, problem, iteration, body, occurrence of that
+//! identical request); either way they do not depend on arrival order. See
+//! docs/simulator.md.
 
 pub mod dataset;
 mod faults;

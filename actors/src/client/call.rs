@@ -106,6 +106,9 @@ fn tag_headers(tags: &CallTags) -> HeaderMap {
         HeaderName::from_static("x-tmas-iteration"),
         HeaderValue::from(tags.iteration),
     );
+    if let Some(call) = &tags.call {
+        h.insert(HeaderName::from_static("x-tmas-call"), value(call));
+    }
     h
 }
 

@@ -11,7 +11,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef};
 use tracing::Instrument;
 
 use super::PoolMsg;
-use crate::strategy::{CallExecutor, CallOutcome};
+use crate::strategy::{CallExecutor, CallKey, CallOutcome};
 use crate::wire::ChatRequest;
 
 pub(crate) struct PoolWorker;
@@ -28,6 +28,7 @@ pub(crate) struct WorkerState {
 
 /// Work for a worker. The supervisor sends one at a time and only to an idle worker.
 pub(crate) struct RunCall {
+    pub key: CallKey,
     pub group: Arc<str>,
     pub request: ChatRequest,
     pub span: tracing::Span,
@@ -64,13 +65,14 @@ impl Actor for PoolWorker {
         state: &mut WorkerState,
     ) -> Result<(), ActorProcessingErr> {
         let RunCall {
+            key,
             group,
             request,
             span,
         } = msg;
         let outcome = state
             .executor
-            .execute(group, request)
+            .execute_call(&key, group, request)
             .instrument(span)
             .await;
         let report = WorkerReport {

@@ -190,6 +190,7 @@ pub fn request(content: &str, role: &str, problem: &str, iteration: u32) -> Chat
             role: role.into(),
             problem: problem.into(),
             iteration,
+            call: None,
         },
         stream: false,
     }

@@ -489,6 +489,7 @@ pub fn request(text: &str, stream: bool) -> ChatRequest {
             role: "solution".into(),
             problem: "p-7".into(),
             iteration: 3,
+            call: None,
         },
         stream,
     }

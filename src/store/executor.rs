@@ -1,0 +1,190 @@
+//! The store-backed call executor: replays stored outcomes, records new ones.
+//!
+//! Sits between the role pools (and the judge) and the model client. For a call whose key
+//! is in the store and whose prompt is byte-identical (same SHA-256) it returns the stored
+//! outcome without touching the network; otherwise it sends the call and waits until the
+//! outcome is *committed* before handing it back. That order is what makes a SIGKILL
+//! cheap: anything the strategy has seen is on disk, so a resumed run re-sends only the
+//! calls that were in flight.
+//!
+//! Once the run is stopping ([`StoreExecutor::stopping`] cancelled) no new call is sent:
+//! each fails at once with kind `shutdown`, and its problem is marked *tainted* so that
+//! its (incomplete) result is not stored as done — resume redoes it by replay.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use tmas_actors::strategy::{CallExecutor, CallFailure, CallKey, CallOutcome};
+use tmas_actors::wire::ChatRequest;
+use tokio_util::sync::CancellationToken;
+
+use super::RunStore;
+use super::rows::{CallRow, Fact, now_ms, prompt_text, sha256_hex};
+
+/// Failure kinds that say "the run stopped", not "the endpoint failed": never stored, so
+/// resume makes those calls for real.
+pub const TRANSIENT_KINDS: [&str; 7] = [
+    "shutdown",
+    "pool_stopped",
+    "panic",
+    "worker_panic",
+    "actor",
+    "config",
+    "unknown_group",
+];
+
+/// Counts of this process's calls.
+#[derive(Debug, Default)]
+pub struct ExecutorCounts {
+    pub replayed: AtomicU64,
+    pub sent: AtomicU64,
+    pub refused: AtomicU64,
+}
+
+/// See the module documentation.
+pub struct StoreExecutor {
+    inner: Arc<dyn CallExecutor>,
+    store: RunStore,
+    /// Keys stored when the run (re)started; only these are looked up.
+    stored: Arc<HashSet<String>>,
+    stopping: CancellationToken,
+    tainted: Arc<Mutex<HashSet<Arc<str>>>>,
+    counts: Arc<ExecutorCounts>,
+}
+
+impl StoreExecutor {
+    pub fn new(inner: Arc<dyn CallExecutor>, store: RunStore, stored: HashSet<String>) -> Self {
+        Self {
+            inner,
+            store,
+            stored: Arc::new(stored),
+            stopping: CancellationToken::new(),
+            tainted: Arc::default(),
+            counts: Arc::default(),
+        }
+    }
+
+    /// Cancel to stop sending calls (graceful shutdown, store failure).
+    pub fn stopping(&self) -> CancellationToken {
+        self.stopping.clone()
+    }
+
+    /// Whether a call of `problem` was refused or not stored (its result is incomplete).
+    pub fn is_tainted(&self, problem: &str) -> bool {
+        self.tainted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(problem)
+    }
+
+    pub fn counts(&self) -> Arc<ExecutorCounts> {
+        self.counts.clone()
+    }
+
+    /// A handle sharing this executor's taint set (for the result writer).
+    pub fn taint_view(&self) -> TaintView {
+        TaintView(self.tainted.clone())
+    }
+}
+
+/// Read access to the tainted problems.
+#[derive(Clone)]
+pub struct TaintView(Arc<Mutex<HashSet<Arc<str>>>>);
+
+impl TaintView {
+    pub fn contains(&self, problem: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(problem)
+    }
+}
+
+fn taint(set: &Mutex<HashSet<Arc<str>>>, problem: &Arc<str>) {
+    set.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(problem.clone());
+}
+
+impl CallExecutor for StoreExecutor {
+    /// Without a key nothing can be stored or replayed: a plain pass-through.
+    fn execute(&self, group: Arc<str>, request: ChatRequest) -> BoxFuture<'static, CallOutcome> {
+        self.inner.execute(group, request)
+    }
+
+    fn execute_call(
+        &self,
+        key: &CallKey,
+        group: Arc<str>,
+        mut request: ChatRequest,
+    ) -> BoxFuture<'static, CallOutcome> {
+        let key_text: Arc<str> = key.to_string().into();
+        request.tags.call = Some(key_text.clone());
+        let key = key.clone();
+        let inner = self.inner.clone();
+        let store = self.store.clone();
+        let stopping = self.stopping.clone();
+        let tainted = self.tainted.clone();
+        let counts = self.counts.clone();
+        let maybe_stored = self.stored.contains(&*key_text);
+        async move {
+            if stopping.is_cancelled() {
+                taint(&tainted, &key.problem);
+                counts.refused.fetch_add(1, Ordering::Relaxed);
+                return Err(CallFailure {
+                    kind: "shutdown".into(),
+                    message: format!(
+                        "call {key_text} not sent: the run is stopping (it is made on resume)"
+                    ),
+                });
+            }
+            if maybe_stored {
+                let (k, messages) = (key_text.clone(), request.messages.clone());
+                let lookup = store
+                    .read(move |reader| {
+                        let stored = reader.call(&k)?;
+                        Ok(stored.map(|s| (s, sha256_hex(&prompt_text(&messages)))))
+                    })
+                    .await;
+                match lookup {
+                    Ok(Some((stored, sha))) if sha == stored.prompt_sha256 => {
+                        counts.replayed.fetch_add(1, Ordering::Relaxed);
+                        return stored.outcome;
+                    }
+                    Ok(Some(_)) => tracing::warn!(call = %key_text,
+                        "stored call had a different prompt; sending it again"),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(call = %key_text, error = %e,
+                        "cannot read a stored call; sending it again"),
+                }
+            }
+            counts.sent.fetch_add(1, Ordering::Relaxed);
+            let outcome = inner.execute(group.clone(), request.clone()).await;
+            if let Err(f) = &outcome
+                && TRANSIENT_KINDS.contains(&f.kind.as_str())
+            {
+                taint(&tainted, &key.problem);
+                return outcome;
+            }
+            let row = CallRow {
+                key: key.clone(),
+                key_text,
+                group,
+                messages: request.messages,
+                sampling: request.sampling,
+                stream: request.stream,
+                outcome: outcome.clone(),
+                completed_at_ms: now_ms(),
+            };
+            if let Err(e) = store.write(Fact::Call(Box::new(row))).await {
+                tracing::error!(call = %key, error = %e, "call outcome could not be stored");
+                taint(&tainted, &key.problem);
+            }
+            outcome
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,126 @@
+//! `tmas export`: the store as JSONL (one line per problem) or the Pass@1 table as CSV.
+//!
+//! Reads through a read-only connection, so it works on a finished run, an interrupted
+//! one, or one still running (WAL readers see the last committed state).
+
+use std::io::Write;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+
+use super::read::{StoreReader, StoredProblem};
+use crate::engine::run_dir::{ProblemRecord, pass_at_1_csv};
+use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
+
+/// Meta key holding the run's iteration count T.
+pub const META_ITERATIONS: &str = "iterations";
+
+/// The Pass@1 table over the judged records of a selection of problems.
+pub fn pass_at_1_table(
+    problems: &[StoredProblem],
+    records: &[ProblemRecord],
+    iterations: usize,
+) -> anyhow::Result<PassAt1Table> {
+    let mut builder =
+        PassAt1Builder::new(problems.iter().map(|p| p.problem_id.clone()), iterations);
+    for record in records {
+        for (t, candidates) in record.judgments.iter().enumerate().take(iterations) {
+            for judged in candidates.iter().flatten() {
+                builder.record(&record.problem_id, t, judged)?;
+            }
+        }
+    }
+    Ok(builder.build())
+}
+
+fn stored_iterations(reader: &StoreReader) -> anyhow::Result<usize> {
+    let text = reader
+        .meta(META_ITERATIONS)?
+        .context("the run store has no `iterations` entry in meta")?;
+    text.parse()
+        .with_context(|| format!("meta `iterations` = {text:?} is not a number"))
+}
+
+/// One JSON object per problem: question, reference, status, per-iteration candidates
+/// with scores, summaries and judge verdicts, and the final banks.
+pub fn problem_line(
+    reader: &StoreReader,
+    problem: &StoredProblem,
+    record: Option<&ProblemRecord>,
+) -> anyhow::Result<Value> {
+    let iterations: Vec<Value> = record
+        .map(|r| {
+            r.outcome
+                .iterations
+                .iter()
+                .enumerate()
+                .map(|(t, it)| {
+                    let candidates: Vec<Value> = it
+                        .candidates
+                        .iter()
+                        .map(|c| {
+                            let judge = r
+                                .judgments
+                                .get(t)
+                                .and_then(|row| row.get(c.index as usize))
+                                .cloned()
+                                .flatten();
+                            json!({
+                                "index": c.index,
+                                "branch": c.branch,
+                                "mode": c.mode,
+                                "status": c.status,
+                                "solution": c.solution,
+                                "scores": c.scores,
+                                "average_score": c.average_score,
+                                "fully_verified": c.fully_verified,
+                                "summary": c.summary,
+                                "judge": judge,
+                            })
+                        })
+                        .collect();
+                    json!({
+                        "iteration": it.iteration,
+                        "best": it.best,
+                        "skipped": it.skipped,
+                        "candidates": candidates,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(json!({
+        "problem_id": problem.problem_id,
+        "question": problem.question,
+        "reference_answer": problem.reference_answer,
+        "status": problem.status,
+        "error": problem.error,
+        "stop": record.map(|r| &r.outcome.stop),
+        "iterations": iterations,
+        "final_banks": reader.final_banks(&problem.problem_id)?,
+    }))
+}
+
+/// Writes the JSONL export.
+pub fn write_jsonl(reader: &StoreReader, out: &mut dyn Write) -> anyhow::Result<()> {
+    let problems = reader.problems()?;
+    let records = reader.records()?;
+    for problem in &problems {
+        let record = records.iter().find(|r| r.problem_id == problem.problem_id);
+        let line = problem_line(reader, problem, record)?;
+        serde_json::to_writer(&mut *out, &line)?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// Writes the per-iteration Pass@1 table as CSV.
+pub fn write_csv(reader: &StoreReader, out: &mut dyn Write) -> anyhow::Result<()> {
+    let table = pass_at_1_table(
+        &reader.problems()?,
+        &reader.records()?,
+        stored_iterations(reader)?,
+    )?;
+    out.write_all(pass_at_1_csv(&table).as_bytes())?;
+    Ok(())
+}

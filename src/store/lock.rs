@@ -1,0 +1,103 @@
+//! One `tmas` process per run directory: an exclusive `flock` on `RUN_DIR/.tmas.lock`.
+//!
+//! SQLite would let a second writer in (it only serializes transactions), and two
+//! orchestrators interleaving calls in one store would both corrupt the resume logic and
+//! double the GPU bill. `flock` is released by the kernel when the process dies — also on
+//! SIGKILL — so a crashed run never leaves a stale lock behind. The file holds the owner's
+//! pid, only to name it in the error.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// Name of the lock file inside a run directory.
+pub const LOCK_FILE: &str = ".tmas.lock";
+
+/// Why the run directory could not be locked.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(
+        "run directory {dir} is in use by another tmas process{}; wait for it to finish or stop it first",
+        pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    )]
+    Busy { dir: PathBuf, pid: Option<u32> },
+    #[error("cannot open the lock file {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Holds the lock until dropped (or the process exits).
+#[derive(Debug)]
+pub struct RunLock {
+    _file: File,
+    path: PathBuf,
+}
+
+impl RunLock {
+    /// Takes the lock without waiting; [`LockError::Busy`] if another process holds it.
+    pub fn acquire(dir: &Path) -> Result<Self, LockError> {
+        let path = dir.join(LOCK_FILE);
+        let io = |source| LockError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
+        // SAFETY: flock on a file descriptor we own; no memory is involved.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                let mut text = String::new();
+                let _ = file.read_to_string(&mut text);
+                return Err(LockError::Busy {
+                    dir: dir.to_path_buf(),
+                    pid: text.trim().parse().ok(),
+                });
+            }
+            return Err(io(err));
+        }
+        let pid = std::process::id().to_string();
+        let write = |f: &mut File| -> std::io::Result<()> {
+            f.set_len(0)?;
+            f.seek(SeekFrom::Start(0))?;
+            f.write_all(pid.as_bytes())
+        };
+        write(&mut file).map_err(io)?;
+        Ok(Self { _file: file, path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_lock_on_the_same_directory_is_refused_until_the_first_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = RunLock::acquire(dir.path()).unwrap();
+        // flock locks belong to the open file description: a second open in the same
+        // process conflicts just like another process would.
+        let err = RunLock::acquire(dir.path()).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("in use by another tmas process"), "{text}");
+        assert!(
+            text.contains(&format!("pid {}", std::process::id())),
+            "{text}"
+        );
+        drop(first);
+        RunLock::acquire(dir.path()).unwrap();
+    }
+}

@@ -1,0 +1,267 @@
+//! Queries over a run store: what resume, the final outputs and `tmas export` read.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use tmas_actors::strategy::{CallFailure, CallOutcome};
+use tmas_actors::wire::{ChatResponse, Usage};
+
+use super::StoreError;
+use crate::engine::run_dir::ProblemRecord;
+
+/// A problem of the stored dataset selection with its state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredProblem {
+    pub problem_id: String,
+    pub ordinal: i64,
+    pub question: String,
+    pub reference_answer: String,
+    /// `pending`, `done` or `failed`.
+    pub status: String,
+    /// T of the run that finished it (`done` only).
+    pub iterations: Option<u32>,
+    pub error: Option<String>,
+}
+
+/// A stored call outcome and the hash of the prompt it answered.
+#[derive(Debug, Clone)]
+pub struct StoredCall {
+    pub prompt_sha256: String,
+    pub outcome: CallOutcome,
+}
+
+/// Usage of one role over every stored call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleUsageRow {
+    pub role: String,
+    pub calls: u64,
+    pub failed: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// A read connection (the writer has its own).
+pub struct StoreReader {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl StoreReader {
+    /// Opens `path` read-only (for `tmas export` and reports; works while a run writes).
+    pub fn open_read_only(path: &Path) -> Result<Self, StoreError> {
+        if !path.is_file() {
+            return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| StoreError::sql(path, "opening read-only", e))?;
+        let reader = Self::from_conn(conn, path)?;
+        let version: i64 = reader
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| reader.err("reading the schema version", e))?;
+        if version > super::schema::SCHEMA_VERSION {
+            return Err(StoreError::Schema(super::schema::SchemaError::Newer {
+                path: path.display().to_string(),
+                found: version,
+                supported: super::schema::SCHEMA_VERSION,
+            }));
+        }
+        Ok(reader)
+    }
+
+    pub(crate) fn from_conn(conn: Connection, path: &Path) -> Result<Self, StoreError> {
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(|e| StoreError::sql(path, "setting the busy timeout", e))?;
+        Ok(Self {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    #[cfg(test)]
+    pub(crate) fn conn_for_tests(&self) -> &Connection {
+        &self.conn
+    }
+
+    fn err(&self, context: &'static str, e: rusqlite::Error) -> StoreError {
+        StoreError::sql(&self.path, context, e)
+    }
+
+    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err("reading meta", e))
+    }
+
+    /// Every problem of the selection, in dataset order.
+    pub fn problems(&self) -> Result<Vec<StoredProblem>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT problem_id, ordinal, question, reference_answer, status, iterations, \
+                 error FROM problems ORDER BY ordinal",
+            )
+            .map_err(|e| self.err("listing problems", e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(StoredProblem {
+                    problem_id: r.get(0)?,
+                    ordinal: r.get(1)?,
+                    question: r.get(2)?,
+                    reference_answer: r.get(3)?,
+                    status: r.get(4)?,
+                    iterations: r.get(5)?,
+                    error: r.get(6)?,
+                })
+            })
+            .map_err(|e| self.err("listing problems", e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.err("listing problems", e))
+    }
+
+    /// The judged records of every `done` problem, in dataset order.
+    pub fn records(&self) -> Result<Vec<ProblemRecord>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT problem_id, record_json FROM problems \
+                 WHERE status = 'done' AND record_json IS NOT NULL ORDER BY ordinal",
+            )
+            .map_err(|e| self.err("reading problem records", e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .map_err(|e| self.err("reading problem records", e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, text) = row.map_err(|e| self.err("reading problem records", e))?;
+            let record = serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+                path: self.path.clone(),
+                what: format!("problems.record_json of `{id}`"),
+                reason: e.to_string(),
+            })?;
+            out.push(record);
+        }
+        Ok(out)
+    }
+
+    /// Keys of every stored call (to skip the lookup for calls never made).
+    pub fn call_keys(&self) -> Result<HashSet<String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT call_key FROM calls")
+            .map_err(|e| self.err("listing calls", e))?;
+        let rows = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.err("listing calls", e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.err("listing calls", e))
+    }
+
+    pub fn call_count(&self) -> Result<u64, StoreError> {
+        self.conn
+            .query_row("SELECT COUNT(*) FROM calls", [], |r| r.get::<_, i64>(0))
+            .map(|n| n.max(0) as u64)
+            .map_err(|e| self.err("counting calls", e))
+    }
+
+    /// The stored outcome of one call.
+    pub fn call(&self, key: &str) -> Result<Option<StoredCall>, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT prompt_sha256, ok, content, reasoning, finish_reason, prompt_tokens, \
+                 completion_tokens, latency_ms, endpoint, attempts, max_tokens_sent, \
+                 error_kind, error_message FROM calls WHERE call_key = ?1",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![key], |r| {
+                    let ok: bool = r.get(1)?;
+                    let outcome = if ok {
+                        Ok(ChatResponse {
+                            content: r.get::<_, String>(2)?.into(),
+                            reasoning: r.get::<_, Option<String>>(3)?.map(Into::into),
+                            usage: Usage {
+                                prompt_tokens: r.get::<_, i64>(5)?.max(0) as u64,
+                                completion_tokens: r.get::<_, i64>(6)?.max(0) as u64,
+                            },
+                            finish_reason: r.get(4)?,
+                            latency_ms: r.get::<_, i64>(7)?.max(0) as u64,
+                            endpoint: r.get::<_, String>(8)?.into(),
+                            attempts: r.get(9)?,
+                            max_tokens_sent: r.get(10)?,
+                        })
+                    } else {
+                        Err(CallFailure {
+                            kind: r.get(11)?,
+                            message: r.get(12)?,
+                        })
+                    };
+                    Ok(StoredCall {
+                        prompt_sha256: r.get(0)?,
+                        outcome,
+                    })
+                })
+                .optional()
+            })
+            .map_err(|e| self.err("reading a stored call", e))
+    }
+
+    /// Calls, failed calls, prompt and completion tokens per role, over every stored call.
+    pub fn usage_by_role(&self) -> Result<Vec<RoleUsageRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT role, COUNT(*), SUM(ok = 0), COALESCE(SUM(prompt_tokens), 0), \
+                 COALESCE(SUM(completion_tokens), 0) FROM calls GROUP BY role ORDER BY role",
+            )
+            .map_err(|e| self.err("summing usage", e))?;
+        let n = |v: i64| v.max(0) as u64;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(RoleUsageRow {
+                    role: r.get(0)?,
+                    calls: n(r.get(1)?),
+                    failed: n(r.get(2)?),
+                    prompt_tokens: n(r.get(3)?),
+                    completion_tokens: n(r.get(4)?),
+                })
+            })
+            .map_err(|e| self.err("summing usage", e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.err("summing usage", e))
+    }
+
+    /// The last version of each bank of `problem` (bank → items).
+    pub fn final_banks(&self, problem: &str) -> Result<BTreeMap<String, Vec<String>>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT bank, items_json FROM bank_versions b WHERE problem_id = ?1 AND \
+                 version = (SELECT MAX(version) FROM bank_versions \
+                            WHERE problem_id = b.problem_id AND bank = b.bank) ORDER BY bank",
+            )
+            .map_err(|e| self.err("reading banks", e))?;
+        let rows = stmt
+            .query_map([problem], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(|e| self.err("reading banks", e))?;
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let (bank, items) = row.map_err(|e| self.err("reading banks", e))?;
+            let items = serde_json::from_str(&items).map_err(|e| StoreError::Corrupt {
+                path: self.path.clone(),
+                what: format!("bank_versions.items_json of `{problem}`/{bank}"),
+                reason: e.to_string(),
+            })?;
+            out.insert(bank, items);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,128 @@
+//! What the engine hands the store writer: one variant per kind of fact.
+
+use std::sync::Arc;
+
+use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome};
+use tmas_actors::wire::{ChatMessage, Sampling};
+use tokio::sync::oneshot;
+
+use crate::engine::run_dir::ProblemRecord;
+
+/// One finished model call (success or a failure after the client's retries).
+#[derive(Debug, Clone)]
+pub struct CallRow {
+    pub key: CallKey,
+    /// `key` in display form: the primary key of `calls`.
+    pub key_text: Arc<str>,
+    pub group: Arc<str>,
+    pub messages: Vec<ChatMessage>,
+    pub sampling: Sampling,
+    pub stream: bool,
+    pub outcome: CallOutcome,
+    pub completed_at_ms: i64,
+}
+
+/// A problem of the run's dataset selection, in dataset order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProblemRow {
+    pub problem_id: String,
+    pub ordinal: i64,
+    pub question: String,
+    pub reference_answer: String,
+}
+
+/// A status change of one problem (`pending`, `done`, `failed`).
+#[derive(Debug, Clone)]
+pub struct StatusRow {
+    pub problem_id: String,
+    pub status: &'static str,
+    pub error: Option<String>,
+}
+
+/// A write request; `Done` carries the judged problem, which the writer spreads over
+/// `candidates`, `verifications`, `summaries`, `judge_verdicts` and `problems`.
+#[derive(Debug)]
+pub enum Fact {
+    Call(Box<CallRow>),
+    Bank {
+        problem_id: String,
+        iteration: Option<u32>,
+        version: BankVersion,
+    },
+    Problems(Vec<ProblemRow>),
+    Status(StatusRow),
+    /// A judged problem and the iteration count T it was run with.
+    Done {
+        record: Box<ProblemRecord>,
+        iterations: u32,
+    },
+    Meta(Vec<(String, String)>),
+    /// Nothing to write: the acknowledgement says everything sent before it is committed.
+    Flush,
+    /// Commit, checkpoint the WAL into the main file and stop the writer.
+    Close,
+}
+
+/// Why the store could not commit a batch (shared by every fact of that batch).
+pub type WriteResult = Result<(), Arc<str>>;
+
+/// A fact and, optionally, who waits for its commit.
+#[derive(Debug)]
+pub struct Envelope {
+    pub fact: Fact,
+    pub ack: Option<oneshot::Sender<WriteResult>>,
+}
+
+/// The prompt text stored for a request: the single message's content (the common case,
+/// shared by reference with the request), else the messages as a JSON array.
+pub fn prompt_text(messages: &[ChatMessage]) -> Arc<str> {
+    match messages {
+        [only] => only.content.clone(),
+        many => serde_json::to_string(many)
+            .unwrap_or_else(|e| format!("unencodable messages: {e}"))
+            .into(),
+    }
+}
+
+/// Hex SHA-256 of a prompt: the key of the content-addressed `prompts` table.
+pub fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_matches_a_known_vector() {
+        assert_eq!(
+            sha256_hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn one_message_is_stored_verbatim_several_as_json() {
+        let one = [ChatMessage::user("hi")];
+        assert_eq!(&*prompt_text(&one), "hi");
+        let two = [ChatMessage::system("s"), ChatMessage::user("u")];
+        let text = prompt_text(&two);
+        assert!(
+            text.starts_with('[') && text.contains("\"system\""),
+            "{text}"
+        );
+    }
+}

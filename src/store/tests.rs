@@ -1,0 +1,211 @@
+//! Store round trips: calls, banks, problems, records; the lock; newer schemas.
+
+use std::sync::Arc;
+
+use tmas_actors::strategy::{BankVersion, CallFailure, CallKey};
+use tmas_actors::wire::{ChatMessage, ChatResponse, Sampling, Usage};
+
+use super::*;
+
+fn key(problem: &str, role: &str, c: Option<u32>, v: Option<u32>) -> CallKey {
+    CallKey {
+        problem: problem.into(),
+        iteration: 1,
+        role: role.into(),
+        candidate: c,
+        index: v,
+        attempt: 0,
+    }
+}
+
+fn row(key: CallKey, prompt: Arc<str>, outcome: tmas_actors::strategy::CallOutcome) -> CallRow {
+    CallRow {
+        key_text: key.to_string().into(),
+        key,
+        group: "default".into(),
+        messages: vec![ChatMessage::user(prompt)],
+        sampling: Sampling {
+            temperature: 1.0,
+            top_p: 0.95,
+            max_tokens: 100,
+        },
+        stream: false,
+        outcome,
+        completed_at_ms: 1,
+    }
+}
+
+fn response(text: &str) -> ChatResponse {
+    ChatResponse {
+        content: text.into(),
+        reasoning: Some("thinking".into()),
+        usage: Usage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+        },
+        finish_reason: Some("stop".into()),
+        latency_ms: 42,
+        endpoint: "sim".into(),
+        attempts: 2,
+        max_tokens_sent: 100,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_round_trip_and_a_shared_prompt_is_stored_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RunStore::create(dir.path()).unwrap();
+    let prompt: Arc<str> = "x".repeat(10_000).into();
+    for v in 0..3 {
+        let k = key("p1", "verification", Some(0), Some(v));
+        store
+            .write(Fact::Call(Box::new(row(
+                k,
+                prompt.clone(),
+                Ok(response(&format!("v{v}"))),
+            ))))
+            .await
+            .unwrap();
+    }
+    let failed = key("p1", "solution", Some(1), None);
+    let failure = CallFailure {
+        kind: "timeout".into(),
+        message: "no answer in 60 s".into(),
+    };
+    store
+        .write(Fact::Call(Box::new(row(
+            failed.clone(),
+            "other".into(),
+            Err(failure.clone()),
+        ))))
+        .await
+        .unwrap();
+
+    let (keys, v1, f, prompts) = store
+        .read(move |r| {
+            let prompts: i64 = r
+                .conn_for_tests()
+                .query_row("SELECT COUNT(*) FROM prompts", [], |row| row.get(0))
+                .unwrap();
+            Ok((
+                r.call_keys()?,
+                r.call("p1/it1/verification/c0/v1/a0")?,
+                r.call(&failed.to_string())?,
+                prompts,
+            ))
+        })
+        .await
+        .unwrap();
+    assert_eq!(keys.len(), 4);
+    assert_eq!(prompts, 2, "three calls shared one prompt");
+    let v1 = v1.unwrap();
+    assert_eq!(v1.outcome.unwrap(), response("v1"));
+    assert_eq!(v1.prompt_sha256, rows::sha256_hex(&prompt));
+    assert_eq!(f.unwrap().outcome.unwrap_err(), failure);
+    store.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn banks_problems_and_status_are_stored_and_a_second_process_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RunStore::create(dir.path()).unwrap();
+    store.send(Fact::Problems(vec![
+        ProblemRow {
+            problem_id: "b".into(),
+            ordinal: 1,
+            question: "q2".into(),
+            reference_answer: "2".into(),
+        },
+        ProblemRow {
+            problem_id: "a".into(),
+            ordinal: 0,
+            question: "q1".into(),
+            reference_answer: "1".into(),
+        },
+    ]));
+    for (version, items) in [(0, vec![]), (1, vec!["g1".to_string()])] {
+        store.send(Fact::Bank {
+            problem_id: "a".into(),
+            iteration: (version > 0).then_some(0),
+            version: BankVersion {
+                bank: "guideline".into(),
+                version,
+                items: items.into(),
+                rejected: Vec::new(),
+            },
+        });
+    }
+    store.send(Fact::Status(StatusRow {
+        problem_id: "b".into(),
+        status: "failed",
+        error: Some("boom".into()),
+    }));
+    store.flush().await.unwrap();
+    let (problems, banks) = store
+        .read(|r| Ok((r.problems()?, r.final_banks("a")?)))
+        .await
+        .unwrap();
+    assert_eq!(
+        problems
+            .iter()
+            .map(|p| p.problem_id.as_str())
+            .collect::<Vec<_>>(),
+        ["a", "b"]
+    );
+    assert_eq!(problems[1].status, "failed");
+    assert_eq!(problems[1].error.as_deref(), Some("boom"));
+    assert_eq!(banks["guideline"], vec!["g1".to_string()]);
+
+    // Another opener of the same directory (as a second tmas would be) is refused.
+    let err = RunStore::open(dir.path()).err().unwrap();
+    assert!(err.to_string().contains("in use by another tmas"), "{err}");
+    // Creating a run where one exists is refused once the first is closed.
+    store.close().await.unwrap();
+    drop(store);
+    let err = RunStore::create(dir.path()).err().unwrap();
+    assert!(err.to_string().contains("already holds a run"), "{err}");
+    RunStore::open(dir.path()).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_from_a_newer_schema_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(DB_FILE);
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE future (x INTEGER); INSERT INTO future VALUES (7);")
+            .unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+    }
+    let err = RunStore::open(dir.path()).err().unwrap();
+    let text = err.to_string();
+    assert!(text.contains("newer tmas"), "{text}");
+    assert!(text.contains(&path.display().to_string()), "{text}");
+    let err = StoreReader::open_read_only(&path).err().unwrap();
+    assert!(err.to_string().contains("newer tmas"), "{err}");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let x: i64 = conn
+        .query_row("SELECT x FROM future", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(x, 7);
+    let tables: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'calls'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(tables, 0, "nothing was created in the newer store");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_after_close_fail_instead_of_vanishing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RunStore::create(dir.path()).unwrap();
+    store.close().await.unwrap();
+    let err = store
+        .write(Fact::Meta(vec![("k".into(), "v".into())]))
+        .await;
+    assert!(err.is_err());
+}

@@ -1,0 +1,399 @@
+//! The single writer: a dedicated thread that owns the read-write connection and commits
+//! facts in batches (group commit).
+//!
+//! It blocks for the first fact, then takes whatever else is already queued (up to
+//! [`MAX_BATCH`]) and commits all of it in one transaction. Under load batches grow by
+//! themselves; when idle a fact is committed at once, so a caller waiting for its
+//! acknowledgement waits one commit, not a timer. With WAL and `synchronous=NORMAL` a
+//! commit is a write to the WAL file without fsync: it survives the process being killed
+//! (not a power cut), which is what resume needs.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+
+use rusqlite::{Connection, Transaction, params};
+use serde::Serialize;
+
+use super::rows::{CallRow, Envelope, Fact, ProblemRow, StatusRow, WriteResult};
+use super::rows::{now_ms, prompt_text, sha256_hex};
+use crate::engine::run_dir::ProblemRecord;
+
+/// Most facts in one transaction.
+pub const MAX_BATCH: usize = 1000;
+
+/// Prompts whose hash is known, by identity of the shared text: the M verification calls
+/// of a candidate share one `Arc<str>`, so it is hashed and inserted once.
+struct PromptCache {
+    recent: VecDeque<(Arc<str>, String)>,
+}
+
+impl PromptCache {
+    const SIZE: usize = 512;
+
+    fn hash(&mut self, text: &Arc<str>) -> (String, bool) {
+        if let Some((_, h)) = self.recent.iter().find(|(t, _)| Arc::ptr_eq(t, text)) {
+            return (h.clone(), false);
+        }
+        let h = sha256_hex(text);
+        if self.recent.len() == Self::SIZE {
+            self.recent.pop_front();
+        }
+        // Holding the Arc keeps the pointer from being reused by another text.
+        self.recent.push_back((text.clone(), h.clone()));
+        (h, true)
+    }
+}
+
+/// Runs until a `Close` fact arrives or every sender is gone. `on_error` is told about
+/// each failed batch (the first one stops the run).
+pub fn run(mut conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn(&str)) {
+    let mut cache = PromptCache {
+        recent: VecDeque::new(),
+    };
+    loop {
+        let Ok(first) = rx.recv() else { break };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let closing = batch.iter().any(|e| matches!(e.fact, Fact::Close));
+        let result: WriteResult = commit(&mut conn, &batch, &mut cache).map_err(|e| {
+            let text: Arc<str> = describe(&e).into();
+            on_error(&text);
+            text
+        });
+        if closing && result.is_ok() {
+            // Fold the WAL into the main file so `sqlite3 run.sqlite` sees one file.
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
+        for envelope in batch {
+            if let Some(ack) = envelope.ack {
+                let _ = ack.send(result.clone());
+            }
+        }
+        if closing {
+            break;
+        }
+    }
+}
+
+/// A message that says what to do about the common failures.
+fn describe(err: &rusqlite::Error) -> String {
+    use rusqlite::ErrorCode;
+    match err.sqlite_error_code() {
+        Some(ErrorCode::DiskFull) => format!(
+            "the disk is full ({err}); everything committed before is kept — free space and \
+             resume"
+        ),
+        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => {
+            format!("the run store is not writable ({err})")
+        }
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => format!(
+            "the run store is locked by another process ({err}); is another tmas or a \
+             sqlite3 write transaction using it?"
+        ),
+        _ => format!("writing the run store failed: {err}"),
+    }
+}
+
+fn commit(
+    conn: &mut Connection,
+    batch: &[Envelope],
+    cache: &mut PromptCache,
+) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    for envelope in batch {
+        match &envelope.fact {
+            Fact::Call(row) => insert_call(&tx, row, cache)?,
+            Fact::Bank {
+                problem_id,
+                iteration,
+                version,
+            } => {
+                tx.prepare_cached(
+                    "INSERT OR REPLACE INTO bank_versions \
+                     (problem_id, bank, version, iteration, items_json, rejected_json) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )?
+                .execute(params![
+                    problem_id,
+                    &*version.bank,
+                    version.version,
+                    iteration,
+                    json(&version.items),
+                    json(&version.rejected)
+                ])?;
+            }
+            Fact::Problems(rows) => insert_problems(&tx, rows)?,
+            Fact::Status(row) => update_status(&tx, row)?,
+            Fact::Done { record, iterations } => insert_done(&tx, record, *iterations)?,
+            Fact::Meta(pairs) => {
+                for (k, v) in pairs {
+                    tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?
+                        .execute(params![k, v])?;
+                }
+            }
+            Fact::Flush | Fact::Close => {}
+        }
+    }
+    tx.commit()
+}
+
+fn json<T: Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|e| format!("\"unencodable: {e}\""))
+}
+
+/// The JSON string of a unit enum variant (`"exploit"` → `exploit`).
+pub fn variant_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(e) => format!("unencodable: {e}"),
+    }
+}
+
+fn insert_call(
+    tx: &Transaction<'_>,
+    row: &CallRow,
+    cache: &mut PromptCache,
+) -> rusqlite::Result<()> {
+    let prompt = prompt_text(&row.messages);
+    let (sha, fresh) = cache.hash(&prompt);
+    if fresh {
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO prompts (sha256, bytes, text) VALUES (?1, ?2, ?3)",
+        )?
+        .execute(params![sha, prompt.len() as i64, &*prompt])?;
+    }
+    let request = serde_json::json!({
+        "group": &*row.group,
+        "messages": row.messages.iter().map(|m| serde_json::json!({
+            "role": &*m.role,
+            "bytes": m.content.len(),
+            "head": m.content.chars().take(160).collect::<String>(),
+        })).collect::<Vec<_>>(),
+        "temperature": row.sampling.temperature,
+        "top_p": row.sampling.top_p,
+        "max_tokens": row.sampling.max_tokens,
+        "stream": row.stream,
+    });
+    let k = &row.key;
+    let mut stmt = tx.prepare_cached(
+        "INSERT OR REPLACE INTO calls (call_key, problem_id, iteration, role, candidate, idx, \
+         attempt, prompt_sha256, request_json, ok, content, reasoning, finish_reason, \
+         prompt_tokens, completion_tokens, latency_ms, endpoint, attempts, max_tokens_sent, \
+         error_kind, error_message, completed_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
+         ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+    )?;
+    match &row.outcome {
+        Ok(r) => stmt.execute(params![
+            &*row.key_text,
+            &*k.problem,
+            k.iteration,
+            &*k.role,
+            k.candidate,
+            k.index,
+            k.attempt,
+            sha,
+            request.to_string(),
+            1,
+            &*r.content,
+            r.reasoning.as_deref(),
+            r.finish_reason.as_deref(),
+            r.usage.prompt_tokens as i64,
+            r.usage.completion_tokens as i64,
+            r.latency_ms as i64,
+            &*r.endpoint,
+            r.attempts,
+            r.max_tokens_sent,
+            None::<String>,
+            None::<String>,
+            row.completed_at_ms,
+        ])?,
+        Err(f) => stmt.execute(params![
+            &*row.key_text,
+            &*k.problem,
+            k.iteration,
+            &*k.role,
+            k.candidate,
+            k.index,
+            k.attempt,
+            sha,
+            request.to_string(),
+            0,
+            None::<String>,
+            None::<String>,
+            None::<String>,
+            None::<i64>,
+            None::<i64>,
+            None::<i64>,
+            None::<String>,
+            None::<u32>,
+            None::<u32>,
+            &f.kind,
+            &f.message,
+            row.completed_at_ms,
+        ])?,
+    };
+    Ok(())
+}
+
+fn insert_problems(tx: &Transaction<'_>, rows: &[ProblemRow]) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT OR IGNORE INTO problems (problem_id, ordinal, question, reference_answer, \
+         status, updated_at_ms) VALUES (?1, ?2, ?3, ?4, 'pending', ?5)",
+    )?;
+    let now = now_ms();
+    for r in rows {
+        stmt.execute(params![
+            r.problem_id,
+            r.ordinal,
+            r.question,
+            r.reference_answer,
+            now
+        ])?;
+    }
+    Ok(())
+}
+
+fn update_status(tx: &Transaction<'_>, row: &StatusRow) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "UPDATE problems SET status = ?2, error = ?3, updated_at_ms = ?4 WHERE problem_id = ?1",
+    )?
+    .execute(params![row.problem_id, row.status, row.error, now_ms()])?;
+    Ok(())
+}
+
+fn insert_done(
+    tx: &Transaction<'_>,
+    record: &ProblemRecord,
+    iterations: u32,
+) -> rusqlite::Result<()> {
+    let p = record.problem_id.as_str();
+    for table in ["candidates", "verifications", "summaries", "judge_verdicts"] {
+        tx.prepare_cached(&format!("DELETE FROM {table} WHERE problem_id = ?1"))?
+            .execute([p])?;
+    }
+    for (t, it) in record.outcome.iterations.iter().enumerate() {
+        for c in &it.candidates {
+            tx.prepare_cached(
+                "INSERT INTO candidates (problem_id, iteration, candidate, branch, mode, status, \
+                 solution, scores_json, average_score, fully_verified) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?
+            .execute(params![
+                p,
+                it.iteration,
+                c.index,
+                variant_name(&c.branch),
+                variant_name(&c.mode),
+                variant_name(&c.status),
+                c.solution.as_deref(),
+                json(&c.scores),
+                c.average_score,
+                c.fully_verified
+            ])?;
+            for v in &c.verifications {
+                tx.prepare_cached(
+                    "INSERT INTO verifications (problem_id, iteration, candidate, idx, status, \
+                     score, attempts, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )?
+                .execute(params![
+                    p,
+                    it.iteration,
+                    c.index,
+                    v.index,
+                    variant_name(&v.status),
+                    v.score,
+                    v.attempts,
+                    v.text.as_deref()
+                ])?;
+            }
+            if let Some(summary) = &c.summary {
+                tx.prepare_cached(
+                    "INSERT INTO summaries (problem_id, iteration, candidate, text) \
+                     VALUES (?1, ?2, ?3, ?4)",
+                )?
+                .execute(params![p, it.iteration, c.index, &**summary])?;
+            }
+            let judged = record
+                .judgments
+                .get(t)
+                .and_then(|row| row.get(c.index as usize))
+                .and_then(Option::as_ref);
+            if let Some(j) = judged {
+                tx.prepare_cached(
+                    "INSERT INTO judge_verdicts (problem_id, iteration, candidate, answer, \
+                     rule_outcome, llm_json, score, undecided, disagreement) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )?
+                .execute(params![
+                    p,
+                    it.iteration,
+                    c.index,
+                    j.answer,
+                    variant_name(&j.rule.outcome),
+                    json(&j.llm),
+                    j.score,
+                    j.undecided,
+                    j.disagreement
+                ])?;
+            }
+        }
+    }
+    tx.prepare_cached(
+        "UPDATE problems SET status = 'done', error = NULL, iterations = ?2, \
+         record_json = ?3, updated_at_ms = ?4 WHERE problem_id = ?1",
+    )?
+    .execute(params![p, iterations, json(record), now_ms()])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::rows::{Envelope, Fact};
+
+    fn meta(k: &str, v: String) -> Envelope {
+        Envelope {
+            fact: Fact::Meta(vec![(k.into(), v)]),
+            ack: None,
+        }
+    }
+
+    #[test]
+    fn a_full_disk_fails_the_batch_with_a_clear_message_and_keeps_earlier_commits() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::store::schema::ensure(&mut conn, "mem").unwrap();
+        let mut cache = PromptCache {
+            recent: VecDeque::new(),
+        };
+        commit(&mut conn, &[meta("kept", "yes".into())], &mut cache).unwrap();
+        // A page limit makes SQLite report SQLITE_FULL, as a full disk does.
+        let pages: i64 = conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .unwrap();
+        conn.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(()))
+            .unwrap();
+        let big = meta("big", "x".repeat(1 << 20));
+        let err = commit(&mut conn, &[big], &mut cache).unwrap_err();
+        let text = describe(&err);
+        assert!(text.contains("disk is full"), "{text}");
+        let kept: String = conn
+            .query_row("SELECT value FROM meta WHERE key = 'kept'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(kept, "yes");
+        let big: i64 = conn
+            .query_row("SELECT COUNT(*) FROM meta WHERE key = 'big'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(big, 0, "the failed batch left nothing behind");
+    }
+}
