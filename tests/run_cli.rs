@@ -1,0 +1,176 @@
+//! The built `tmas` binary: `tmas run` on the demo config (embedded simulator) prints the
+//! Pass@1 table, `tmas report` draws the chart, and a bad dataset row is an error naming
+//! file and line unless `--skip-bad-rows` is given.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const DEMO: &str = "config/demo.toml";
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `tmas ARGS` from the repository root, without any `TMAS_*` variable of the caller's
+/// environment (they would override the config).
+fn tmas(args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tmas"));
+    cmd.current_dir(repo()).args(args);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("TMAS_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.output().expect("the tmas binary runs")
+}
+
+fn show(out: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// T of the demo config, read through the config loader.
+fn demo_iterations() -> u32 {
+    let config = tmas::config::load(&repo().join(DEMO), &[], &[])
+        .unwrap_or_else(|e| panic!("{DEMO} loads: {e}"));
+    config.method.iterations
+}
+
+/// Table rows `It0`, `It1`, … printed on stdout, in order.
+fn table_rows(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.starts_with("It") && w[2..].chars().all(|c| c.is_ascii_digit()))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn expected_rows(t: u32) -> Vec<String> {
+    (0..t).map(|i| format!("It{i}")).collect()
+}
+
+fn path_arg(p: &Path) -> &str {
+    p.to_str().expect("temporary paths are UTF-8")
+}
+
+#[test]
+fn demo_run_prints_pass_at_1_per_iteration_and_report_draws_the_chart() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let run_dir = tmp.path().join("demo-run");
+    let out = tmas(&[
+        "run",
+        "--config",
+        DEMO,
+        "--out",
+        path_arg(&run_dir),
+        "--status-every",
+        "0",
+    ]);
+    assert!(out.status.success(), "tmas run failed: {}", show(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("pass@1"), "table header: {}", show(&out));
+    assert_eq!(
+        table_rows(&stdout),
+        expected_rows(demo_iterations()),
+        "{}",
+        show(&out)
+    );
+    for file in [
+        "config.toml",
+        "run.json",
+        "pass_at_1.json",
+        "pass_at_1.csv",
+        "results.jsonl",
+    ] {
+        assert!(run_dir.join(file).is_file(), "{file} written");
+    }
+    let summary: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(run_dir.join("run.json")).expect("run.json readable"),
+    )
+    .expect("run.json is JSON");
+    assert_eq!(summary["status"], "completed");
+    assert_eq!(summary["problems_done"], summary["problems_total"]);
+
+    let report = tmas(&["report", path_arg(&run_dir)]);
+    assert!(
+        report.status.success(),
+        "tmas report failed: {}",
+        show(&report)
+    );
+    assert_eq!(
+        table_rows(&String::from_utf8_lossy(&report.stdout)),
+        expected_rows(demo_iterations())
+    );
+    let png = std::fs::read(run_dir.join("pass_at_1.png")).expect("pass_at_1.png written");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG file");
+    let svg = std::fs::read_to_string(run_dir.join("pass_at_1.svg")).expect("pass_at_1.svg");
+    assert!(svg.contains("<svg"), "an SVG file");
+}
+
+/// A dataset whose third line lacks its answer.
+fn dataset_with_bad_row(dir: &Path) -> PathBuf {
+    let path = dir.join("with-bad-row.jsonl");
+    let rows = [
+        r#"{"problem_id": "good-1", "question": "Compute 1000 + 1.", "answer": "1001"}"#,
+        r#"{"problem_id": "good-2", "question": "Compute 1000 + 2.", "answer": "1002"}"#,
+        r#"{"problem_id": "bad-3", "question": "Compute 1000 + 3."}"#,
+        r#"{"problem_id": "good-4", "question": "Compute 1000 + 4.", "answer": "1004"}"#,
+    ];
+    std::fs::write(&path, rows.join("\n") + "\n").expect("dataset written");
+    path
+}
+
+#[test]
+fn a_bad_dataset_row_is_named_by_file_and_line_and_skip_bad_rows_runs_the_rest() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let dataset = dataset_with_bad_row(tmp.path());
+    let run_dir = tmp.path().join("run");
+    let base = [
+        "run",
+        "--config",
+        DEMO,
+        "--dataset",
+        path_arg(&dataset),
+        "--iterations",
+        "2",
+        "--out",
+        path_arg(&run_dir),
+        "--status-every",
+        "0",
+    ];
+
+    let out = tmas(&base);
+    assert!(!out.status.success(), "a bad row must fail: {}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let location = format!("{}:3", dataset.display());
+    assert!(
+        stderr.contains(&location),
+        "the error names {location}: {}",
+        show(&out)
+    );
+    assert!(stderr.contains("answer"), "and the field: {}", show(&out));
+
+    let mut skipping = base.to_vec();
+    skipping.push("--skip-bad-rows");
+    let out = tmas(&skipping);
+    assert!(
+        out.status.success(),
+        "--skip-bad-rows passes: {}",
+        show(&out)
+    );
+    assert_eq!(
+        table_rows(&String::from_utf8_lossy(&out.stdout)),
+        expected_rows(2)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(run_dir.join("run.json")).expect("run.json readable"),
+    )
+    .expect("run.json is JSON");
+    assert_eq!(summary["problems_total"], 3, "the three good rows ran");
+    assert_eq!(summary["problems_done"], 3);
+}

@@ -1,0 +1,336 @@
+//! `tmas run` end to end on a simulator the test starts itself: calls per iteration
+//! counted at the simulator (by `x-tmas-role`), M = 0, re-asked unparseable verifier
+//! scores, and the global in-flight cap under a burst of 5,000 client calls.
+
+mod run_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use run_support::{dataset, requests_by_problem_iteration, run_on_sim, sim_options, start_sim};
+use tmas::method::{CandidateStatus, VerificationStatus};
+use tmas::sim::{FaultRates, LatencyModel};
+use tmas_actors::client::{
+    ClientConfig, EndpointSpec, ModelClient, ResiliencePolicy, TokenEstimate,
+};
+use tmas_actors::strategy::CallExecutor;
+use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
+
+/// Problems, N, M, T of the counting test.
+const P: u64 = 4;
+const N: u64 = 3;
+const M: u64 = 2;
+const T: u64 = 3;
+const JUDGE_REPEATS: u64 = 2;
+
+fn count(stats: &tmas::sim::SimStats, role: &str) -> u64 {
+    stats.by_role.get(role).copied().unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_iteration_makes_n_solution_nm_verification_n_summary_and_one_bank_call_each() {
+    let done = run_on_sim(
+        sim_options(3),
+        dataset(P as usize),
+        &[
+            "method.n=3",
+            "method.m=2",
+            "method.iterations=3",
+            "method.epsilon=0.3",
+            "judge.enabled=true",
+            "judge.repeats=2",
+            "judge.policy=\"always\"",
+        ],
+    )
+    .await;
+    let s = &done.sim;
+
+    // Totals at the simulator.
+    assert_eq!(count(s, "solution"), P * T * N, "{:?}", s.by_role);
+    assert_eq!(count(s, "verification"), P * T * N * M, "{:?}", s.by_role);
+    assert_eq!(count(s, "summary"), P * T * N, "{:?}", s.by_role);
+    assert_eq!(count(s, "experience"), P * T, "{:?}", s.by_role);
+    assert_eq!(count(s, "guideline"), P * T, "{:?}", s.by_role);
+    assert!(
+        s.faults.values().all(|n| *n == 0),
+        "no fault injected: {:?}",
+        s.faults
+    );
+    assert_eq!(
+        s.responses_by_status.get("200").copied().unwrap_or(0),
+        s.requests_total,
+        "every request answered 200: {:?}",
+        s.responses_by_status
+    );
+    // The judge is counted separately: R calls per candidate with an answer.
+    let judge_calls: u64 = done
+        .records
+        .iter()
+        .flat_map(|r| r.judgments.iter().flatten().flatten())
+        .map(|j| {
+            assert_eq!(
+                j.llm.len() as u64,
+                JUDGE_REPEATS,
+                "policy `always`: R verdicts"
+            );
+            j.llm.len() as u64
+        })
+        .sum();
+    assert_eq!(judge_calls, P * T * N * JUDGE_REPEATS);
+    assert_eq!(count(s, "judge"), judge_calls, "{:?}", s.by_role);
+
+    // Per problem and iteration, from the recorded requests' headers.
+    let expected = [
+        ("solution", N),
+        ("verification", N * M),
+        ("summary", N),
+        ("experience", 1),
+        ("guideline", 1),
+    ];
+    assert_eq!(
+        s.recent_requests.len() as u64,
+        s.requests_total,
+        "all recorded"
+    );
+    for (role, per_iteration) in expected {
+        let by = requests_by_problem_iteration(s, role);
+        assert_eq!(
+            by.len() as u64,
+            P * T,
+            "{role}: calls in every (problem, iteration)"
+        );
+        for ((problem, iteration), calls) in &by {
+            assert_eq!(
+                calls.len() as u64,
+                per_iteration,
+                "{role} calls of {problem} iteration {iteration}"
+            );
+            assert!(*iteration < T as u32, "{role}: iteration {iteration} < T");
+        }
+    }
+
+    // The outcome agrees with the simulator, iteration by iteration.
+    for record in &done.records {
+        assert_eq!(record.outcome.iterations.len() as u64, T);
+        for it in &record.outcome.iterations {
+            let c = &it.calls;
+            assert_eq!(
+                (
+                    c.solution,
+                    c.verification,
+                    c.summary,
+                    c.experience,
+                    c.guideline
+                ),
+                (N as u32, (N * M) as u32, N as u32, 1, 1),
+                "{} iteration {}",
+                record.problem_id,
+                it.iteration
+            );
+            assert_eq!((c.failed, c.reasked), (0, 0));
+            assert!(it.failures.is_empty(), "{:?}", it.failures);
+            assert!(
+                it.candidates
+                    .iter()
+                    .all(|c| c.status == CandidateStatus::Complete)
+            );
+            assert!(
+                it.bank_updates
+                    .iter()
+                    .all(|b| b.proposed && b.attempts == 1),
+                "{:?}",
+                it.bank_updates
+            );
+        }
+    }
+    // run.json agrees.
+    let summary = tmas::engine::run_dir::RunDir::open(done.dir.path())
+        .and_then(|d| d.read_summary())
+        .expect("run.json");
+    assert_eq!(summary.status, "completed");
+    assert_eq!(summary.problems_done, P as usize);
+    assert_eq!(summary.iterations, T as u32);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn m_zero_issues_no_verification_and_no_experience_call() {
+    let done = run_on_sim(
+        sim_options(4),
+        dataset(3),
+        &["method.n=3", "method.m=0", "method.iterations=3"],
+    )
+    .await;
+    let s = &done.sim;
+    assert_eq!(count(s, "verification"), 0, "{:?}", s.by_role);
+    assert_eq!(count(s, "experience"), 0, "{:?}", s.by_role);
+    // The rest of the method still runs.
+    assert_eq!(count(s, "solution"), 3 * 3 * 3, "{:?}", s.by_role);
+    assert_eq!(count(s, "guideline"), 3 * 3, "{:?}", s.by_role);
+    for record in &done.records {
+        assert!(record.outcome.experience.is_empty());
+        for it in &record.outcome.iterations {
+            assert_eq!((it.calls.verification, it.calls.experience), (0, 0));
+            assert!(
+                it.bank_updates
+                    .iter()
+                    .all(|b| b.bank.as_ref() != "experience"),
+                "{:?}",
+                it.bank_updates
+            );
+            for c in &it.candidates {
+                assert!(c.verifications.is_empty() && c.scores.is_empty());
+                assert!(!c.fully_verified, "M = 0 never counts as verified");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unparseable_verifier_scores_are_reasked_until_every_candidate_has_m_scores() {
+    let mut opts = sim_options(5);
+    opts.faults = FaultRates {
+        unparseable_score: 0.3,
+        roles: vec!["verification".into()],
+        ..FaultRates::default()
+    };
+    let (n, m, t, p) = (3u64, 3u64, 2u64, 4u64);
+    let done = run_on_sim(
+        opts,
+        dataset(p as usize),
+        &[
+            "method.n=3",
+            "method.m=3",
+            "method.iterations=2",
+            // Generous: 5 calls per slot on average; a slot needs 1/0.7 on average.
+            "method.max_verification_attempts=15",
+        ],
+    )
+    .await;
+    let s = &done.sim;
+    let unparseable = s.faults.get("unparseable_score").copied().unwrap_or(0);
+    assert!(unparseable > 0, "the fault fired: {:?}", s.faults);
+
+    let mut attempts = 0u64;
+    let mut reasked = 0u64;
+    for record in &done.records {
+        for it in &record.outcome.iterations {
+            reasked += u64::from(it.calls.reasked);
+            for c in &it.candidates {
+                assert_eq!(c.status, CandidateStatus::Complete);
+                assert_eq!(
+                    c.scores.len() as u64,
+                    m,
+                    "{} it {} candidate {}: M scores despite unparseable replies ({:?})",
+                    record.problem_id,
+                    it.iteration,
+                    c.index,
+                    c.verifications
+                );
+                assert_eq!(c.verifications.len() as u64, m);
+                for v in &c.verifications {
+                    assert_eq!(v.status, VerificationStatus::Scored, "{v:?}");
+                    attempts += u64::from(v.attempts);
+                }
+            }
+            let unparseable_here = it
+                .failures
+                .iter()
+                .filter(|f| f.kind == "unparseable_score")
+                .count() as u32;
+            assert_eq!(
+                unparseable_here, it.calls.reasked,
+                "each unparseable reply is recorded and re-asked once"
+            );
+        }
+    }
+    // Every unparseable reply cost exactly one more call, seen at the simulator.
+    assert_eq!(reasked, unparseable, "re-asks = unparseable replies");
+    assert_eq!(attempts, p * t * n * m + unparseable);
+    assert_eq!(count(s, "verification"), attempts);
+}
+
+/// A burst of 5,000 calls through the model client against a real simulator: the
+/// simulator never sees more than the global cap in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_5000_client_calls_never_exceeds_the_global_cap_at_the_simulator() {
+    const CALLS: usize = 5_000;
+    const CAP: usize = 64;
+    let mut opts = sim_options(6);
+    opts.record_requests = 0;
+    // A little latency so calls overlap; no timing is asserted.
+    opts.latency = LatencyModel::Fixed(Duration::from_millis(2));
+    let sim = start_sim(opts, &dataset(1)).await;
+    let endpoint = EndpointSpec {
+        name: "sim".into(),
+        base_url: sim.base_url(),
+        model: "tmas-sim".into(),
+        api_key: None,
+        // Far above the global cap, so the global cap is the one that must bind.
+        max_in_flight: 1_000,
+        requests_per_minute: None,
+        tokens_per_minute: None,
+        request_timeout: Duration::from_secs(120),
+        stream_idle_timeout: Duration::from_secs(60),
+        context_window: 131_072,
+        token_estimate: TokenEstimate::Bytes {
+            bytes_per_token: 3.0,
+        },
+    };
+    let client = ModelClient::start(ClientConfig {
+        endpoints: vec![endpoint],
+        groups: vec![("solution".into(), vec!["sim".into()])],
+        global_max_in_flight: CAP,
+        global_requests_per_minute: None,
+        global_tokens_per_minute: None,
+        policy: ResiliencePolicy {
+            backoff_min: Duration::from_millis(5),
+            backoff_max: Duration::from_millis(50),
+            ..ResiliencePolicy::default()
+        },
+    })
+    .await
+    .expect("client starts");
+    let client = Arc::new(client);
+    let calls: Vec<_> = (0..CALLS)
+        .map(|i| {
+            let request = ChatRequest {
+                messages: vec![ChatMessage::user(format!("burst call {i}"))],
+                sampling: Sampling {
+                    temperature: 1.0,
+                    top_p: 0.95,
+                    max_tokens: 512,
+                },
+                tags: CallTags {
+                    role: "solution".into(),
+                    problem: "p00".into(),
+                    iteration: 0,
+                    ..CallTags::default()
+                },
+                stream: i % 2 == 0,
+            };
+            client.execute("solution".into(), request)
+        })
+        .collect();
+    let results = futures::future::join_all(calls).await;
+    let failed: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(
+        failed.is_empty(),
+        "{} calls failed, first: {:?}",
+        failed.len(),
+        failed.first()
+    );
+    let stats = sim.stats();
+    client.shutdown().await;
+    sim.shutdown().await;
+    assert_eq!(stats.requests_total, CALLS as u64);
+    assert!(
+        stats.peak_in_flight <= CAP as u64,
+        "simulator saw {} in flight, cap {CAP}",
+        stats.peak_in_flight
+    );
+    assert!(
+        stats.peak_in_flight > 1,
+        "calls should overlap (peak {})",
+        stats.peak_in_flight
+    );
+}
