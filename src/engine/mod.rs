@@ -16,6 +16,7 @@
 //! it finishes.
 
 pub mod judging;
+pub mod observe; // issue 5: spans, metrics endpoint, progress display
 pub mod plan;
 pub mod results;
 pub mod run_dir;
@@ -245,28 +246,23 @@ async fn execute(
     let runner =
         Runner::new(settings, executor, Arc::new(sink)).context("configuring the actor runtime")?;
     let stats = runner.stats();
-    let status_task = status_every.map(|every| {
-        let counts = counts.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let s = stats.snapshot();
-                let calls_done: u64 = s.roles.iter().map(|r| r.done + r.failed).sum();
-                eprintln!(
-                    "[{:>6.0}s] problems: {} active, {} done, {} failed | calls: {} outstanding, {} done ({} replayed)",
-                    started.elapsed().as_secs_f64(),
-                    s.active_problems,
-                    s.problems_succeeded,
-                    s.problems_failed,
-                    stats.outstanding_calls(),
-                    calls_done,
-                    counts.replayed.load(Ordering::Relaxed)
-                );
-            }
-        })
-    });
+    // issue 5 (observability): progress display, metrics endpoint, run span.
+    let observer = observe::RunObserver::start(
+        &config,
+        observe::Sources {
+            stats,
+            client: client.clone(),
+            replayed: {
+                let counts = counts.clone();
+                Arc::new(move || counts.replayed.load(Ordering::Relaxed))
+            },
+            problems_total: to_run.len() as u64,
+            iterations,
+        },
+        status_every,
+    )
+    .await?;
+    // end issue 5
 
     // Finished problems go to a writer task that judges and stores them while the runner
     // goes on; `on_done` itself must not block the runtime.
@@ -295,6 +291,7 @@ async fn execute(
             report.result.map_err(|e| e.to_string()),
         ));
     });
+    let run = tracing::Instrument::instrument(run, observer.run_span()); // issue 5
     let grace = Duration::from_secs(config.run.shutdown_grace_secs);
     let grace_over = async {
         stopped.cancelled().await;
@@ -311,9 +308,7 @@ async fn execute(
             false
         }
     };
-    if let Some(task) = status_task {
-        task.abort();
-    }
+    observer.finish().await; // issue 5
     let written = writer.await.context("result writer task failed")??;
 
     client.shutdown().await;

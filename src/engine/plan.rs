@@ -221,6 +221,15 @@ pub async fn resume(
         .collect();
     store
         .write(Fact::Meta(vec![
+            // The resumed config becomes the stored one: a later plain `--resume` keeps
+            // an extended T (and any operational or forced change).
+            (
+                META_CONFIG.into(),
+                config
+                    .to_toml_string()
+                    .context("serializing the resumed config")?,
+            ),
+            (META_PROMPTS.into(), prompts_digest(&prompts)),
             (META_ITERATIONS.into(), t.to_string()),
             (META_STATUS.into(), "running".into()),
         ]))

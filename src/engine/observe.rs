@@ -1,0 +1,221 @@
+//! What a user sees of a running `tmas run`: the run span (exported over OTLP when
+//! configured), the Prometheus `/metrics` endpoint and the progress display.
+//!
+//! The engine calls [`RunObserver::start`] once the runner and the model client exist and
+//! [`RunObserver::finish`] when the run is over; everything else reads their live counters.
+//! The command-line flags (`--metrics-addr`, `--trace-content`, `--quiet`,
+//! `--progress-every`) reach here through [`configure`], so the run requests stay as
+//! they are; the config file's `[observability]` section and the `OTEL_*` variables are
+//! read from the resolved config and the environment.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use anyhow::Context;
+use tmas_actors::client::ModelClient;
+use tmas_actors::runner::RuntimeStats;
+use tmas_observability::otlp::{self, OtlpSettings, TracingGuard};
+use tmas_observability::prometheus::{MetricsServer, Refresh};
+use tmas_observability::{ProgressDisplay, ProgressMode, ProgressSnapshot, span_ext};
+
+use crate::config::Config;
+
+/// The command line's observability flags.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObserveOptions {
+    /// Serve Prometheus metrics here (overrides `observability.metrics_addr`).
+    pub metrics_addr: Option<SocketAddr>,
+    /// Put prompt and response text on spans (or `observability.trace_content`).
+    pub trace_content: bool,
+    /// No progress display at all.
+    pub quiet: bool,
+    /// Plain status lines this often when stderr is not a terminal (`None`: the engine's
+    /// `status_every`).
+    pub progress_every: Option<Duration>,
+}
+
+static OPTIONS: Mutex<Option<ObserveOptions>> = Mutex::new(None);
+
+/// The exporter, installed by the first run that asks for one and kept for the process.
+static EXPORTER: OnceLock<TracingGuard> = OnceLock::new();
+
+/// Sets the flags the next run uses (the CLI calls this before starting the run).
+pub fn configure(options: ObserveOptions) {
+    if let Ok(mut slot) = OPTIONS.lock() {
+        *slot = Some(options);
+    }
+}
+
+fn options() -> ObserveOptions {
+    OPTIONS
+        .lock()
+        .ok()
+        .and_then(|o| o.clone())
+        .unwrap_or_default()
+}
+
+/// The live counters the observer reads.
+pub struct Sources {
+    pub stats: RuntimeStats,
+    pub client: ModelClient,
+    /// Calls answered from the run store so far.
+    pub replayed: Arc<dyn Fn() -> u64 + Send + Sync>,
+    /// Problems this session runs.
+    pub problems_total: u64,
+    pub iterations: u32,
+}
+
+/// A run being watched.
+pub struct RunObserver {
+    run_span: tracing::Span,
+    metrics: Option<MetricsServer>,
+    progress: ProgressDisplay,
+}
+
+/// Starts OTLP export when an endpoint is configured (first run of the process only).
+fn start_export(config: &Config) -> anyhow::Result<()> {
+    if EXPORTER.get().is_some() {
+        return Ok(());
+    }
+    let settings = OtlpSettings::resolve(&config.observability, &|k| std::env::var(k).ok())?;
+    let Some(settings) = settings else {
+        return Ok(());
+    };
+    match otlp::install(&settings) {
+        Ok(guard) => {
+            let _ = EXPORTER.set(guard);
+            Ok(())
+        }
+        // Another part of the process (a test harness) exports already.
+        Err(otlp::OtlpError::AlreadyInstalled) => Ok(()),
+        Err(otlp::OtlpError::NoSubscriber) => {
+            tracing::warn!(endpoint = %settings.endpoint,
+                "spans are not exported: the process installed its own tracing subscriber");
+            Ok(())
+        }
+        Err(e) => Err(e).context(format!("OTLP export ({})", settings.source)),
+    }
+}
+
+impl RunObserver {
+    /// Starts export (if configured), the metrics endpoint (if asked for) and the progress
+    /// display (`status_every`: how often plain status lines are printed; `None`: quiet).
+    pub async fn start(
+        config: &Config,
+        sources: Sources,
+        status_every: Option<Duration>,
+    ) -> anyhow::Result<Self> {
+        let opts = options();
+        start_export(config)?;
+        span_ext::set_trace_content(opts.trace_content || config.observability.trace_content);
+        let run_span = tracing::info_span!(parent: None, "run",
+            tmas.problems.total = sources.problems_total,
+            tmas.iterations = sources.iterations,
+            tmas.method = ?config.method.name);
+        let sources = Arc::new(sources);
+        let metrics = match opts.metrics_addr.or(config.observability.metrics_addr) {
+            Some(addr) => {
+                let s = sources.clone();
+                let refresh: Refresh = Arc::new(move || refresh_gauges(&s));
+                Some(
+                    MetricsServer::start(addr, refresh)
+                        .await
+                        .context("starting the metrics endpoint (--metrics-addr)")?,
+                )
+            }
+            None => None,
+        };
+        let mode = match (opts.quiet, opts.progress_every.or(status_every)) {
+            (true, _) | (false, None) => ProgressMode::Off,
+            (false, Some(every)) => ProgressMode::for_stderr(false, every),
+        };
+        let s = sources.clone();
+        let progress = ProgressDisplay::start(mode, Box::new(move || snapshot(&s)));
+        Ok(Self {
+            run_span,
+            metrics,
+            progress,
+        })
+    }
+
+    /// The run's span: problems link to it (each problem is its own trace).
+    pub fn run_span(&self) -> tracing::Span {
+        self.run_span.clone()
+    }
+
+    /// Address of the metrics endpoint, if one is served.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(MetricsServer::local_addr)
+    }
+
+    /// Stops the display and the metrics endpoint, ends the run span and flushes the
+    /// exporter (bounded: an unreachable collector costs at most a few seconds).
+    pub async fn finish(self) {
+        self.progress.finish().await;
+        if let Some(metrics) = self.metrics {
+            metrics.stop().await;
+        }
+        drop(self.run_span);
+        if let Some(guard) = EXPORTER.get() {
+            guard.flush().await;
+        }
+    }
+}
+
+/// Records the Pass@1 estimate so far (problems judged up to now, latest iteration).
+pub fn record_pass_at_1(value: Option<f64>) {
+    if let Some(v) = value {
+        metrics::gauge!("tmas_pass_at_1").set(v);
+    }
+}
+
+fn snapshot(s: &Sources) -> ProgressSnapshot {
+    let stats = s.stats.snapshot();
+    let client = s.client.snapshot();
+    ProgressSnapshot {
+        problems_total: s.problems_total,
+        problems_done: stats.problems_succeeded,
+        problems_failed: stats.problems_failed,
+        iterations_total: s.problems_total * u64::from(s.iterations),
+        iterations_done: stats.iterations_done,
+        calls_in_flight: client.global_in_flight as u64,
+        calls_done: stats.roles.iter().map(|r| r.done + r.failed).sum(),
+        tokens_out: client.endpoints.iter().map(|e| e.output_tokens).sum(),
+        errors: client.endpoints.iter().map(|e| e.errors).sum(),
+        retries: client.endpoints.iter().map(|e| e.retries).sum(),
+        calls_replayed: (s.replayed)(),
+    }
+}
+
+/// Gauges mirroring live state, set right before each scrape.
+fn refresh_gauges(s: &Sources) {
+    use metrics::{counter, gauge};
+    let client = s.client.snapshot();
+    for e in &client.endpoints {
+        let ep = e.name.to_string();
+        gauge!("tmas_calls_in_flight", "endpoint" => ep.clone()).set(e.in_flight as f64);
+        gauge!("tmas_calls_queued", "endpoint" => ep.clone()).set(e.queued as f64);
+        gauge!("tmas_endpoint_max_in_flight", "endpoint" => ep.clone()).set(e.max_in_flight as f64);
+        // Circuit breaker: 1 closed (endpoint healthy), 0 open.
+        gauge!("tmas_endpoint_up", "endpoint" => ep.clone()).set(f64::from(u8::from(e.healthy)));
+        counter!("tmas_breaker_trips_total", "endpoint" => ep.clone()).absolute(e.breaker_trips);
+        counter!("tmas_http_attempts_total", "endpoint" => ep).absolute(e.calls);
+    }
+    gauge!("tmas_calls_in_flight_global").set(client.global_in_flight as f64);
+    gauge!("tmas_global_max_in_flight").set(client.global_max_in_flight as f64);
+    let stats = s.stats.snapshot();
+    for r in &stats.roles {
+        let role = r.role.to_string();
+        gauge!("tmas_role_calls_in_flight", "role" => role.clone()).set(r.in_flight as f64);
+        gauge!("tmas_role_calls_queued", "role" => role.clone()).set(r.queued as f64);
+        counter!("tmas_role_calls_done_total", "role" => role.clone()).absolute(r.done);
+        counter!("tmas_role_calls_failed_total", "role" => role).absolute(r.failed);
+    }
+    gauge!("tmas_problems_total").set(s.problems_total as f64);
+    gauge!("tmas_problems_done").set(stats.problems_succeeded as f64);
+    gauge!("tmas_problems_failed").set(stats.problems_failed as f64);
+    gauge!("tmas_problems_active").set(stats.active_problems as f64);
+    gauge!("tmas_iterations_total").set((s.problems_total * u64::from(s.iterations)) as f64);
+    gauge!("tmas_iterations_done").set(stats.iterations_done as f64);
+}

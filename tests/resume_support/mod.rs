@@ -1,0 +1,318 @@
+//! Shared by the resume/store tests: the `tmas` binary and a `tmas sim-server` process
+//! over 127.0.0.1, a small config, and readers for the simulator's counters and the store.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_tmas");
+
+/// The repository's 20-problem sample (answers for the simulator, questions for runs).
+pub fn dataset() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/imo-answerbench-sample.jsonl")
+}
+
+/// A `tmas sim-server` child process.
+pub struct Sim {
+    pub child: Child,
+    /// `http://127.0.0.1:PORT`
+    pub root: String,
+    pub port: u16,
+}
+
+impl Sim {
+    /// Starts a simulator on `port` (0: any) with a fixed latency; retries while the port
+    /// is still held by a process that was just killed.
+    pub fn start(port: u16, latency_ms: u64) -> Sim {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut child = Command::new(BIN)
+                .args(["sim-server", "--port", &port.to_string(), "--seed", "7"])
+                .args(["--latency", &format!("fixed:{latency_ms}ms")])
+                .arg("--dataset")
+                .arg(dataset())
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("tmas sim-server starts");
+            let stdout = child.stdout.take().expect("piped stdout");
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            if let Some(root) = line.trim().strip_prefix("tmas-sim listening on ") {
+                let port = root
+                    .rsplit(':')
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                    .expect("a port in the listening line");
+                return Sim {
+                    child,
+                    root: root.to_owned(),
+                    port,
+                };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            assert!(
+                Instant::now() < deadline,
+                "simulator did not start on port {port}: {line:?}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    pub fn stats(&self) -> Value {
+        let url = format!("{}/sim/stats", self.root);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match http::blocking_get(&url) {
+                Some(v) => return v,
+                None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+                None => panic!("cannot read {url}"),
+            }
+        }
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.stats()["requests_total"].as_u64().unwrap_or(0)
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A tiny blocking GET (tests run it off the async runtime).
+mod http {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+
+    pub fn blocking_get(url: &str) -> Option<serde_json::Value> {
+        let rest = url.strip_prefix("http://")?;
+        let (host, path) = rest.split_once('/')?;
+        let mut stream = TcpStream::connect(host).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .ok()?;
+        write!(
+            stream,
+            "GET /{path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).ok()?;
+        let body = text.split_once("\r\n\r\n")?.1;
+        serde_json::from_str(body).ok()
+    }
+}
+
+/// Writes a config for `problems` problems, N=2, M=2, T=`iterations`, judge R=2, against
+/// `base_url` (a simulator root, or `embedded-sim`).
+pub fn write_config(dir: &Path, base_url: &str, problems: usize, iterations: u32) -> PathBuf {
+    let base_url = if base_url == "embedded-sim" {
+        base_url.to_owned()
+    } else {
+        format!("{base_url}/v1")
+    };
+    let text = format!(
+        r#"
+[run]
+seed = 11
+dataset = "{dataset}"
+limit = {problems}
+max_concurrent_problems = {problems}
+max_in_flight = 64
+shutdown_grace_secs = 60
+
+[method]
+n = 2
+m = 2
+iterations = {iterations}
+
+[judge]
+repeats = 2
+
+[endpoints.sim]
+base_url = "{base_url}"
+model = "tmas-sim"
+max_in_flight = 64
+request_timeout_secs = 60
+stream_idle_timeout_secs = 30
+context_window = 131072
+
+[resilience]
+backoff_min_ms = 20
+backoff_max_ms = 300
+probe_interval_secs = 1
+outage_budget_secs = 120
+
+[simulator]
+seed = 7
+model = "tmas-sim"
+latency = "fixed:100ms"
+"#,
+        dataset = dataset().display()
+    );
+    let path = dir.join("config.toml");
+    std::fs::write(&path, text).expect("config written");
+    path
+}
+
+/// `tmas ARGS…` to the end.
+pub fn tmas(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("tmas runs")
+}
+
+/// `tmas ARGS…` in the background (stdout/stderr captured).
+pub fn spawn_tmas(args: &[&str]) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tmas starts")
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Asserts success and returns stdout.
+pub fn ok(output: Output, what: &str) -> String {
+    assert!(
+        output.status.success(),
+        "{what} failed ({:?}):\n{}\n{}",
+        output.status,
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    text(&output.stdout)
+}
+
+/// Calls committed to the run store so far (0 while it does not exist yet).
+pub fn stored_calls(run_dir: &Path) -> u64 {
+    let path = run_dir.join("run.sqlite");
+    if !path.is_file() {
+        return 0;
+    }
+    let Ok(conn) =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+    else {
+        return 0;
+    };
+    let _ = conn.busy_timeout(Duration::from_secs(10));
+    conn.query_row("SELECT COUNT(*) FROM calls", [], |r| r.get::<_, i64>(0))
+        .map(|n| n as u64)
+        .unwrap_or(0)
+}
+
+/// Polls until at least `n` calls are stored; panics if `child` exits first.
+pub fn wait_for_stored(run_dir: &Path, n: u64, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if stored_calls(run_dir) >= n {
+            return;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("tmas exited ({status}) before {n} calls were stored");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "fewer than {n} calls stored after 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The run's JSONL export (results, scores, judge verdicts, final banks).
+pub fn export(run_dir: &Path) -> String {
+    ok(
+        tmas(&["export", &run_dir.display().to_string()]),
+        "tmas export",
+    )
+}
+
+/// The run's Pass@1 CSV from the store.
+pub fn export_csv(run_dir: &Path) -> String {
+    ok(
+        tmas(&["export", &run_dir.display().to_string(), "--format", "csv"]),
+        "tmas export --format csv",
+    )
+}
+
+/// Sends a signal to a child process.
+pub fn signal(child: &Child, sig: i32) {
+    let pid = i32::try_from(child.id()).expect("pid fits");
+    // SAFETY: kill(2) on a child we spawned and have not reaped.
+    let rc = unsafe { libc::kill(pid, sig) };
+    assert_eq!(rc, 0, "kill({pid}, {sig}) failed");
+}
+
+/// Everything an uninterrupted run against `sim` gives: export, CSV, requests at the sim.
+pub struct Baseline {
+    pub export: String,
+    pub csv: String,
+    pub requests: u64,
+}
+
+/// Runs `config` to the end in `dir` and measures its requests at `sim` (which is reset
+/// first).
+pub fn baseline(sim: &Sim, config: &Path, dir: &Path) -> Baseline {
+    reset(sim);
+    ok(
+        tmas(&[
+            "run",
+            "-c",
+            &config.display().to_string(),
+            "--out",
+            &dir.display().to_string(),
+            "--status-every",
+            "0",
+        ]),
+        "baseline run",
+    );
+    let requests = sim.requests();
+    assert_eq!(
+        requests,
+        stored_calls(dir),
+        "every request of a fault-free run is one stored call"
+    );
+    Baseline {
+        export: export(dir),
+        csv: export_csv(dir),
+        requests,
+    }
+}
+
+/// `POST /sim/reset`: zero the counters.
+pub fn reset(sim: &Sim) {
+    use std::io::{Read, Write};
+    let host = sim.root.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(host).expect("simulator reachable");
+    write!(
+        stream,
+        "POST /sim/reset HTTP/1.1\r\nhost: {host}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    )
+    .expect("reset sent");
+    let mut text = String::new();
+    let _ = stream.read_to_string(&mut text);
+    assert!(text.starts_with("HTTP/1.1 2"), "reset failed: {text}");
+}
