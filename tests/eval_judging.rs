@@ -76,7 +76,7 @@ fn sample_answers_in_other_notations() {
         (
             "imo-bench-number_theory-081",
             "\\text{none}",
-            Outcome::Undecided,
+            Outcome::Equivalent,
         ),
         (
             "imo-bench-number_theory-061",

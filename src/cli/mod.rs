@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 pub mod bench_cmd;
 pub mod config_cmd;
 pub mod export;
+pub mod judge;
 pub mod report;
 pub mod run;
 pub mod sim_server;
@@ -30,6 +31,9 @@ pub enum Command {
     Report(report::Args),
     /// Export a run's store: JSONL (one line per problem) or the Pass@1 table as CSV.
     Export(export::Args),
+    /// Check answers against references (rule verdict, reason, normalized forms; --pairs
+    /// scores a labelled file; --llm also asks the judge role).
+    Judge(judge::Args),
     /// Serve the simulated OpenAI-compatible endpoint.
     SimServer(sim_server::Args),
     /// Benchmarks.
@@ -59,6 +63,7 @@ pub fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Report(args) => report::run(args).await,
             Command::Export(args) => export::run(args).await,
+            Command::Judge(args) => judge::run(args).await,
             Command::SimServer(args) => sim_server::run(args).await,
             Command::Bench(cmd) => bench_cmd::run(cmd).await,
             Command::Config(cmd) => config_cmd::run(cmd).await,

@@ -13,11 +13,12 @@
 //! 5. expressions: exact rational evaluation, or numeric at seeded points.
 
 mod expr;
+mod intervals;
 mod normalize;
 mod numbers;
+mod prose;
 mod structure;
-
-use std::collections::BTreeMap;
+mod values;
 
 use serde::{Deserialize, Serialize};
 
@@ -30,8 +31,6 @@ pub const MAX_RULE_INPUT_BYTES: usize = 4_096;
 const MAX_ITEMS: usize = 64;
 /// Deepest nesting of collections and relations followed.
 const MAX_DEPTH: usize = 8;
-/// Sample points per expression comparison (each once integral, once not).
-const SAMPLE_POINTS: usize = 8;
 
 /// What the rules concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,14 +120,29 @@ fn compare(r: &str, c: &str, depth: usize) -> Decision {
     if key(r) == key(c) {
         return (Outcome::Equivalent, "normalized_equal".into());
     }
+    if let Some(decision) = compare_percent(r, c, depth) {
+        return decision;
+    }
+    if let Some(decision) = compare_plus_minus(r, c, depth) {
+        return decision;
+    }
     if let Some(decision) = compare_numbers(r, c) {
         return decision;
     }
+    if let Some(decision) = compare_comma_thousands(r, c, depth) {
+        return decision;
+    }
+    if let Some(decision) = compare_real_sets(r, c) {
+        return decision;
+    }
+    if prose::is_prose(r) || prose::is_prose(c) {
+        return prose::compare_prose(r, c);
+    }
     let is_relation = |s: &str| structure::split_relation(s).is_some();
     match (structure::shape(r), structure::shape(c)) {
-        (Shape::Atom(r), Shape::Atom(c)) => compare_atoms(r, c, depth),
-        (Shape::Atom(a), _) if is_relation(a) => compare_atoms(a, c, depth),
-        (_, Shape::Atom(b)) if is_relation(b) => compare_atoms(r, b, depth),
+        (Shape::Atom(r), Shape::Atom(c)) => values::compare_atoms(r, c, depth),
+        (Shape::Atom(a), _) if is_relation(a) => values::compare_atoms(a, c, depth),
+        (_, Shape::Atom(b)) if is_relation(b) => values::compare_atoms(r, b, depth),
         (
             Shape::Ordered {
                 open,
@@ -184,6 +198,83 @@ fn items_of<'a>(shape: Shape<'a>, whole: &'a str) -> Vec<&'a str> {
     }
 }
 
+/// `50%` against `50` or `\frac{1}{2}`: a percentage matches the number it is written
+/// with and the fraction it stands for.
+fn compare_percent(r: &str, c: &str, depth: usize) -> Option<Decision> {
+    fn strip(s: &str) -> Option<&str> {
+        s.strip_suffix('%').map(str::trim_end)
+    }
+    match (strip(r), strip(c)) {
+        (None, None) => None,
+        (Some(a), Some(b)) => Some(compare(a, b, depth + 1)),
+        (Some(a), None) => Some(best_of(
+            compare(a, c, depth + 1),
+            compare(&format!("\\frac{{{a}}}{{100}}"), c, depth + 1),
+        )),
+        (None, Some(b)) => Some(best_of(
+            compare(r, b, depth + 1),
+            compare(r, &format!("\\frac{{{b}}}{{100}}"), depth + 1),
+        )),
+    }
+}
+
+/// The first decision unless the second reading is equivalent (or the first is not
+/// decided and the second is).
+fn best_of(first: Decision, second: Decision) -> Decision {
+    match (&first.0, &second.0) {
+        (Outcome::Equivalent, _) => first,
+        (_, Outcome::Equivalent) => (second.0, format!("percent_as_fraction: {}", second.1)),
+        (Outcome::Undecided, Outcome::NotEquivalent) => second,
+        _ => first,
+    }
+}
+
+/// `\pm`/`\mp` stand for two answers: `x = \pm 2` is `\{x = 2, x = -2\}`.
+fn compare_plus_minus(r: &str, c: &str, depth: usize) -> Option<Decision> {
+    let expand = |s: &str| -> Option<String> {
+        if !s.contains("\\pm") && !s.contains("\\mp") {
+            return None;
+        }
+        let with = |pm: &str, mp: &str| {
+            let s = normalize::replace_command(s, "\\pm", pm);
+            normalize::replace_command(&s, "\\mp", mp)
+        };
+        let (plus, minus) = (with("+", "-"), with("-", "+"));
+        (plus != s).then(|| format!("\\{{{plus}, {minus}\\}}"))
+    };
+    match (expand(r), expand(c)) {
+        (None, None) => None,
+        (er, ec) => Some(compare(
+            er.as_deref().unwrap_or(r),
+            ec.as_deref().unwrap_or(c),
+            depth + 1,
+        )),
+    }
+}
+
+/// Intervals, unions and inequalities, when both sides read as sets of reals.
+fn compare_real_sets(r: &str, c: &str) -> Option<Decision> {
+    if !intervals::looks_like_real_set(r) && !intervals::looks_like_real_set(c) {
+        return None;
+    }
+    let (a, b) = (intervals::parse_real_set(r)?, intervals::parse_real_set(c)?);
+    Some(match intervals::same_set(&a, &b) {
+        Ok(true) => (Outcome::Equivalent, "real_sets_equal".into()),
+        Ok(false) => (Outcome::NotEquivalent, "real_sets_differ".into()),
+        Err(why) => undecided(why),
+    })
+}
+
+/// `61,917,364,224` against a constant expression (`12^{10}`) is one number, not a list.
+fn compare_comma_thousands(r: &str, c: &str, depth: usize) -> Option<Decision> {
+    let constant = |s: &str| expr::parse(s).is_ok_and(|e| e.variables().is_empty());
+    if let Some(joined) = numbers::join_comma_thousands(c).filter(|_| constant(r)) {
+        return Some(compare(r, &joined, depth + 1));
+    }
+    let joined = numbers::join_comma_thousands(r).filter(|_| constant(c))?;
+    Some(compare(&joined, c, depth + 1))
+}
+
 fn compare_numbers(r: &str, c: &str) -> Option<Decision> {
     let as_number = |s: &str, other: &str| {
         numbers::parse_rational(s).or_else(|| {
@@ -234,10 +325,31 @@ fn compare_ordered(r: &[&str], c: &[&str], depth: usize) -> Decision {
     }
 }
 
+/// `x = 2, x = -2` → `2, -2`: a list that assigns values to one plain variable is the
+/// list of those values (function lists like `f(x) = …` keep their relations).
+fn values_of_one_variable<'a>(items: &[&'a str]) -> Vec<&'a str> {
+    let relations: Option<Vec<(&str, &str)>> = items
+        .iter()
+        .map(|item| structure::split_relation(item))
+        .collect();
+    match relations {
+        Some(relations)
+            if relations.iter().all(|(lhs, _)| {
+                key(lhs) == key(relations[0].0) && expr::parse(lhs).is_ok_and(|e| e.is_variable())
+            }) =>
+        {
+            relations.into_iter().map(|(_, value)| value).collect()
+        }
+        _ => items.to_vec(),
+    }
+}
+
 fn compare_unordered(r: &[&str], c: &[&str], depth: usize) -> Decision {
     if r.len() > MAX_ITEMS || c.len() > MAX_ITEMS {
         return undecided("too many items");
     }
+    let (r, c) = (values_of_one_variable(r), values_of_one_variable(c));
+    let (r, c) = (r.as_slice(), c.as_slice());
     let has_relation =
         |items: &[&str]| items.iter().any(|i| structure::split_relation(i).is_some());
     if r.len() != c.len() && (has_relation(r) || has_relation(c)) {
@@ -290,126 +402,6 @@ fn compare_unordered(r: &[&str], c: &[&str], depth: usize) -> Decision {
     match any_undecided {
         Some(why) => (Outcome::Undecided, why),
         None => (Outcome::Equivalent, "sets_equal".into()),
-    }
-}
-
-fn compare_atoms(r: &str, c: &str, depth: usize) -> Decision {
-    match (structure::split_relation(r), structure::split_relation(c)) {
-        (Some((rl, rv)), Some((cl, cv))) => {
-            let decision = compare(rv, cv, depth + 1);
-            if key(rl) != key(cl) && decision.0 == Outcome::Equivalent {
-                return undecided(format!(
-                    "same value, different left-hand sides {rl:?} vs {cl:?}"
-                ));
-            }
-            decision
-        }
-        (Some((rl, rv)), None) if structure::is_simple_lhs(rl) => compare(rv, c, depth + 1),
-        (None, Some((cl, cv))) if structure::is_simple_lhs(cl) => compare(r, cv, depth + 1),
-        (Some(_), _) | (_, Some(_)) => undecided("relation against a value"),
-        (None, None) if structure::has_inequality(r) || structure::has_inequality(c) => {
-            undecided("conditions (inequalities) differ in form")
-        }
-        (None, None) => compare_expressions(r, c),
-    }
-}
-
-fn compare_expressions(r: &str, c: &str) -> Decision {
-    let (re, ce) = match (expr::parse(r), expr::parse(c)) {
-        (Ok(re), Ok(ce)) => (re, ce),
-        (Err(why), _) | (_, Err(why)) => {
-            return undecided(format!("prose or unsupported notation ({why})"));
-        }
-    };
-    let (rvars, cvars) = (re.variables(), ce.variables());
-    if rvars != cvars {
-        return undecided(format!("different variables {rvars:?} vs {cvars:?}"));
-    }
-    if rvars.is_empty() {
-        return compare_constants(r, c, &re, &ce);
-    }
-    let integer_sensitive = re.is_integer_sensitive() || ce.is_integer_sensitive();
-    let mut valid = 0;
-    let mut real_mismatch = false;
-    for k in 0..SAMPLE_POINTS {
-        for integral in [true, false] {
-            let point: BTreeMap<String, f64> = rvars
-                .iter()
-                .enumerate()
-                .map(|(j, v)| (v.clone(), sample(k, j, integral)))
-                .collect();
-            let (a, b) = (re.eval(&point), ce.eval(&point));
-            if !a.is_finite() || !b.is_finite() {
-                continue;
-            }
-            valid += 1;
-            if expr::close(a, b) {
-                continue;
-            }
-            if integral {
-                let at: Vec<String> = point.iter().map(|(v, x)| format!("{v}={x}")).collect();
-                return (
-                    Outcome::NotEquivalent,
-                    format!("values_differ at {}: {a} vs {b}", at.join(", ")),
-                );
-            }
-            real_mismatch = true;
-        }
-    }
-    if valid < 3 {
-        return undecided("too few points where both expressions are defined");
-    }
-    if real_mismatch {
-        let why = if integer_sensitive {
-            "equal at integer points only"
-        } else {
-            "equal at integer points only (unexpected)"
-        };
-        return undecided(why);
-    }
-    (
-        Outcome::Equivalent,
-        format!("values_equal at {valid} sample points"),
-    )
-}
-
-fn compare_constants(r: &str, c: &str, re: &expr::Expr, ce: &expr::Expr) -> Decision {
-    match (re.exact(), ce.exact()) {
-        (Some(a), Some(b)) if a == b => return (Outcome::Equivalent, "exact_values_equal".into()),
-        (Some(a), Some(b)) => {
-            return (
-                Outcome::NotEquivalent,
-                format!("exact_values_differ: {a} vs {b}"),
-            );
-        }
-        (None, Some(_)) if numbers::is_decimal_literal(c) => {
-            return undecided("decimal approximation of an exact value");
-        }
-        (Some(_), None) if numbers::is_decimal_literal(r) => {
-            return undecided("decimal approximation of an exact value");
-        }
-        _ => {}
-    }
-    let empty = BTreeMap::new();
-    let (a, b) = (re.eval(&empty), ce.eval(&empty));
-    if !a.is_finite() || !b.is_finite() {
-        return undecided("value not finite");
-    }
-    if expr::close(a, b) {
-        (Outcome::Equivalent, "values_equal".into())
-    } else {
-        (Outcome::NotEquivalent, format!("values_differ: {a} vs {b}"))
-    }
-}
-
-/// A deterministic sample value for variable `j` at point `k`: integers in 2..=10 or
-/// non-integers in (1.1, 4.9), spread so different variables get different values.
-fn sample(k: usize, j: usize, integral: bool) -> f64 {
-    let step = (k * 5 + j * 3 + 1) % 9;
-    if integral {
-        2.0 + step as f64
-    } else {
-        1.1 + ((k * 7 + j * 4 + 2) % 13) as f64 * 0.29 + 0.013 * (j as f64 + 1.0)
     }
 }
 

@@ -6,6 +6,8 @@
 //! hands the replies to [`JudgeRecord::combine`]. The template comes from
 //! `config/prompts/judge.md` (placeholders `{question}`, `{reference}`, `{candidate}`).
 
+pub mod pairs;
+
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -326,7 +328,7 @@ mod tests {
         let agree = JudgeRecord::from_reply("3", "\\boxed{3}").with_llm(vec![Some(true); 4]);
         assert_eq!((agree.score, agree.disagreement), (1.0, false));
 
-        let undecided_rule = JudgeRecord::from_reply("no solutions", "\\boxed{none}")
+        let undecided_rule = JudgeRecord::from_reply("all odd $n$", "\\boxed{odd integers}")
             .with_llm(vec![Some(true), Some(false)]);
         assert_eq!(
             (

@@ -271,7 +271,7 @@ mod tests {
         b.record(
             "p",
             0,
-            &JudgeRecord::from_reply("no solutions", "\\boxed{none}"),
+            &JudgeRecord::from_reply("all odd $n$", "\\boxed{odd integers}"),
         )
         .unwrap();
         let table = b.build();

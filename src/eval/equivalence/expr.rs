@@ -11,20 +11,16 @@
 //! adjacent factors multiply (`2n`, `n(n+1)`, so `f(x)` is `f·x`, consistently on both
 //! sides); a word of four or more letters, or letters separated by spaces, is prose.
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use num_bigint::BigInt;
 use num_rational::BigRational;
-use num_traits::{One, Signed, ToPrimitive, Zero};
 
 /// Most tokens an expression may have.
 const MAX_TOKENS: usize = 1_000;
 /// Deepest nesting the parser follows.
 const MAX_DEPTH: usize = 48;
 /// Largest exponent evaluated exactly.
-const MAX_EXACT_EXPONENT: u32 = 2_000;
-/// Largest bit size of an exact intermediate result.
-const MAX_EXACT_BITS: u64 = 20_000;
+const MAX_EXACT_EXPONENT: u32 = 65_536;
+/// Largest bit size of an exact intermediate result (`2^{2024}`, `2025^{101}` fit).
+const MAX_EXACT_BITS: u64 = 65_536;
 /// Largest `n` for exact `n!` and `\binom{n}{k}`.
 const MAX_EXACT_FACTORIAL: u64 = 500;
 /// Relative tolerance of numeric comparison.
@@ -35,6 +31,7 @@ enum Token {
     Num(String),
     Var(String),
     Pi,
+    E,
     Op(char),
     Cmd(&'static str),
 }
@@ -86,6 +83,8 @@ pub(crate) enum Expr {
     Num(BigRational),
     Var(String),
     Pi,
+    /// Euler's number.
+    E,
     Neg(Box<Expr>),
     Add(Box<Expr>, Box<Expr>),
     Sub(Box<Expr>, Box<Expr>),
@@ -96,6 +95,8 @@ pub(crate) enum Expr {
     Log(Box<Expr>, Box<Expr>),
     Call(Func, Box<Expr>),
     Factorial(Box<Expr>),
+    /// `n!!`: n(n-2)(n-4)… down to 1 or 2 (`(-1)!! = 0!! = 1`).
+    DoubleFactorial(Box<Expr>),
     Binom(Box<Expr>, Box<Expr>),
 }
 
@@ -107,28 +108,41 @@ fn tokenize(s: &str) -> Result<Vec<Token>, ParseError> {
     let mut tokens = Vec::new();
     let mut i = 0;
     let mut letters_in_row = 0;
-    let mut space_after_letter = false;
+    // A space separates symbols (`2^k k!`), but two multi-letter runs separated by a
+    // space are words ("is odd").
+    let mut word_before_space = false;
     while i < chars.len() {
         if tokens.len() > MAX_TOKENS {
             return Err("expression too long".into());
         }
         let c = chars[i];
         if c.is_whitespace() {
-            space_after_letter |= letters_in_row > 0;
+            word_before_space |= letters_in_row >= 2;
+            letters_in_row = 0;
             i += 1;
             continue;
         }
         if c.is_ascii_alphabetic() || c == 'π' {
-            if space_after_letter && letters_in_row > 0 {
-                return Err("prose (words separated by spaces)".into());
-            }
             letters_in_row += 1;
             if letters_in_row >= 4 {
                 return Err("prose (a word)".into());
             }
-            space_after_letter = false;
+            if letters_in_row == 2 && word_before_space {
+                return Err("prose (words separated by spaces)".into());
+            }
             if c == 'π' {
                 tokens.push(Token::Pi);
+                i += 1;
+                continue;
+            }
+            // A lone `e` is Euler's number (`e^{3}`); `e_1` is a variable.
+            if c == 'e'
+                && !chars
+                    .get(i + 1)
+                    .is_some_and(|n| *n == '_' || *n == '\'' || n.is_ascii_alphabetic())
+                && !(i > 0 && chars[i - 1].is_ascii_alphabetic())
+            {
+                tokens.push(Token::E);
                 i += 1;
                 continue;
             }
@@ -138,11 +152,20 @@ fn tokenize(s: &str) -> Result<Vec<Token>, ParseError> {
             continue;
         }
         letters_in_row = 0;
-        space_after_letter = false;
+        word_before_space = false;
         if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) {
             let start = i;
             while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
                 i += 1;
+            }
+            // A repeating part `0.1\overline{6}` belongs to the number.
+            let overline: Vec<char> = "\\overline{".chars().collect();
+            if chars[i..].starts_with(&overline) {
+                let close = chars[i..]
+                    .iter()
+                    .position(|&c| c == '}')
+                    .ok_or("unclosed \\overline")?;
+                i += close + 1;
             }
             tokens.push(Token::Num(chars[start..i].iter().collect()));
             continue;
@@ -347,7 +370,12 @@ impl Parser {
     fn postfix(&mut self) -> Result<Expr, ParseError> {
         let mut expr = self.atom()?;
         while self.eat('!') {
-            expr = Expr::Factorial(Box::new(expr));
+            // `n!!` is the double factorial, as in LaTeX answers; `(n!)!` needs parentheses.
+            expr = if self.eat('!') {
+                Expr::DoubleFactorial(Box::new(expr))
+            } else {
+                Expr::Factorial(Box::new(expr))
+            };
         }
         Ok(expr)
     }
@@ -381,6 +409,7 @@ impl Parser {
             Token::Num(digits) => number(&digits)?,
             Token::Var(name) => Expr::Var(name),
             Token::Pi => Expr::Pi,
+            Token::E => Expr::E,
             Token::Op('(') => self.group('(', ')')?,
             Token::Op('[') => self.group('[', ']')?,
             Token::Op('{') => self.group('{', '}')?,
@@ -437,7 +466,7 @@ impl Parser {
 
 fn starts_operand(token: &Token) -> bool {
     match token {
-        Token::Num(_) | Token::Var(_) | Token::Pi => true,
+        Token::Num(_) | Token::Var(_) | Token::Pi | Token::E => true,
         Token::Op(c) => matches!(c, '(' | '[' | '{'),
         Token::Cmd(c) => !matches!(*c, "cdot" | "times" | "div" | "rfloor" | "rceil"),
     }
@@ -449,179 +478,13 @@ fn number(digits: &str) -> Result<Expr, ParseError> {
         .ok_or_else(|| format!("bad number {digits}"))
 }
 
-impl Expr {
-    fn children(&self) -> Vec<&Expr> {
-        match self {
-            Expr::Num(_) | Expr::Var(_) | Expr::Pi => vec![],
-            Expr::Neg(a) | Expr::Call(_, a) | Expr::Factorial(a) => vec![a],
-            Expr::Add(a, b)
-            | Expr::Sub(a, b)
-            | Expr::Mul(a, b)
-            | Expr::Div(a, b)
-            | Expr::Pow(a, b)
-            | Expr::Root(a, b)
-            | Expr::Log(a, b)
-            | Expr::Binom(a, b) => vec![a, b],
-        }
-    }
-
-    /// The variables the expression uses.
-    pub(crate) fn variables(&self) -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
-        self.collect_variables(&mut out);
-        out
-    }
-
-    fn collect_variables(&self, out: &mut BTreeSet<String>) {
-        if let Expr::Var(name) = self {
-            out.insert(name.clone());
-        }
-        for child in self.children() {
-            child.collect_variables(out);
-        }
-    }
-
-    /// True when the value depends on integrality (floor, ceiling, factorial, binomial):
-    /// such expressions may agree on integers only.
-    pub(crate) fn is_integer_sensitive(&self) -> bool {
-        matches!(
-            self,
-            Expr::Call(Func::Floor | Func::Ceil, _) | Expr::Factorial(_) | Expr::Binom(..)
-        ) || self.children().iter().any(|c| c.is_integer_sensitive())
-    }
-
-    /// The exact value, when it is a bounded rational computation without variables.
-    pub(crate) fn exact(&self) -> Option<BigRational> {
-        let value = match self {
-            Expr::Num(n) => n.clone(),
-            Expr::Neg(a) => -a.exact()?,
-            Expr::Add(a, b) => a.exact()? + b.exact()?,
-            Expr::Sub(a, b) => a.exact()? - b.exact()?,
-            Expr::Mul(a, b) => a.exact()? * b.exact()?,
-            Expr::Div(a, b) => {
-                let d = b.exact()?;
-                if d.is_zero() {
-                    return None;
-                }
-                a.exact()? / d
-            }
-            Expr::Pow(a, b) => exact_power(a.exact()?, b.exact()?)?,
-            Expr::Factorial(a) => {
-                let n = small_natural(&a.exact()?)?;
-                BigRational::from_integer((1..=n).map(BigInt::from).product())
-            }
-            Expr::Binom(a, b) => {
-                let (n, k) = (small_natural(&a.exact()?)?, small_natural(&b.exact()?)?);
-                if k > n {
-                    BigRational::zero()
-                } else {
-                    let mut c = BigInt::one();
-                    for i in 0..k {
-                        c = c * BigInt::from(n - i) / BigInt::from(i + 1);
-                    }
-                    BigRational::from_integer(c)
-                }
-            }
-            Expr::Call(Func::Floor, a) => {
-                BigRational::from_integer(a.exact()?.floor().to_integer())
-            }
-            Expr::Call(Func::Ceil, a) => BigRational::from_integer(a.exact()?.ceil().to_integer()),
-            _ => return None,
-        };
-        let bits = value.numer().bits() + value.denom().bits();
-        (bits <= MAX_EXACT_BITS).then_some(value)
-    }
-
-    /// The floating-point value with `vars` assigned; NaN or infinite outside the domain.
-    pub(crate) fn eval(&self, vars: &BTreeMap<String, f64>) -> f64 {
-        match self {
-            Expr::Num(n) => n.to_f64().unwrap_or(f64::NAN),
-            Expr::Var(name) => vars.get(name).copied().unwrap_or(f64::NAN),
-            Expr::Pi => std::f64::consts::PI,
-            Expr::Neg(a) => -a.eval(vars),
-            Expr::Add(a, b) => a.eval(vars) + b.eval(vars),
-            Expr::Sub(a, b) => a.eval(vars) - b.eval(vars),
-            Expr::Mul(a, b) => a.eval(vars) * b.eval(vars),
-            Expr::Div(a, b) => a.eval(vars) / b.eval(vars),
-            Expr::Pow(a, b) => a.eval(vars).powf(b.eval(vars)),
-            Expr::Root(a, index) => {
-                let (x, n) = (a.eval(vars), index.eval(vars));
-                let odd = n.fract() == 0.0 && n.rem_euclid(2.0) == 1.0;
-                if x < 0.0 && odd {
-                    -(-x).powf(1.0 / n)
-                } else {
-                    x.powf(1.0 / n)
-                }
-            }
-            Expr::Log(a, base) => a.eval(vars).ln() / base.eval(vars).ln(),
-            Expr::Call(func, a) => {
-                let x = a.eval(vars);
-                match func {
-                    Func::Ln => x.ln(),
-                    Func::Exp => x.exp(),
-                    Func::Sin => x.sin(),
-                    Func::Cos => x.cos(),
-                    Func::Tan => x.tan(),
-                    Func::Floor => x.floor(),
-                    Func::Ceil => x.ceil(),
-                }
-            }
-            Expr::Factorial(a) => {
-                let n = a.eval(vars);
-                if n < 0.0 || n.fract() != 0.0 || n > 170.0 {
-                    return f64::NAN;
-                }
-                (1..=n as u32).map(f64::from).product()
-            }
-            Expr::Binom(a, b) => {
-                let (n, k) = (a.eval(vars), b.eval(vars));
-                if n < 0.0 || k < 0.0 || n.fract() != 0.0 || k.fract() != 0.0 || n > 1e6 {
-                    return f64::NAN;
-                }
-                if k > n {
-                    return 0.0;
-                }
-                (0..k as u32)
-                    .map(|i| (n - f64::from(i)) / (f64::from(i) + 1.0))
-                    .product()
-            }
-        }
-    }
-}
-
-fn small_natural(value: &BigRational) -> Option<u64> {
-    if !value.is_integer() || value.is_negative() {
-        return None;
-    }
-    value
-        .to_integer()
-        .to_u64()
-        .filter(|n| *n <= MAX_EXACT_FACTORIAL)
-}
-
-fn exact_power(base: BigRational, exponent: BigRational) -> Option<BigRational> {
-    if !exponent.is_integer() {
-        return None;
-    }
-    let e = exponent.to_integer().to_i64()?;
-    let magnitude = u32::try_from(e.unsigned_abs())
-        .ok()
-        .filter(|m| *m <= MAX_EXACT_EXPONENT)?;
-    let bits = base.numer().bits().max(base.denom().bits());
-    if bits.saturating_mul(u64::from(magnitude)) > MAX_EXACT_BITS {
-        return None;
-    }
-    if e < 0 && base.is_zero() {
-        return None;
-    }
-    let value = num_traits::pow(base, magnitude as usize);
-    Some(if e < 0 { value.recip() } else { value })
-}
-
 /// Values close enough to be the same number.
 pub(crate) fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= TOLERANCE * 1f64.max(a.abs()).max(b.abs())
 }
+
+#[path = "expr_eval.rs"]
+mod eval;
 
 #[cfg(test)]
 #[path = "expr_tests.rs"]

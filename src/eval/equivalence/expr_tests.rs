@@ -1,5 +1,7 @@
 //! Unit tests of the expression parser and evaluator.
 
+use std::collections::BTreeMap;
+
 use super::*;
 
 fn value(s: &str) -> f64 {
@@ -22,6 +24,11 @@ fn evaluates_constants() {
     assert!(close(value("2\\sqrt{2}"), 2.0 * 2f64.sqrt()));
     assert!(close(value("\\log_2 8"), 3.0));
     assert_eq!(value("\\lfloor 7/2 \\rfloor"), 3.0);
+    assert_eq!(value("7!!"), 105.0);
+    assert_eq!(value("(2\\cdot 3)!!"), 48.0);
+    assert_eq!(value("3!"), 6.0);
+    assert!(close(value("e^2"), std::f64::consts::E.powi(2)));
+    assert!(close(value("0.\\overline{3}"), 1.0 / 3.0));
 }
 
 #[test]
@@ -33,6 +40,10 @@ fn exact_values() {
     assert_eq!(exact("\\sqrt{2}"), None);
     assert_eq!(exact("2^{100000}"), None);
     assert_eq!(exact("1/0"), None);
+    assert_eq!(exact("5!!"), exact("15"));
+    assert_eq!(exact("(-1)!!"), exact("1"));
+    assert_eq!(exact("0.1\\overline{6}"), exact("1/6"));
+    assert_eq!(exact("e"), None);
 }
 
 #[test]
@@ -49,6 +60,8 @@ fn variables_and_prose() {
     assert!(parse("\\mathbb{Z}").is_err());
     assert!(parse("(1").is_err());
     assert!(parse("").is_err());
+    assert_eq!(vars("e^{x}"), Ok(vec!["x".to_owned()]));
+    assert_eq!(vars("e_1 + 1"), Ok(vec!["e_1".to_owned()]));
 }
 
 #[test]

@@ -74,15 +74,18 @@ pub(crate) fn normalize(input: &str) -> String {
     for wrapper in WRAPPERS {
         s = unwrap_command(&s, wrapper);
     }
+    s = brace_mathbb(&s);
     s = join_thousands_groups(&s);
     for spacing in ["\\,", "\\!", "\\;", "\\:", "\\ ", "~"] {
         s = s.replace(spacing, " ");
     }
     s = s.replace("\\%", "%");
     s = collapse_whitespace(&s);
+    s = join_space_groups(&s);
     s = unbrace_single_scripts(&s);
     loop {
-        let trimmed = s.trim_end_matches(['.', ' ', '%']).trim_start();
+        // A trailing `%` stays: the comparison reads `50%` as 50 or as 1/2.
+        let trimmed = s.trim_end_matches(['.', ' ', ',', ';']).trim_start();
         let trimmed = strip_outer_braces(trimmed);
         if trimmed.len() == s.len() {
             return s;
@@ -98,7 +101,7 @@ pub(crate) fn key(normalized: &str) -> String {
 
 /// Replaces the command `name` (with its backslash) where it is a whole command, i.e. not
 /// followed by another letter (`\le` must not eat the start of `\left`).
-fn replace_command(s: &str, name: &str, with: &str) -> String {
+pub(crate) fn replace_command(s: &str, name: &str, with: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(pos) = rest.find(name) {
@@ -140,6 +143,20 @@ fn unwrap_command(s: &str, name: &str) -> String {
     out
 }
 
+/// Spacing that separates digit groups in `1\,000\,000`; `{,}` is LaTeX's comma without
+/// the space after it.
+const THOUSANDS_SEPARATORS: [&str; 9] = [
+    "{,}",
+    "\\,",
+    "\\ ",
+    "\\;",
+    "\\thinspace",
+    "~",
+    "\u{2009}",
+    "\u{202f}",
+    "\u{a0}",
+];
+
 /// Removes thousands separators that cannot mean anything else: `1{,}000` and `1\,000`
 /// (a thin space before exactly three digits). A bare `1,000` is ambiguous (it may be a
 /// list) and is left to the comparison, which joins it only against a single number.
@@ -147,7 +164,7 @@ fn join_thousands_groups(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     loop {
-        let next = ["{,}", "\\,"]
+        let next = THOUSANDS_SEPARATORS
             .iter()
             .filter_map(|sep| rest.find(sep).map(|p| (p, sep.len())))
             .min();
@@ -162,6 +179,71 @@ fn join_thousands_groups(s: &str) -> String {
         rest = after;
     }
     out.push_str(rest);
+    out
+}
+
+/// `\mathbb R` → `\mathbb{R}` so both spellings compare equal.
+fn brace_mathbb(s: &str) -> String {
+    const NAME: &str = "\\mathbb";
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut rest = s;
+    while let Some(pos) = rest.find(NAME) {
+        out.push_str(&rest[..pos + NAME.len()]);
+        let after = &rest[pos + NAME.len()..];
+        let trimmed = after.trim_start();
+        match trimmed.chars().next() {
+            Some(c) if c.is_ascii_uppercase() => {
+                out.push('{');
+                out.push(c);
+                out.push('}');
+                rest = &trimmed[1..];
+            }
+            _ => rest = after,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `12 345 678` → `12345678`: digit groups of three separated by single spaces, after a
+/// first group of one to three digits, with no digit, `.`, `^` or `_` before the run.
+fn join_space_groups(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts_run = bytes[i].is_ascii_digit()
+            && (i == 0 || !matches!(bytes[i - 1], b'0'..=b'9' | b'.' | b'^' | b'_'));
+        if !starts_run {
+            let c = s[i..].chars().next().unwrap_or(' ');
+            out.push(c);
+            i += c.len_utf8();
+            continue;
+        }
+        let digits_at = |at: usize| {
+            bytes[at.min(bytes.len())..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count()
+        };
+        let first = digits_at(i);
+        let mut end = i + first;
+        let mut groups = 0;
+        while first <= 3
+            && bytes.get(end) == Some(&b' ')
+            && digits_at(end + 1) == 3
+            && bytes.get(end + 4) != Some(&b'.')
+        {
+            end += 4;
+            groups += 1;
+        }
+        if groups > 0 {
+            out.push_str(&s[i..end].replace(' ', ""));
+        } else {
+            out.push_str(&s[i..end]);
+        }
+        i = end;
+    }
     out
 }
 
@@ -216,7 +298,15 @@ mod tests {
             ("a\\,b", "a b"),
             ("60^\\circ", "60"),
             ("60^{\\circ}", "60"),
-            ("50\\%", "50"),
+            ("50\\%", "50%"),
+            ("48\\ 500\\ 200", "48500200"),
+            ("48 500 200", "48500200"),
+            ("1 2", "1 2"),
+            ("1 2345", "1 2345"),
+            ("x^2 345", "x^2 345"),
+            ("\\mathbb Z", "\\mathbb{Z}"),
+            ("\\mathbb{Z}", "\\mathbb{Z}"),
+            ("3, 4,", "3, 4"),
             ("x \\leq 3", "x \\le 3"),
             ("\\left\\{1,2\\right\\}", "\\{1,2\\}"),
             ("2^{u-2}", "2^{u-2}"),

@@ -17,7 +17,9 @@ pub(crate) fn parse_rational(s: &str) -> Option<BigRational> {
         return None;
     }
     let (negative, body) = split_sign(&compact);
-    let value = if let Some(inner) = body.strip_prefix("\\frac") {
+    let value = if let Some(value) = parse_mixed(body) {
+        value
+    } else if let Some(inner) = body.strip_prefix("\\frac") {
         let (numerator, rest) = braced(inner)?;
         let (denominator, rest) = braced(rest)?;
         if !rest.is_empty() {
@@ -32,11 +34,54 @@ pub(crate) fn parse_rational(s: &str) -> Option<BigRational> {
     Some(if negative { -value } else { value })
 }
 
+/// A mixed number `4\\frac{1}{2}` (= 9/2): an integer directly followed by a proper
+/// fraction of integers. Read this way because nobody writes `4·½` for 2 in a final answer.
+fn parse_mixed(body: &str) -> Option<BigRational> {
+    let digits = body.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || digits > MAX_DIGITS {
+        return None;
+    }
+    let inner = body[digits..].strip_prefix("\\frac")?;
+    let (numerator, rest) = braced(inner)?;
+    let (denominator, rest) = braced(rest)?;
+    let is_natural = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !rest.is_empty() || !is_natural(numerator) || !is_natural(denominator) {
+        return None;
+    }
+    let fraction = ratio(&parse_decimal(numerator)?, &parse_decimal(denominator)?)?;
+    if fraction >= BigRational::one() || fraction.is_zero() {
+        return None;
+    }
+    Some(parse_decimal(&body[..digits])? + fraction)
+}
+
+/// A repeating decimal `I.F\\overline{R}` (`0.\\overline{6}` = 2/3, `0.1\\overline{6}` = 1/6).
+fn parse_repeating(body: &str) -> Option<BigRational> {
+    let (head, tail) = body.split_once("\\overline")?;
+    let repeat = tail.strip_prefix('{')?.strip_suffix('}')?;
+    if repeat.is_empty() || !repeat.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (integer, fraction) = head.split_once('.')?;
+    if !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let base = if integer.is_empty() && fraction.is_empty() {
+        BigRational::zero()
+    } else {
+        parse_decimal(&format!("{integer}.{fraction}"))?
+    };
+    let ten = |n: usize| num_traits::pow(BigInt::from(10), n);
+    let period = BigRational::from_integer(repeat.parse::<BigInt>().ok()?);
+    let scale = BigRational::from_integer(ten(fraction.len()) * (ten(repeat.len()) - 1));
+    Some(base + period / scale)
+}
+
 /// True for a plain decimal literal with a fractional part (`1.414`): a value the author
 /// may have rounded, which must not be matched to an irrational reference by tolerance.
 pub(crate) fn is_decimal_literal(s: &str) -> bool {
     let (_, body) = split_sign(s.trim());
-    body.contains('.') && parse_decimal(body).is_some()
+    body.contains('.') && !body.contains("\\overline") && parse_decimal(body).is_some()
 }
 
 /// `1,000,000` → `1000000` when the whole string is one number with comma-separated
@@ -106,6 +151,10 @@ fn ratio(numerator: &BigRational, denominator: &BigRational) -> Option<BigRation
 /// An optionally signed decimal literal: digits with an optional fractional part.
 fn parse_decimal(s: &str) -> Option<BigRational> {
     let (negative, body) = split_sign(s);
+    if body.contains("\\overline") {
+        let value = parse_repeating(body)?;
+        return Some(if negative { -value } else { value });
+    }
     let (integer, fraction) = match body.split_once('.') {
         Some((i, f)) => (i, f),
         None => (body, ""),
@@ -153,6 +202,15 @@ mod tests {
         assert_eq!(parse_rational("."), None);
         assert_eq!(parse_rational("1.2.3"), None);
         assert_eq!(parse_rational("\\frac{1}{2}3"), None);
+        assert_eq!(parse_rational("0.\\overline{6}"), Some(r(2, 3)));
+        assert_eq!(parse_rational("0.1\\overline{6}"), Some(r(1, 6)));
+        assert_eq!(parse_rational("-3.\\overline{3}"), Some(r(-10, 3)));
+        assert_eq!(parse_rational("0.\\overline{142857}"), Some(r(1, 7)));
+        assert_eq!(parse_rational("0.\\overline{}"), None);
+        assert_eq!(parse_rational("4\\frac{1}{2}"), Some(r(9, 2)));
+        assert_eq!(parse_rational("-3\\frac{1}{3}"), Some(r(-10, 3)));
+        assert_eq!(parse_rational("2\\frac{3}{2}"), None);
+        assert_eq!(parse_rational("2\\frac{n}{2}"), None);
     }
 
     #[test]

@@ -56,18 +56,16 @@ pub(crate) fn shape(s: &str) -> Shape<'_> {
     }
 }
 
-/// Splits at `,` and `;` at depth 0; items are trimmed.
+/// Splits at `,`, `;`, ` and `, ` or ` at depth 0; items are trimmed, empty ones dropped
+/// (`1, 2, and 3`).
 pub(crate) fn split_items(s: &str) -> Vec<&str> {
-    let mut items = Vec::new();
-    let mut start = 0;
-    for token in scan(s) {
-        if token.depth == 0 && (token.c == ',' || token.c == ';') {
-            items.push(s[start..token.pos].trim());
-            start = token.end;
-        }
+    let (parts, _) = split_operators(s, &[",", ";", " and ", " or "]);
+    let items: Vec<&str> = parts.into_iter().filter(|p| !p.is_empty()).collect();
+    if items.is_empty() {
+        vec![s.trim()]
+    } else {
+        items
     }
-    items.push(s[start..].trim());
-    items
 }
 
 /// A relation `lhs = rhs` (or `lhs \in rhs`) split at its last depth-0 `=` / `\in`.
@@ -109,6 +107,57 @@ pub(crate) fn has_inequality(s: &str) -> bool {
         || ["\\le", "\\ge", "\\ne", "\\lt", "\\gt"]
             .iter()
             .any(|op| s.contains(op))
+}
+
+/// Splits `s` at depth-0 occurrences of `separator` (a command such as `\\cup` only where
+/// it is not the start of a longer command); parts are trimmed.
+pub(crate) fn split_top_level<'a>(s: &'a str, separator: &str) -> Vec<&'a str> {
+    let is_command = separator.ends_with(|c: char| c.is_ascii_alphabetic());
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let mut skip_until = 0;
+    for token in scan(s) {
+        if token.pos < skip_until || token.depth != 0 || !s[token.pos..].starts_with(separator) {
+            continue;
+        }
+        let end = token.pos + separator.len();
+        if is_command && s[end..].starts_with(|c: char| c.is_ascii_alphabetic()) {
+            continue;
+        }
+        parts.push(s[start..token.pos].trim());
+        start = end;
+        skip_until = end;
+    }
+    parts.push(s[start..].trim());
+    parts
+}
+
+/// Splits `s` at every depth-0 occurrence of any of `operators` (commands only where
+/// they are whole), returning the parts and which operator (index) separated each.
+pub(crate) fn split_operators<'a>(s: &'a str, operators: &[&str]) -> (Vec<&'a str>, Vec<usize>) {
+    let mut parts = Vec::new();
+    let mut found = Vec::new();
+    let mut start = 0;
+    let mut skip_until = 0;
+    for token in scan(s) {
+        if token.pos < skip_until || token.depth != 0 {
+            continue;
+        }
+        let rest = &s[token.pos..];
+        let hit = operators.iter().position(|op| {
+            rest.starts_with(op)
+                && !(op.ends_with(|c: char| c.is_ascii_alphabetic())
+                    && rest[op.len()..].starts_with(|c: char| c.is_ascii_alphabetic()))
+        });
+        if let Some(index) = hit {
+            parts.push(s[start..token.pos].trim());
+            found.push(index);
+            start = token.pos + operators[index].len();
+            skip_until = start;
+        }
+    }
+    parts.push(s[start..].trim());
+    (parts, found)
 }
 
 /// True when the braces and brackets of `s` balance (`\{`/`\}` included).
@@ -235,6 +284,17 @@ mod tests {
         assert_eq!(split_relation("f(x=1)"), None);
         assert!(is_simple_lhs("(a, b)"));
         assert!(!is_simple_lhs("x+1"));
+    }
+
+    #[test]
+    fn top_level_split() {
+        assert_eq!(
+            split_top_level("(0,1)\\cup\\{2\\}", "\\cup"),
+            vec!["(0,1)", "\\{2\\}"]
+        );
+        assert_eq!(split_top_level("\\cupx", "\\cup"), vec!["\\cupx"]);
+        assert_eq!(split_top_level("a < b \\le c", "<"), vec!["a", "b \\le c"]);
+        assert_eq!(split_top_level("(a<b)", "<"), vec!["(a<b)"]);
     }
 
     #[test]

@@ -51,6 +51,25 @@ fn equivalent_forms() {
         ("\\{5\\}", "5"),
         ("50\\%", "50"),
         ("n \\in \\{1, 2\\}", "\\{2, 1\\}"),
+        ("no solutions", "none"),
+        ("\\frac{2}{3}", "0.\\overline{6}"),
+        ("\\frac{9}{2}", "4\\frac{1}{2}"),
+        ("(2k-1)!!", "\\frac{(2k)!}{2^k k!}"),
+        ("f(x)=x+1", "g(t)=t+1"),
+        ("x = \\pm 2", "\\{2, -2\\}"),
+        (
+            "\\frac{-1\\pm\\sqrt{5}}{2}",
+            "\\frac{-1+\\sqrt5}{2}, \\frac{-1-\\sqrt5}{2}",
+        ),
+        ("[-6,5]", "-6 \\le x \\le 5"),
+        (
+            "(-\\infty,0)\\cup(0,\\infty)",
+            "\\mathbb{R}\\setminus\\{0\\}",
+        ),
+        ("\\frac{1}{2}", "50\\%"),
+        ("1000000", "1\\ 000\\ 000"),
+        ("e^{3}", "e^3"),
+        ("2026, 2030", "2026 \\text{ and } 2030"),
     ];
     for (reference, candidate) in cases {
         let verdict = check(reference, candidate);
@@ -82,6 +101,17 @@ fn non_equivalent_look_alikes() {
         ("1000", "1,001"),
         ("\\sqrt{2}", "\\sqrt{3}"),
         ("3", "\\boxed{}"),
+        ("\\frac{1}{3}", "0.333"),
+        ("(2k-1)!!", "(2k-1)!"),
+        ("R-2r", "R-2R"),
+        ("n", "N"),
+        ("(0,1)", "[0,1]"),
+        ("2^{u-2}", "2^{U-2}"),
+        ("[-6,5]", "(-6,5]"),
+        ("(-\\infty,0]", "(-\\infty,0)"),
+        ("x = \\pm 2", "2"),
+        ("f(x)=x+1", "g(t)=t-1"),
+        ("0.5", "5\\%"),
     ];
     for (reference, candidate) in cases {
         let verdict = check(reference, candidate);
@@ -97,14 +127,12 @@ fn non_equivalent_look_alikes() {
 fn undecided_goes_to_the_llm() {
     let cases = [
         ("all multiples of 14, excluding 0", "14k for k \\ne 0"),
-        ("no solutions", "none"),
+        ("odd $n$", "n \\equiv 1 \\pmod 2"),
         (
             "$f(x,y)= g(x+y, xy(x-y)^{2})$ for some polynomial $g$",
             "f = g(x+y)",
         ),
         ("\\sqrt{2}", "1.41421356237"),
-        ("n", "N"),
-        ("(0,1)", "[0,1]"),
         ("{", "1"),
         ("1", "\\frac{1}{2"),
         ("n \\ge 3", "n > 2"),
