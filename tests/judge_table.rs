@@ -18,12 +18,31 @@ fn rule_check_accuracy_on_the_labelled_table() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/judge_pairs.jsonl");
     let pairs = load_pairs(&path).expect("the committed table loads");
     assert!(pairs.len() >= MIN_PAIRS, "only {} pairs", pairs.len());
+    assert_table(
+        "judge_pairs.jsonl",
+        MIN_ACCURACY_ALL,
+        MIN_ACCURACY_NON_PROSE,
+    );
+}
+
+/// The held-out pairs (written after the check was tuned, on other references) get a
+/// slightly lower floor: they are what a user's answers look like, not what was tuned.
+#[test]
+fn rule_check_accuracy_on_held_out_pairs() {
+    assert_table("judge_pairs_heldout.jsonl", 0.97, 0.97);
+}
+
+fn assert_table(file: &str, min_all: f64, min_non_prose: f64) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(file);
+    let pairs = load_pairs(&path).expect("the committed table loads");
     let verdicts: Vec<PairVerdict> = pairs
         .into_iter()
         .map(|(line, pair)| PairVerdict::judge(line, pair))
         .collect();
     let board = score(&verdicts);
-    println!("{}", board.render_text());
+    println!("{file}\n{}", board.render_text());
     for v in &verdicts {
         if v.pair.equivalent != Some(v.said_equivalent()) {
             println!(
@@ -43,13 +62,13 @@ fn rule_check_accuracy_on_the_labelled_table() {
         "a non-prose look-alike was judged equivalent"
     );
     assert!(
-        board.total.accuracy() >= MIN_ACCURACY_ALL,
-        "accuracy {:.4} fell below {MIN_ACCURACY_ALL}",
+        board.total.accuracy() >= min_all,
+        "{file}: accuracy {:.4} fell below {min_all}",
         board.total.accuracy()
     );
     assert!(
-        board.non_prose.accuracy() >= MIN_ACCURACY_NON_PROSE,
-        "non-prose accuracy {:.4} fell below {MIN_ACCURACY_NON_PROSE}",
+        board.non_prose.accuracy() >= min_non_prose,
+        "{file}: non-prose accuracy {:.4} fell below {min_non_prose}",
         board.non_prose.accuracy()
     );
 }

@@ -10,6 +10,7 @@ is not). Every hand-written label was checked by a person reading both answers.
 Usage (only needed to regenerate; the tests read the committed JSONL, never this CSV):
 
     python3 tests/data/make_judge_pairs.py /path/to/answerbench_v2.csv > tests/data/judge_pairs.jsonl
+    python3 tests/data/make_judge_pairs.py /path/to/answerbench_v2.csv --heldout > tests/data/judge_pairs_heldout.jsonl
 """
 
 import csv
@@ -637,6 +638,48 @@ HAND = [
     ]),
 ]
 
+# Held-out pairs: written after the rule check was tuned on HAND, on references HAND does
+# not use, and scored once without changing the check (docs/judging.md reports both).
+HELDOUT = [
+    ("imo-bench-algebra-012", "fraction", [(r"0.5", EQ, "decimal_form"), (r"\tfrac{2}{4}", EQ, "unreduced_fraction"), (r"\frac{1}{3}", NE, "similar_fraction")]),
+    ("imo-bench-algebra-013", "function", [(r"Q(x)=2x-2, Q(x)=-2", EQ, "reordered_list"), (r"Q(t)=2t-2, Q(t)=-2", EQ, "renamed_dummy_variable"), (r"Q(x)=2x-2", NE, "missing_element"), (r"Q(x)=-2, Q(x)=2x+2", NE, "sign_flip")]),
+    ("imo-bench-algebra-024", "set", [(r"1, 2, \dots, 1235", EQ, "latex_cosmetics"), (r"1, 2, \ldots, 1234", NE, "off_by_one")]),
+    ("imo-bench-algebra-058", "fraction", [(r"5.\overline{3}", EQ, "repeating_decimal"), (r"5\frac{1}{3}", EQ, "mixed_number"), (r"5.33", NE, "rounded_decimal"), (r"\frac{3}{16}", NE, "inverted_fraction")]),
+    ("imo-bench-algebra-070", "fraction", [(r"0.25", EQ, "decimal_form"), (r"25\%", EQ, "percent"), (r"\frac{1}{2}", NE, "similar_fraction")]),
+    ("imo-bench-algebra-071", "fraction", [(r"0.\overline{6}", EQ, "repeating_decimal"), (r"0.67", NE, "rounded_decimal"), (r"\frac{3}{2}", NE, "inverted_fraction")]),
+    ("imo-bench-algebra-077", "fraction", [(r"-3.375", EQ, "decimal_form"), (r"-\left(\frac{3}{2}\right)^3", EQ, "unevaluated"), (r"\frac{27}{8}", NE, "sign_flip")]),
+    ("imo-bench-algebra-087", "relation", [(r"n=3k, n=2k", EQ, "reordered_list"), (r"n=2k", NE, "missing_element")]),
+    ("imo-bench-algebra-069", "prose", [(r"all even $n$", EQ, "prose_rewording"), (r"odd $n$", NE, "prose_opposite")]),
+    ("imo-bench-geometry-006", "expression", [(r"6 \rho", EQ, "latex_cosmetics"), (r"\rho \cdot 6", EQ, "reordered_factors"), (r"3\rho", NE, "wrong_coefficient")]),
+    ("imo-bench-geometry-023", "expression", [(r"h^2 r_1 r_2", EQ, "reordered_factors"), (r"r_1 r_2 h", NE, "missing_power")]),
+    ("imo-bench-geometry-027", "expression", [(r"y+2x", EQ, "reordered_sum"), (r"2y+x", NE, "swapped"), (r"2X+Y", NE, "case_of_symbol")]),
+    ("imo-bench-geometry-034", "expression", [(r"\frac{50A}{39}", EQ, "reordered_factors"), (r"\frac{39}{50}A", NE, "inverted_fraction")]),
+    ("imo-bench-geometry-035", "fraction", [(r"3.5", EQ, "decimal_form"), (r"3\tfrac12", EQ, "mixed_number"), (r"\frac{2}{7}", NE, "inverted_fraction")]),
+    ("imo-bench-geometry-039", "expression", [(r"\frac{\sqrt{y}}{\sqrt{z}}", EQ, "algebraic_rewrite"), (r"\sqrt{\frac{z}{y}}", NE, "inverted_fraction")]),
+    ("imo-bench-geometry-043", "expression", [(r"\frac{3(XZ-XY)}{2}", EQ, "algebraic_rewrite"), (r"1.5XZ-1.5XY", EQ, "expanded"), (r"\frac{3}{2}(XY-XZ)", NE, "sign_flip")]),
+    ("imo-bench-geometry-046", "expression", [(r"0.5a", EQ, "decimal_form"), (r"\frac{A}{2}", NE, "case_of_symbol"), (r"2a", NE, "inverted_fraction")]),
+    ("imo-bench-geometry-073", "expression", [(r"\rho/R", EQ, "slash_fraction"), (r"\frac{R}{\rho}", NE, "inverted_fraction")]),
+    ("imo-bench-geometry-082", "radical", [(r"\sqrt{\frac{5}{2}}", EQ, "algebraic_rewrite"), (r"\frac{5}{\sqrt{10}}", EQ, "rationalized"), (r"1.58", NE, "rounded_decimal"), (r"\frac{\sqrt{10}}{3}", NE, "similar_fraction")]),
+    ("imo-bench-geometry-089", "radical", [(r"\frac{96}{13}\sqrt{10}", EQ, "reordered_factors"), (r"\frac{96\sqrt{10}}{31}", NE, "similar_fraction")]),
+    ("imo-bench-geometry-091", "fraction", [(r"0.91\overline{6}", EQ, "repeating_decimal"), (r"0.9167", NE, "rounded_decimal"), (r"\frac{12}{11}", NE, "inverted_fraction")]),
+    ("imo-bench-geometry-097", "fraction", [(r"3\frac{3}{14}", EQ, "mixed_number"), (r"\frac{90}{28}", EQ, "unreduced_fraction"), (r"\frac{45}{41}", NE, "similar_fraction")]),
+    ("imo-bench-number_theory-010", "expression", [(r"p \cdot 7^d", EQ, "reordered_factors"), (r"7^{d+1}p", NE, "off_by_one"), (r"7^D p", NE, "case_of_symbol")]),
+    ("imo-bench-number_theory-030", "expression", [(r"3 n", EQ, "latex_cosmetics"), (r"n+n+n", EQ, "unevaluated"), (r"3n+1", NE, "off_by_one")]),
+    ("imo-bench-number_theory-042", "set", [(r"\{10, 4, 1\}", EQ, "reordered_set"), (r"1, 4, 10, 20", NE, "extra_element")]),
+    ("imo-bench-number_theory-050", "set", [(r"2, 1", EQ, "reordered_set"), (r"1", NE, "missing_element"), (r"n=1, n=2", EQ, "assignment")]),
+    ("imo-bench-number_theory-059", "set", [(r"\{8,9\}", EQ, "braced_set"), (r"8, 10", NE, "off_by_one")]),
+    ("imo-bench-number_theory-065", "set", [(r"5, 2", EQ, "reordered_set"), (r"2, 5, 7", NE, "extra_element")]),
+    ("imo-bench-number_theory-068", "set", [(r"p=3, p=7", EQ, "assignment"), (r"3, 5, 7", NE, "extra_element")]),
+    ("imo-bench-number_theory-072", "tuple", [(r"(a, b, c) = (5, 3, 7)", EQ, "assignment"), (r"(3, 5, 7)", NE, "swapped_tuple_order"), (r"(5, 3, 7).", EQ, "trailing_period")]),
+    ("imo-bench-number_theory-073", "expression", [(r"-1+q", EQ, "reordered_sum"), (r"q+1", NE, "sign_flip"), (r"Q-1", NE, "case_of_symbol")]),
+    ("imo-bench-number_theory-078", "set", [(r"6, 2, 0", EQ, "reordered_set"), (r"0, 2, 4, 6", NE, "extra_element")]),
+    ("imo-bench-number_theory-080", "expression", [(r"\left\lfloor \frac{p}{9}\right\rfloor", EQ, "latex_cosmetics"), (r"\lfloor p/9 \rfloor", EQ, "slash_fraction"), (r"\lceil \frac{p}{9} \rceil", NE, "floor_vs_ceiling")]),
+    ("imo-bench-number_theory-083", "set", [(r"2021, 47, 43", EQ, "reordered_set"), (r"2\,021, 43, 47", EQ, "thin_space_thousands"), (r"43, 47", NE, "missing_element")]),
+    ("imo-bench-algebra-039", "integer", [(r"2.", EQ, "trailing_period"), (r"k = 2", EQ, "assignment"), (r"-2", NE, "sign_flip")]),
+    ("imo-bench-geometry-017", "decimal", [(r"\dfrac{1}{2}", EQ, "fraction_form"), (r"50\%", EQ, "percent"), (r"0.55", NE, "similar_decimal")]),
+    ("imo-bench-combinatorics-098", "expression", [(r"(\lambda+1)^{8} + \lambda(\lambda^{7}+28\lambda^{6}+182\lambda^{5}+406\lambda^{4}+425\lambda^{3}+230\lambda^{2}+63\lambda+7)", NE, "wrong_expansion"), (r"1 + 15\lambda + 91\lambda^2 + 286\lambda^3 + 495\lambda^4 + 462\lambda^5 + 210\lambda^6 + 36\lambda^7 + \lambda^8", EQ, "reordered_sum")]),
+]
+
 # Integer references and the rules applied to each (cycled for variety). Equivalent forms:
 # separators, delimiters, wrappers, assignment, a trailing period. Look-alikes: ±1, sign,
 # a power of ten, a doubled digit.
@@ -680,6 +723,9 @@ def main():
     with open(path, newline="", encoding="utf-8") as f:
         rows = {r["Problem ID"]: r["Short Answer"].strip() for r in csv.DictReader(f)}
     out = []
+    if len(sys.argv) > 2 and sys.argv[2] == "--heldout":
+        emit(rows, HELDOUT, out)
+        return
     for pid, typ, cands in HAND:
         ref = rows[pid]
         for cand, label, kind in cands:
@@ -691,6 +737,15 @@ def main():
         for cand, label, kind in integer_pairs(ref, i):
             out.append({"problem_id": pid, "reference": ref, "candidate": cand,
                         "equivalent": label, "answer_type": "integer", "kind": kind})
+    emit(rows, [], out)
+
+
+def emit(rows, groups, out):
+    for pid, typ, cands in groups:
+        ref = rows[pid]
+        for cand, label, kind in cands:
+            out.append({"problem_id": pid, "reference": ref, "candidate": cand,
+                        "equivalent": label, "answer_type": typ, "kind": kind})
     seen = set()
     for row in out:
         key = (row["reference"], row["candidate"])
