@@ -154,8 +154,22 @@ impl Actor for BankActor {
                 proposed,
                 reply,
             } => {
+                // Its parent is the sender's span (the coordinator's iteration span), carried
+                // over by ractor's message span propagation.
                 let span = tracing::info_span!("bank_update", problem = %state.problem,
-                    bank = %state.current.bank, iteration, version = tracing::field::Empty);
+                    bank = %state.current.bank, iteration, version = tracing::field::Empty,
+                    tmas.bank.size = tracing::field::Empty,
+                    tmas.bank.rejected = tracing::field::Empty);
+                tmas_observability::span_ext::set_attribute(
+                    &span,
+                    "tmas.problem_id",
+                    state.problem.clone(),
+                );
+                tmas_observability::span_ext::set_attribute(
+                    &span,
+                    "tmas.iteration",
+                    i64::from(iteration),
+                );
                 let result = state.update(iteration, proposed).instrument(span).await;
                 // The coordinator may have given up on the problem; nothing to do then.
                 let _ = reply.send(result);
@@ -175,14 +189,19 @@ impl BankState {
         let Some(proposed) = proposed else {
             tracing::info!("update failed upstream; bank unchanged");
             span.record("version", self.current.version);
+            span.record("tmas.bank.size", self.current.items.len());
+            span.record("tmas.bank.rejected", 0);
             return Ok(BankVersion {
                 rejected: Vec::new(),
                 ..self.current.clone()
             });
         };
         let outcome = self.policy.merge(&self.current.items, proposed);
+        // Each rejection (e.g. a guideline the model tried to drop) is an event on the
+        // `bank_update` span; the item is cut short, it only has to be recognizable.
         for r in &outcome.rejected {
-            tracing::info!(item = %r.item, reason = %r.reason, "merge policy rejected an item");
+            let item = tmas_observability::span_ext::clip(&r.item, 200);
+            tracing::info!(item = %item, reason = %r.reason, "merge policy rejected an item");
         }
         let next = BankVersion {
             bank: self.current.bank.clone(),
@@ -191,6 +210,8 @@ impl BankState {
             rejected: outcome.rejected,
         };
         span.record("version", next.version);
+        span.record("tmas.bank.size", next.items.len());
+        span.record("tmas.bank.rejected", next.rejected.len());
         persist(&self.sink, &self.problem, Some(iteration), &next).await?;
         self.current = next.clone();
         Ok(next)

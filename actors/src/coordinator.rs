@@ -16,8 +16,16 @@
 //! strategy bug fails that one problem with a message instead of taking a silent actor
 //! down. A strategy that is neither finished nor waiting on anything has stalled — that is
 //! reported as a failure rather than hanging the run.
+//!
+//! Spans (see `coordinator/spans.rs`): problem → iteration → call. An iteration span opens
+//! with the first command of that iteration and closes when the next iteration starts (or
+//! the problem ends); bank updates are sent from inside it, so with ractor's span
+//! propagation the bank actor's `bank_update` span lands under the right iteration. The
+//! strategy's `on_call` runs inside the call's span.
 
-use std::collections::HashMap;
+mod spans;
+
+use std::collections::{BTreeMap, HashMap};
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -26,6 +34,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, Supervi
 
 use crate::bank::{BankActor, BankArgs, BankError, BankInit, BankMsg, BankSink};
 use crate::pool::{Job, RolePool};
+use crate::runner::RuntimeStats;
 use crate::strategy::{
     BankVersion, CallFailure, CallKey, CallOutcome, CallSpec, Command, Strategy,
 };
@@ -77,9 +86,11 @@ pub struct CoordinatorArgs<O> {
     pub sink: Arc<dyn BankSink>,
     /// Pool priority of every call of this problem (larger runs earlier).
     pub priority: i64,
-    /// The problem's span; call spans are its children.
+    /// The problem's span; iteration spans are its children.
     pub span: tracing::Span,
     pub report: ReportFn<O>,
+    /// Where finished iterations are counted (progress display, metrics).
+    pub stats: Option<RuntimeStats>,
 }
 
 /// Messages of a coordinator (sent by pools and bank forwarders).
@@ -115,6 +126,11 @@ pub struct CoordinatorState<O> {
     calls_out: usize,
     banks_out: usize,
     failure: Option<ProblemError>,
+    /// Open iteration spans, by iteration.
+    iterations: BTreeMap<u32, tracing::Span>,
+    /// Spans of the calls in flight.
+    call_spans: HashMap<CallKey, tracing::Span>,
+    stats: Option<RuntimeStats>,
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -151,6 +167,26 @@ impl<O: Send + 'static> CoordinatorState<O> {
         }
     }
 
+    /// The span of iteration `t`, opened on first use. Earlier iterations are over once a
+    /// later one has work: their spans close and they count as done.
+    fn iteration_span(&mut self, t: u32) -> tracing::Span {
+        if let Some(span) = self.iterations.get(&t) {
+            return span.clone();
+        }
+        let later = self.iterations.split_off(&t);
+        let finished = std::mem::replace(&mut self.iterations, later).len();
+        self.count_iterations(finished);
+        let span = spans::iteration_span(&self.span, &self.problem, t);
+        self.iterations.insert(t, span.clone());
+        span
+    }
+
+    fn count_iterations(&self, n: usize) {
+        if let (Some(stats), true) = (&self.stats, n > 0) {
+            stats.on_iterations_done(n as u64);
+        }
+    }
+
     fn fail(&mut self, err: ProblemError) {
         if self.failure.is_none() {
             self.failure = Some(err);
@@ -173,9 +209,12 @@ impl<O: Send + 'static> CoordinatorState<O> {
     fn dispatch_call(&mut self, myself: &ActorRef<CoordinatorMsg>, spec: CallSpec) {
         self.calls_out += 1;
         let key = &spec.key;
-        let span = tracing::info_span!(parent: &self.span, "call",
-            problem = %key.problem, iteration = key.iteration, role = %key.role,
-            candidate = key.candidate, index = key.index, attempt = key.attempt);
+        let parent = self.iteration_span(key.iteration);
+        let labels = self.strategy.as_ref().map_or_else(Vec::new, |s| {
+            catch_unwind(AssertUnwindSafe(|| s.call_labels(key))).unwrap_or_default()
+        });
+        let span = spans::call_span(&parent, key, labels, &spec.request.messages);
+        self.call_spans.insert(key.clone(), span.clone());
         let Some(route) = self.routes.get(&key.role) else {
             let failure = CallFailure {
                 kind: "unknown_role".into(),
@@ -211,6 +250,7 @@ impl<O: Send + 'static> CoordinatorState<O> {
         proposed: Option<Vec<String>>,
     ) {
         self.banks_out += 1;
+        let iteration_span = self.iteration_span(iteration);
         let Some(actor) = self.banks.get(&bank) else {
             let err = BankError::Unknown {
                 problem: self.problem.clone(),
@@ -227,14 +267,15 @@ impl<O: Send + 'static> CoordinatorState<O> {
             bank: bank.clone(),
             reason,
         };
-        if actor
-            .send_message(BankMsg::Update {
+        // Sent from inside the iteration's span: ractor hands it to the bank's handler.
+        let sent = iteration_span.in_scope(|| {
+            actor.send_message(BankMsg::Update {
                 iteration,
                 proposed,
                 reply,
             })
-            .is_err()
-        {
+        });
+        if sent.is_err() {
             let err = gone("it no longer takes messages".into());
             let _ = myself.send_message(CoordinatorMsg::BankDone { result: Err(err) });
             return;
@@ -281,9 +322,18 @@ impl<O: Send + 'static> CoordinatorState<O> {
             return;
         };
         match &result {
-            Ok(_) => tracing::debug!("problem finished"),
-            Err(err) => tracing::error!(error = %err, "problem failed"),
+            Ok(_) => {
+                tracing::debug!("problem finished");
+                let open = std::mem::take(&mut self.iterations).len();
+                self.count_iterations(open);
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "problem failed");
+                tmas_observability::span_ext::set_error(&self.span, err.to_string());
+                self.iterations.clear();
+            }
         }
+        self.call_spans.clear();
         if let Some(report) = self.report.take() {
             report(result);
         }
@@ -311,6 +361,7 @@ impl<O: Send + 'static> Actor for Coordinator<O> {
             priority,
             span,
             report,
+            stats,
         } = args;
         let mut state = CoordinatorState {
             problem: problem.clone(),
@@ -324,6 +375,9 @@ impl<O: Send + 'static> Actor for Coordinator<O> {
             calls_out: 0,
             banks_out: 0,
             failure: None,
+            iterations: BTreeMap::new(),
+            call_spans: HashMap::new(),
+            stats,
         };
         for init in banks {
             let name = init.name.clone();
@@ -378,7 +432,12 @@ impl<O: Send + 'static> Actor for Coordinator<O> {
             let commands = match msg {
                 CoordinatorMsg::CallDone { key, outcome } => {
                     state.calls_out = state.calls_out.saturating_sub(1);
-                    state.drive("on_call", |s| s.on_call(key, outcome))
+                    let call = state
+                        .call_spans
+                        .remove(&key)
+                        .unwrap_or_else(tracing::Span::none);
+                    spans::record_outcome(&call, &outcome);
+                    call.in_scope(|| state.drive("on_call", |s| s.on_call(key, outcome)))
                 }
                 CoordinatorMsg::BankDone { result } => {
                     state.banks_out = state.banks_out.saturating_sub(1);

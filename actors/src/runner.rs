@@ -334,7 +334,8 @@ impl Runner {
             banks,
             sink: self.sink.clone(),
             priority,
-            span: tracing::info_span!("problem", problem = %id),
+            span: problem_span(&id),
+            stats: Some(self.stats.clone()),
             report: Box::new(move |result| {
                 let _ = report_tx.send(Event::Report { seq, result });
             }),
@@ -360,6 +361,16 @@ impl Runner {
             }
         }
     }
+}
+
+/// A problem's span: the root of its own trace (a run of 100 problems × 20 iterations
+/// would be one unreadable trace otherwise), linked to the caller's span (the run) by
+/// `follows_from`, which an OpenTelemetry exporter turns into a span link.
+fn problem_span(id: &Arc<str>) -> tracing::Span {
+    let span = tracing::info_span!(parent: None, "problem", problem = %id);
+    span.follows_from(tracing::Span::current());
+    tmas_observability::span_ext::set_attribute(&span, "tmas.problem_id", id.clone());
+    span
 }
 
 /// One-call form of [`Runner::new`] + [`Runner::run`] when no progress handle is needed.

@@ -123,6 +123,14 @@ pub trait Strategy: Send + 'static {
 
     /// The result; called once after [`Strategy::is_finished`] returns true.
     fn finish(self: Box<Self>) -> Self::Output;
+
+    /// Extra labels for a call's span, e.g. `("tmas.branch", "explore")`, asked once when
+    /// the call is dispatched. Observability only: it never changes what runs. (While
+    /// [`Strategy::on_call`] runs, the call's span is the current span, so a strategy can
+    /// add outcome labels such as a score there.) Default: none.
+    fn call_labels(&self, _key: &CallKey) -> Vec<(&'static str, Arc<str>)> {
+        Vec::new()
+    }
 }
 
 /// Performs one model call for a role; implemented by the model-client handle in

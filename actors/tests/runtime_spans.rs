@@ -1,6 +1,7 @@
-//! Spans: each call runs inside a `call` span (with its key fields) whose parent is the
-//! problem's span, itself a child of whatever span the caller runs the runner in. This is
-//! what lets a trace viewer show every agent interaction under its problem.
+//! Spans: each call runs inside a `call` span (with its key fields) whose parent is its
+//! iteration's span, itself a child of the problem's span. The problem span is a root (one
+//! trace per problem), linked to whatever span the caller runs the runner in. This is what
+//! lets a trace viewer show every agent interaction under its problem.
 
 mod runtime_support;
 
@@ -80,15 +81,20 @@ async fn calls_run_in_call_spans_under_their_problem_span() {
     let call = line_with("content=p0/it0/solve/c1/a0");
     assert!(
         call.contains(
-            "run:problem{problem=p0}:call{problem=p0 iteration=0 role=solve candidate=1 attempt=0}"
+            "problem{problem=p0}:iteration{iteration=0}:call{problem=p0 iteration=0 role=solve candidate=1 attempt=0 "
         ),
         "{call}"
     );
     let review = line_with("content=p0/it0/review/a0");
     assert!(
         review
-            .contains("run:problem{problem=p0}:call{problem=p0 iteration=0 role=review attempt=0}"),
+            .contains("problem{problem=p0}:iteration{iteration=0}:call{problem=p0 iteration=0 role=review attempt=0 "),
         "{review}"
     );
-    assert!(line_with("problem finished").contains("run:problem{problem=p0}"));
+    let started = line_with("problem started");
+    assert!(started.contains("problem{problem=p0}"), "{started}");
+    assert!(
+        !started.contains("run:"),
+        "the problem span is a root: {started}"
+    );
 }

@@ -1,19 +1,27 @@
-//! `tmas-observability`: logging/tracing setup (OTLP export and metrics come later).
+//! `tmas-observability`: everything that lets a user watch a run.
+//!
+//! - [`logging`]: the process-wide `tracing` subscriber (log lines on stderr plus an empty
+//!   OpenTelemetry slot, see `otel_slot`).
+//! - [`otlp`]: OTLP span export (gRPC or HTTP/protobuf) configured by the standard
+//!   `OTEL_*` variables or the config file's `[observability]` section; flushed on exit;
+//!   an unreachable collector is logged once and never stalls a run.
+//! - [`span_ext`]: `traceparent` for outgoing requests, run-time span attributes, the
+//!   `--trace-content` switch.
+//! - [`prometheus`]: the Prometheus recorder and `/metrics` endpoint.
+//! - [`progress`]: progress bars on a terminal, plain status lines otherwise.
+//!
+//! Span layout and attribute names are documented in `observability/README.md`.
 
-use tracing_subscriber::EnvFilter;
+mod export;
+pub mod logging;
+mod otel_slot;
+pub mod otlp;
+pub mod progress;
+pub mod prometheus;
+pub mod span_ext;
 
-/// Installs a `tracing` subscriber writing to stderr. `filter` (or `RUST_LOG`, or `info`)
-/// selects what is shown; ractor's per-actor spans are kept at `warn`.
-pub fn init_logging(filter: Option<&str>) {
-    let filter = filter
-        .map(str::to_owned)
-        .or_else(|| std::env::var("RUST_LOG").ok())
-        .unwrap_or_else(|| "info".to_owned());
-    let filter = EnvFilter::try_new(format!("{filter},ractor=warn"))
-        .unwrap_or_else(|_| EnvFilter::new("info,ractor=warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
-}
+pub use export::ExportStats;
+pub use logging::{init_logging, log_filter};
+pub use otlp::{ObservabilityConfig, OtlpError, OtlpSettings, Protocol, TracingGuard};
+pub use progress::{ProgressDisplay, ProgressMode, ProgressSnapshot};
+pub use prometheus::{MetricsError, MetricsServer};

@@ -62,6 +62,10 @@ pub struct Config {
     /// Options of the in-process simulator (used by `embedded-sim` endpoints).
     #[serde(default)]
     pub simulator: SimOptions,
+    /// Span export, metrics endpoint, `--trace-content` (see README "See a run in Jaeger";
+    /// the standard `OTEL_*` variables override the OTLP keys).
+    #[serde(default)]
+    pub observability: tmas_observability::ObservabilityConfig,
 }
 
 impl Config {

@@ -20,6 +20,7 @@ use tmas_observability::prometheus::{MetricsServer, Refresh};
 use tmas_observability::{ProgressDisplay, ProgressMode, ProgressSnapshot, span_ext};
 
 use crate::config::Config;
+use crate::engine::run_dir::ProblemRecord;
 
 /// The command line's observability flags.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -98,6 +99,14 @@ fn start_export(config: &Config) -> anyhow::Result<()> {
     }
 }
 
+/// Starts OTLP export configured by the `OTEL_*` variables alone (benchmarks); true if
+/// spans are exported.
+pub fn export_from_env() -> anyhow::Result<bool> {
+    let config = Config::default();
+    start_export(&config)?;
+    Ok(span_ext::exporting())
+}
+
 impl RunObserver {
     /// Starts export (if configured), the metrics endpoint (if asked for) and the progress
     /// display (`status_every`: how often plain status lines are printed; `None`: quiet).
@@ -108,6 +117,9 @@ impl RunObserver {
     ) -> anyhow::Result<Self> {
         let opts = options();
         start_export(config)?;
+        if let Ok(mut acc) = PASS_AT_1.lock() {
+            *acc = (0.0, 0);
+        }
         span_ext::set_trace_content(opts.trace_content || config.observability.trace_content);
         let run_span = tracing::info_span!(parent: None, "run",
             tmas.problems.total = sources.problems_total,
@@ -163,10 +175,25 @@ impl RunObserver {
     }
 }
 
-/// Records the Pass@1 estimate so far (problems judged up to now, latest iteration).
-pub fn record_pass_at_1(value: Option<f64>) {
-    if let Some(v) = value {
-        metrics::gauge!("tmas_pass_at_1").set(v);
+/// (sum of per-problem final-iteration Pass@1, problems) of the current run.
+static PASS_AT_1: Mutex<(f64, u64)> = Mutex::new((0.0, 0));
+
+/// Updates the `tmas_pass_at_1` estimate with a judged problem: the share of its last
+/// iteration's candidates judged correct (a failed candidate counts as wrong), averaged
+/// over the problems judged so far.
+pub fn on_problem_judged(record: &ProblemRecord) {
+    let Some(last) = record.judgments.last().filter(|c| !c.is_empty()) else {
+        return;
+    };
+    let rate = last
+        .iter()
+        .map(|j| j.as_ref().map_or(0.0, |j| j.score))
+        .sum::<f64>()
+        / last.len() as f64;
+    if let Ok(mut acc) = PASS_AT_1.lock() {
+        acc.0 += rate;
+        acc.1 += 1;
+        metrics::gauge!("tmas_pass_at_1").set(acc.0 / acc.1 as f64);
     }
 }
 

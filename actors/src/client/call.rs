@@ -15,6 +15,7 @@ use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::wire::{CallTags, ChatRequest, ChatResponse};
 
@@ -23,6 +24,7 @@ use super::config::ResiliencePolicy;
 use super::endpoint::{Endpoint, Health, Limiter, take};
 use super::error::ClientError;
 use super::router::Group;
+use super::telemetry;
 use super::tokens::fit_max_tokens;
 
 /// Everything calls share; owned by the [`super::ModelClient`] handle.
@@ -285,17 +287,23 @@ impl Shared {
             attempts += 1;
             if attempts > 1 {
                 ep.retries.fetch_add(1, Ordering::Relaxed);
+                telemetry::count_retry(&ep, &request);
             }
+            let span = telemetry::attempt_span(&ep, &request, prepared.max_tokens, attempts);
+            let mut attempt_headers = headers.clone();
+            telemetry::inject_traceparent(&span, &mut attempt_headers);
             let started = Instant::now();
             let result = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => return Err(ClientError::Shutdown),
-                r = ep.attempt(prepared.body.clone(), headers.clone(), request.stream) => r,
+                r = ep.attempt(prepared.body.clone(), attempt_headers, request.stream)
+                    .instrument(span.clone()) => r,
             };
             let max_tokens_sent = prepared.max_tokens;
             drop(slot);
             let failure = match result {
                 Ok(c) => {
+                    telemetry::on_success(&span, &ep, &request, &c, started.elapsed());
                     ep.record_success();
                     return Ok(ChatResponse {
                         content: c.content.into(),
@@ -311,7 +319,15 @@ impl Shared {
                 }
                 Err(f) => f,
             };
-            ep.record_failure(&failure.error);
+            let opened = ep.record_failure(&failure.error);
+            telemetry::on_failure(
+                &span,
+                &ep,
+                &request,
+                &failure.error,
+                started.elapsed(),
+                opened,
+            );
             let error = failure.error;
             if !error.is_retryable() {
                 return Err(error);
@@ -340,6 +356,7 @@ impl Shared {
                 .or_else(|| backoff.next())
                 .unwrap_or(policy.backoff_max);
             tracing::debug!(group = %group.name, endpoint = %ep.name(), attempts, ?delay, error = %error, "retrying call");
+            telemetry::on_retry(&span, &error, delay);
             last_failed = Some(ep);
             tokio::select! {
                 biased;

@@ -70,6 +70,9 @@ pub(crate) struct Endpoint {
     chat_url: reqwest::Url,
     health_url: reqwest::Url,
     models_url: reqwest::Url,
+    /// Host and port of `base_url`, for the spans' `server.address` / `server.port`.
+    pub host: Arc<str>,
+    pub port: u16,
     auth: Option<HeaderValue>,
     pub counter: TokenCounter,
     /// Caps requests in flight; also what calls queue on.
@@ -82,6 +85,9 @@ pub(crate) struct Endpoint {
     pub errors: AtomicU64,
     pub retries: AtomicU64,
     pub trips: AtomicU64,
+    /// Tokens of successful attempts (as reported by the server).
+    pub input_tokens: AtomicU64,
+    pub output_tokens: AtomicU64,
     rpm: Option<Limiter>,
     tpm: Option<Limiter>,
     breaker_failures: u32,
@@ -165,7 +171,11 @@ impl Endpoint {
             }
             None => None,
         };
+        let host: Arc<str> = chat_url.host_str().unwrap_or_default().into();
+        let port = chat_url.port_or_known_default().unwrap_or(0);
         Ok(Self {
+            host,
+            port,
             permits: Arc::new(Semaphore::new(spec.max_in_flight)),
             rpm: per_minute(spec.requests_per_minute),
             tpm: per_minute(spec.tokens_per_minute),
@@ -184,6 +194,8 @@ impl Endpoint {
             errors: AtomicU64::new(0),
             retries: AtomicU64::new(0),
             trips: AtomicU64::new(0),
+            input_tokens: AtomicU64::new(0),
+            output_tokens: AtomicU64::new(0),
             breaker_failures: policy.breaker_failures.max(1),
             actor: Mutex::new(None),
             health,
@@ -213,11 +225,12 @@ impl Endpoint {
         self.consecutive_failures.store(0, Ordering::Relaxed);
     }
 
-    /// Count a failure; opens the breaker after K consecutive endpoint failures.
-    pub fn record_failure(&self, error: &ClientError) {
+    /// Count a failure; opens the breaker after K consecutive endpoint failures. True if
+    /// this failure opened it.
+    pub fn record_failure(&self, error: &ClientError) -> bool {
         self.errors.fetch_add(1, Ordering::Relaxed);
         if !error.counts_against_endpoint() {
-            return;
+            return false;
         }
         let n = self.consecutive_failures.fetch_add(1, Ordering::AcqRel) + 1;
         if n >= self.breaker_failures && self.healthy.swap(false, Ordering::AcqRel) {
@@ -237,7 +250,9 @@ impl Endpoint {
                     tracing::warn!(endpoint = %self.spec.name, %reason, "endpoint marked down (actor restarting)")
                 }
             }
+            return true;
         }
+        false
     }
 
     /// The actor re-admits the endpoint after enough successful probes.

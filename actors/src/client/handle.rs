@@ -44,6 +44,9 @@ pub struct EndpointSnapshot {
     pub retries: u64,
     /// Times the circuit breaker opened.
     pub breaker_trips: u64,
+    /// Prompt and completion tokens of successful attempts.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
 }
 
 /// The whole client at a point in time.
@@ -199,6 +202,8 @@ impl ModelClient {
                     errors: e.errors.load(Ordering::Relaxed),
                     retries: e.retries.load(Ordering::Relaxed),
                     breaker_trips: e.trips.load(Ordering::Relaxed),
+                    input_tokens: e.input_tokens.load(Ordering::Relaxed),
+                    output_tokens: e.output_tokens.load(Ordering::Relaxed),
                 })
                 .collect(),
             global_in_flight: s.global_in_flight.load(Ordering::Relaxed),
@@ -239,8 +244,13 @@ impl CallExecutor for ModelClient {
     /// Spawns the call on its own task, so the HTTP work never runs inside an actor's
     /// handler and a panic is reported as a failure instead of killing the caller.
     fn execute(&self, group: Arc<str>, request: ChatRequest) -> BoxFuture<'static, CallOutcome> {
+        use tracing::Instrument;
         let client = self.clone();
-        let task = tokio::spawn(async move { client.chat(&group, request).await });
+        // The task carries the caller's span (the agent call), so attempt spans and the
+        // `traceparent` sent to the server hang under it.
+        let span = tracing::Span::current();
+        let task =
+            tokio::spawn(async move { client.chat(&group, request).await }.instrument(span));
         Box::pin(async move {
             match task.await {
                 Ok(result) => result.map_err(CallFailure::from),

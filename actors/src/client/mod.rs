@@ -15,6 +15,7 @@
 //! - `body` / `sse`: the JSON and server-sent events on the wire (pure).
 //! - [`tokens`] — prompt-token estimates and the `max_tokens` that fits.
 //! - [`error`] — [`ClientError`].
+//! - `telemetry`: each HTTP attempt's span (GenAI conventions), `traceparent`, metrics.
 
 mod body;
 mod call;
@@ -26,6 +27,7 @@ pub mod health;
 mod router;
 mod sse;
 pub mod supervisor;
+mod telemetry;
 pub mod tokens;
 mod validate;
 

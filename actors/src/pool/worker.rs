@@ -70,11 +70,10 @@ impl Actor for PoolWorker {
             request,
             span,
         } = msg;
-        let outcome = state
-            .executor
-            .execute_call(&key, group, request)
-            .instrument(span)
-            .await;
+        // Created inside the call's span: an executor that spawns a task (the model
+        // client does) takes the span along, so the request's spans nest under the call.
+        let call = span.in_scope(|| state.executor.execute_call(&key, group, request));
+        let outcome = call.instrument(span).await;
         let report = WorkerReport {
             worker: myself.get_id(),
             outcome,

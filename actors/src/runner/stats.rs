@@ -22,6 +22,7 @@ struct Inner {
     started: AtomicU64,
     succeeded: AtomicU64,
     failed: AtomicU64,
+    iterations_done: AtomicU64,
     /// Shared with every pool: one permit per finished call.
     calls_changed: Arc<Notify>,
 }
@@ -36,6 +37,9 @@ pub struct StatsSnapshot {
     pub problems_started: u64,
     pub problems_succeeded: u64,
     pub problems_failed: u64,
+    /// Iterations finished across problems (an iteration is done once the next one
+    /// starts, or its problem finished successfully).
+    pub iterations_done: u64,
 }
 
 impl RuntimeStats {
@@ -54,6 +58,7 @@ impl RuntimeStats {
                 started: AtomicU64::new(0),
                 succeeded: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
+                iterations_done: AtomicU64::new(0),
                 calls_changed,
             }),
         }
@@ -86,6 +91,11 @@ impl RuntimeStats {
         self.inner.active.fetch_sub(1, Ordering::Relaxed);
     }
 
+    pub(crate) fn on_iterations_done(&self, n: u64) {
+        self.inner.iterations_done.fetch_add(n, Ordering::Relaxed);
+        metrics::counter!("tmas_iterations_done_total").increment(n);
+    }
+
     pub(crate) fn on_problem_result(&self, ok: bool) {
         let c = if ok {
             &self.inner.succeeded
@@ -104,6 +114,7 @@ impl RuntimeStats {
             problems_started: i.started.load(Ordering::Relaxed),
             problems_succeeded: i.succeeded.load(Ordering::Relaxed),
             problems_failed: i.failed.load(Ordering::Relaxed),
+            iterations_done: i.iterations_done.load(Ordering::Relaxed),
         }
     }
 }

@@ -143,6 +143,12 @@ impl CandidateState {
                 match parse_score(&response.content) {
                     Some(score) => {
                         slot.score = Some(score);
+                        // The coordinator runs `on_call` inside the call's span.
+                        tmas_observability::span_ext::set_attribute(
+                            &tracing::Span::current(),
+                            "tmas.score",
+                            score,
+                        );
                         slot.status = VerificationStatus::Scored;
                     }
                     None => {

@@ -1,0 +1,160 @@
+//! What one HTTP attempt reports: its span (OpenTelemetry GenAI conventions), the W3C
+//! `traceparent` header that lets the inference server join the trace, and metrics.
+//!
+//! Span: `chat {model}` (kind client) with `gen_ai.operation.name = chat`,
+//! `gen_ai.request.{model,temperature,top_p,max_tokens}`, `gen_ai.usage.{input,output}_tokens`,
+//! `gen_ai.response.finish_reasons`, `server.{address,port}`, `http.response.status_code`,
+//! `error.type`, plus `tmas.endpoint`, `tmas.role`, `tmas.retry` (0 for the first try).
+//! Events: `retry` (the delay before the next attempt), `circuit_breaker.open`.
+//!
+//! Metrics (no-ops until a recorder is installed): `tmas_request_duration_seconds`
+//! {role, endpoint, outcome}, `tmas_request_errors_total` {endpoint, kind},
+//! `tmas_request_retries_total` {role, endpoint}, `tmas_tokens_input_total` /
+//! `tmas_tokens_output_total` {role}.
+
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tmas_observability::span_ext::{self, KeyValue};
+use tracing::field::Empty;
+
+use super::body::Completion;
+use super::endpoint::Endpoint;
+use super::error::ClientError;
+use crate::wire::ChatRequest;
+
+/// `chat {model}`, formatted only if a subscriber records the field.
+struct ChatName<'a>(&'a str);
+
+impl fmt::Display for ChatName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "chat {}", self.0)
+    }
+}
+
+/// The span of one HTTP attempt; its parent is the current span (the agent call).
+pub(crate) fn attempt_span(
+    ep: &Endpoint,
+    request: &ChatRequest,
+    max_tokens: u32,
+    attempt: u32,
+) -> tracing::Span {
+    tracing::info_span!(
+        "chat",
+        otel.name = %ChatName(&ep.spec.model),
+        otel.kind = "client",
+        otel.status_code = Empty,
+        gen_ai.operation.name = "chat",
+        gen_ai.request.model = %ep.spec.model,
+        gen_ai.request.temperature = f64::from(request.sampling.temperature),
+        gen_ai.request.top_p = f64::from(request.sampling.top_p),
+        gen_ai.request.max_tokens = max_tokens,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        server.address = %ep.host,
+        server.port = ep.port,
+        http.response.status_code = Empty,
+        error.type = Empty,
+        tmas.endpoint = %ep.name(),
+        tmas.role = %request.tags.role,
+        tmas.retry = attempt.saturating_sub(1),
+    )
+}
+
+/// Adds `traceparent` for `span` when spans are exported (the server's own spans then
+/// become children of the attempt).
+pub(crate) fn inject_traceparent(span: &tracing::Span, headers: &mut HeaderMap) {
+    let Some(tp) = span_ext::traceparent(span) else {
+        return;
+    };
+    if let Ok(value) = HeaderValue::from_str(&tp) {
+        headers.insert(HeaderName::from_static("traceparent"), value);
+    }
+}
+
+/// A successful attempt: usage and finish reason on the span, latency and tokens counted.
+pub(crate) fn on_success(
+    span: &tracing::Span,
+    ep: &Endpoint,
+    request: &ChatRequest,
+    c: &Completion,
+    elapsed: Duration,
+) {
+    ep.input_tokens
+        .fetch_add(c.usage.prompt_tokens, Ordering::Relaxed);
+    ep.output_tokens
+        .fetch_add(c.usage.completion_tokens, Ordering::Relaxed);
+    span.record("gen_ai.usage.input_tokens", c.usage.prompt_tokens);
+    span.record("gen_ai.usage.output_tokens", c.usage.completion_tokens);
+    span.record("http.response.status_code", 200u16);
+    if let Some(reason) = &c.finish_reason {
+        span_ext::set_attribute(
+            span,
+            "gen_ai.response.finish_reasons",
+            span_ext::string_array([reason.clone()]),
+        );
+    }
+    let role = request.tags.role.to_string();
+    metrics::histogram!("tmas_request_duration_seconds",
+        "role" => role.clone(), "endpoint" => ep.name().to_string(), "outcome" => "ok")
+    .record(elapsed.as_secs_f64());
+    metrics::counter!("tmas_tokens_input_total", "role" => role.clone())
+        .increment(c.usage.prompt_tokens);
+    metrics::counter!("tmas_tokens_output_total", "role" => role)
+        .increment(c.usage.completion_tokens);
+}
+
+/// A failed attempt: error type (and HTTP status) on the span, the breaker opening as an
+/// event, latency and the error counted.
+pub(crate) fn on_failure(
+    span: &tracing::Span,
+    ep: &Endpoint,
+    request: &ChatRequest,
+    error: &ClientError,
+    elapsed: Duration,
+    breaker_opened: bool,
+) {
+    span.record("error.type", error.kind());
+    span.record("otel.status_code", "ERROR");
+    if let ClientError::Status { status, .. } = error {
+        span.record("http.response.status_code", *status);
+    }
+    if breaker_opened {
+        span_ext::add_event(
+            span,
+            "circuit_breaker.open",
+            vec![KeyValue::new("tmas.endpoint", ep.name().to_string())],
+        );
+    }
+    metrics::histogram!("tmas_request_duration_seconds",
+        "role" => request.tags.role.to_string(), "endpoint" => ep.name().to_string(),
+        "outcome" => "error")
+    .record(elapsed.as_secs_f64());
+    metrics::counter!("tmas_request_errors_total",
+        "endpoint" => ep.name().to_string(), "kind" => error.kind())
+    .increment(1);
+}
+
+/// The call will try again after `delay`: an event on the failed attempt's span.
+pub(crate) fn on_retry(span: &tracing::Span, error: &ClientError, delay: Duration) {
+    span_ext::add_event(
+        span,
+        "retry",
+        vec![
+            KeyValue::new("error.type", error.kind()),
+            KeyValue::new(
+                "tmas.retry.delay_ms",
+                i64::try_from(delay.as_millis()).unwrap_or(i64::MAX),
+            ),
+        ],
+    );
+}
+
+/// Counts a retry attempt as it starts.
+pub(crate) fn count_retry(ep: &Endpoint, request: &ChatRequest) {
+    metrics::counter!("tmas_request_retries_total",
+        "role" => request.tags.role.to_string(), "endpoint" => ep.name().to_string())
+    .increment(1);
+}

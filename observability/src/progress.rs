@@ -1,0 +1,339 @@
+//! The run's progress on stderr: `indicatif` bars on a terminal, otherwise one plain
+//! status line every N seconds (logs and CI captures stay readable), or nothing.
+//!
+//! The display polls a [`ProgressSnapshot`] source; it never sits on the calls' path.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// The bars being drawn, if any: log lines are printed above them (see [`StderrWriter`]).
+static BARS: RwLock<Option<MultiProgress>> = RwLock::new(None);
+
+/// Counters the display shows; all are totals since the run started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProgressSnapshot {
+    pub problems_total: u64,
+    /// Finished with a result (judged and stored or not yet).
+    pub problems_done: u64,
+    pub problems_failed: u64,
+    /// problems × iterations per problem.
+    pub iterations_total: u64,
+    pub iterations_done: u64,
+    pub calls_in_flight: u64,
+    pub calls_done: u64,
+    /// Output tokens so far (the tokens/s figure is their rate).
+    pub tokens_out: u64,
+    /// Failed HTTP attempts (each may have been retried).
+    pub errors: u64,
+    pub retries: u64,
+    /// Calls answered from a run store instead of an endpoint (resumed runs).
+    pub calls_replayed: u64,
+}
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressMode {
+    /// `indicatif` bars, redrawn every second.
+    Bars,
+    /// A plain line this often.
+    Lines {
+        every: Duration,
+    },
+    Off,
+}
+
+impl ProgressMode {
+    /// Bars when stderr is a terminal, plain lines every `every` otherwise; nothing when
+    /// `quiet` (or when `every` is zero and stderr is not a terminal).
+    pub fn for_stderr(quiet: bool, every: Duration) -> Self {
+        if quiet {
+            ProgressMode::Off
+        } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            ProgressMode::Bars
+        } else if every.is_zero() {
+            ProgressMode::Off
+        } else {
+            ProgressMode::Lines { every }
+        }
+    }
+}
+
+/// Where the display reads its numbers.
+pub type ProgressSource = Box<dyn Fn() -> ProgressSnapshot + Send + Sync>;
+
+/// A running display; [`ProgressDisplay::finish`] stops it.
+pub struct ProgressDisplay {
+    stop: watch::Sender<bool>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl ProgressDisplay {
+    /// Starts drawing on the current Tokio runtime.
+    pub fn start(mode: ProgressMode, source: ProgressSource) -> Self {
+        let (stop, stopped) = watch::channel(false);
+        let task = match mode {
+            ProgressMode::Off => None,
+            ProgressMode::Lines { every } => Some(tokio::spawn(lines(every, source, stopped))),
+            ProgressMode::Bars => Some(tokio::spawn(bars(source, stopped))),
+        };
+        Self { stop, task }
+    }
+
+    /// Draws the final state once more and stops (bars are cleared).
+    pub async fn finish(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ProgressDisplay {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+/// Output tokens per second over the last few samples.
+#[derive(Default)]
+struct Rate(VecDeque<(Instant, u64)>);
+
+impl Rate {
+    const WINDOW: Duration = Duration::from_secs(10);
+
+    fn push(&mut self, now: Instant, total: u64) -> f64 {
+        self.0.push_back((now, total));
+        while self.0.len() > 2 && now.duration_since(self.0[0].0) > Self::WINDOW {
+            self.0.pop_front();
+        }
+        let (t0, v0) = self.0[0];
+        let dt = now.duration_since(t0).as_secs_f64();
+        if dt <= 0.0 {
+            0.0
+        } else {
+            total.saturating_sub(v0) as f64 / dt
+        }
+    }
+}
+
+/// Remaining time, extrapolated from the iterations done so far.
+fn eta(elapsed: Duration, s: &ProgressSnapshot) -> Option<Duration> {
+    if s.iterations_done == 0 || s.iterations_total <= s.iterations_done {
+        return None;
+    }
+    let left = (s.iterations_total - s.iterations_done) as f64 / s.iterations_done as f64;
+    Some(Duration::from_secs_f64(elapsed.as_secs_f64() * left))
+}
+
+fn hms(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// One plain status line (also the text under the bars).
+pub fn status_line(elapsed: Duration, s: &ProgressSnapshot, tokens_per_s: f64) -> String {
+    let eta = eta(elapsed, s).map_or_else(|| "-".to_owned(), hms);
+    let replayed = if s.calls_replayed > 0 {
+        format!(" ({} replayed)", s.calls_replayed)
+    } else {
+        String::new()
+    };
+    format!(
+        "[{:>7}] problems {}/{} done ({} failed) | iterations {}/{} | calls {} in flight, {} done{replayed} | {:.0} tok/s | errors {} retries {} | ETA {}",
+        hms(elapsed),
+        s.problems_done,
+        s.problems_total,
+        s.problems_failed,
+        s.iterations_done,
+        s.iterations_total,
+        s.calls_in_flight,
+        s.calls_done,
+        tokens_per_s,
+        s.errors,
+        s.retries,
+        eta
+    )
+}
+
+async fn lines(every: Duration, source: ProgressSource, mut stopped: watch::Receiver<bool>) {
+    let started = Instant::now();
+    let mut rate = Rate::default();
+    rate.push(started, source().tokens_out);
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stopped.changed() => return,
+        }
+        let s = source();
+        let tps = rate.push(Instant::now(), s.tokens_out);
+        eprintln!("{}", status_line(started.elapsed(), &s, tps));
+    }
+}
+
+fn style(template: &str) -> ProgressStyle {
+    // The templates are constants; a bad one falls back to the default style.
+    ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
+}
+
+async fn bars(source: ProgressSource, mut stopped: watch::Receiver<bool>) {
+    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+    let problems = multi.add(ProgressBar::new(0));
+    problems.set_style(style("{prefix:>10} [{bar:32}] {pos}/{len} {msg}"));
+    problems.set_prefix("problems");
+    let iterations = multi.add(ProgressBar::new(0));
+    iterations.set_style(style(
+        "{prefix:>10} [{bar:32}] {pos}/{len} elapsed {elapsed_precise} ETA {eta_precise}",
+    ));
+    iterations.set_prefix("iterations");
+    let status = multi.add(ProgressBar::new(0));
+    status.set_style(style("{prefix:>10} {msg}"));
+    status.set_prefix("calls");
+    if let Ok(mut slot) = BARS.write() {
+        *slot = Some(multi.clone());
+    }
+    let mut rate = Rate::default();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let done = tokio::select! {
+            _ = tick.tick() => false,
+            _ = stopped.changed() => true,
+        };
+        let s = source();
+        let tps = rate.push(Instant::now(), s.tokens_out);
+        problems.set_length(s.problems_total);
+        problems.set_position(s.problems_done + s.problems_failed);
+        problems.set_message(if s.problems_failed > 0 {
+            format!("({} failed)", s.problems_failed)
+        } else {
+            String::new()
+        });
+        iterations.set_length(s.iterations_total);
+        iterations.set_position(s.iterations_done);
+        status.set_message(format!(
+            "{} in flight, {} done | {:.0} tok/s | errors {} retries {}",
+            s.calls_in_flight, s.calls_done, tps, s.errors, s.retries
+        ));
+        if done {
+            break;
+        }
+    }
+    if let Ok(mut slot) = BARS.write() {
+        *slot = None;
+    }
+    for bar in [&problems, &iterations, &status] {
+        bar.finish();
+    }
+    let _ = multi.clear();
+}
+
+/// `MakeWriter` for log lines: each formatted line is written whole, above the progress
+/// bars when they are drawn.
+pub(crate) struct StderrWriter;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for StderrWriter {
+    type Writer = LineWriter;
+    fn make_writer(&'a self) -> LineWriter {
+        LineWriter(Vec::with_capacity(256))
+    }
+}
+
+pub(crate) struct LineWriter(Vec<u8>);
+
+impl Write for LineWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for LineWriter {
+    fn drop(&mut self) {
+        if self.0.is_empty() {
+            return;
+        }
+        let bars = BARS.read().ok().and_then(|b| b.clone());
+        // Nothing sensible to do if stderr itself fails.
+        match bars {
+            Some(multi) => multi.suspend(|| {
+                let _ = std::io::stderr().lock().write_all(&self.0);
+            }),
+            None => {
+                let _ = std::io::stderr().lock().write_all(&self.0);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(done: u64, total: u64) -> ProgressSnapshot {
+        ProgressSnapshot {
+            problems_total: 4,
+            problems_done: 1,
+            problems_failed: 1,
+            iterations_total: total,
+            iterations_done: done,
+            calls_in_flight: 7,
+            calls_done: 90,
+            tokens_out: 1000,
+            errors: 2,
+            retries: 3,
+            calls_replayed: 0,
+        }
+    }
+
+    #[test]
+    fn the_status_line_shows_every_counter_and_an_eta_from_iterations() {
+        let line = status_line(Duration::from_secs(100), &snap(10, 40), 12.4);
+        for part in [
+            "problems 1/4 done (1 failed)",
+            "iterations 10/40",
+            "calls 7 in flight, 90 done",
+            "12 tok/s",
+            "errors 2 retries 3",
+            // 100 s for 10 iterations, 30 left.
+            "ETA 5m00s",
+        ] {
+            assert!(line.contains(part), "{part:?} missing in {line}");
+        }
+        assert!(status_line(Duration::from_secs(1), &snap(0, 40), 0.0).ends_with("ETA -"));
+    }
+
+    #[test]
+    fn the_rate_is_tokens_over_the_window() {
+        let mut rate = Rate::default();
+        let t0 = Instant::now();
+        assert_eq!(rate.push(t0, 100), 0.0);
+        let r = rate.push(t0 + Duration::from_secs(2), 300);
+        assert!((r - 100.0).abs() < 1e-9, "{r}");
+    }
+
+    #[test]
+    fn quiet_turns_the_display_off() {
+        assert_eq!(
+            ProgressMode::for_stderr(true, Duration::from_secs(10)),
+            ProgressMode::Off
+        );
+    }
+}

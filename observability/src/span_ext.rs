@@ -1,0 +1,115 @@
+//! Small helpers the runtime uses on its spans, all free when no exporter is installed.
+//!
+//! - [`traceparent`]: the W3C header for a span, so an inference server started with
+//!   `--otlp-traces-endpoint` joins the trace.
+//! - [`set_attribute`] / [`add_event`]: OpenTelemetry attributes and events whose names
+//!   are only known at run time (strategy-supplied labels, string arrays).
+//! - [`trace_content`]: whether prompt and response text may go on spans (`--trace-content`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use opentelemetry::trace::TraceContextExt;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+pub use opentelemetry::{Array, KeyValue, StringValue, Value};
+
+static TRACE_CONTENT: AtomicBool = AtomicBool::new(false);
+
+/// Allows (or forbids, the default) prompt and response text on spans. Process-wide, like
+/// the subscriber it applies to.
+pub fn set_trace_content(on: bool) {
+    TRACE_CONTENT.store(on, Ordering::Relaxed);
+}
+
+/// True when spans may carry prompt and response text and an exporter is running.
+pub fn trace_content() -> bool {
+    TRACE_CONTENT.load(Ordering::Relaxed) && exporting()
+}
+
+/// True once [`crate::otlp::install`] put an exporter in place.
+pub fn exporting() -> bool {
+    crate::logging::slot().is_some_and(|s| s.is_active())
+}
+
+/// The W3C `traceparent` value (`00-<trace id>-<span id>-<flags>`) of `span`, or `None`
+/// when spans are not exported (or the span is disabled).
+pub fn traceparent(span: &tracing::Span) -> Option<String> {
+    if !exporting() || span.is_disabled() {
+        return None;
+    }
+    let cx = span.context();
+    let otel = cx.span();
+    let sc = otel.span_context();
+    if !sc.is_valid() {
+        return None;
+    }
+    Some(format!(
+        "00-{}-{}-{:02x}",
+        sc.trace_id(),
+        sc.span_id(),
+        sc.trace_flags().to_u8()
+    ))
+}
+
+/// Sets an OpenTelemetry attribute on `span` (no-op when not exporting).
+pub fn set_attribute(span: &tracing::Span, key: &'static str, value: impl Into<Value>) {
+    if exporting() && !span.is_disabled() {
+        span.set_attribute(key, value);
+    }
+}
+
+/// Marks `span` as failed (OpenTelemetry status `Error` with `message`).
+pub fn set_error(span: &tracing::Span, message: impl Into<String>) {
+    if exporting() && !span.is_disabled() {
+        span.set_status(opentelemetry::trace::Status::error(message.into()));
+    }
+}
+
+/// Adds an OpenTelemetry event to `span` (no-op when not exporting).
+pub fn add_event(span: &tracing::Span, name: &'static str, attributes: Vec<KeyValue>) {
+    if exporting() && !span.is_disabled() {
+        span.add_event(name, attributes);
+    }
+}
+
+/// A string-array attribute value (e.g. `gen_ai.response.finish_reasons`).
+pub fn string_array<I, S>(items: I) -> Value
+where
+    I: IntoIterator<Item = S>,
+    S: Into<StringValue>,
+{
+    Value::Array(Array::String(items.into_iter().map(Into::into).collect()))
+}
+
+/// At most `max` bytes of `text` (cut at a character boundary), for span attributes.
+pub fn clip(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_an_exporter_there_is_no_traceparent_and_no_content() {
+        let span = tracing::info_span!("x");
+        assert_eq!(traceparent(&span), None);
+        set_trace_content(true);
+        assert!(!trace_content());
+        set_trace_content(false);
+    }
+
+    #[test]
+    fn clip_cuts_at_a_char_boundary() {
+        assert_eq!(clip("héllo", 2), "h");
+        assert_eq!(clip("héllo", 3), "hé");
+        assert_eq!(clip("abc", 10), "abc");
+    }
+}

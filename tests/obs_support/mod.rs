@@ -1,0 +1,87 @@
+//! Helpers of the observability tests: an in-process OTLP receiver drained continuously
+//! (the fake collector's channel holds only 64 spans) and span-attribute access.
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fake_opentelemetry_collector::{ExportedSpan, FakeCollectorServer};
+use tokio::sync::watch;
+
+/// A fake OTLP/gRPC collector whose spans are collected in the background.
+pub struct Collector {
+    pub endpoint: String,
+    spans: Arc<Mutex<Vec<ExportedSpan>>>,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Collector {
+    pub async fn start() -> Collector {
+        let mut server = FakeCollectorServer::start()
+            .await
+            .map_err(|e| e.to_string())
+            .expect("the fake collector starts on loopback");
+        let endpoint = server.endpoint();
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let (stop, mut stopped) = watch::channel(false);
+        let sink = spans.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let got = server.exported_spans(1, Duration::from_millis(100)).await;
+                sink.lock().unwrap().extend(got);
+                if *stopped.borrow_and_update() {
+                    // One last drain after the stop request.
+                    let got = server.exported_spans(1, Duration::from_millis(200)).await;
+                    sink.lock().unwrap().extend(got);
+                    server.abort();
+                    return;
+                }
+            }
+        });
+        Collector {
+            endpoint,
+            spans,
+            stop,
+            task,
+        }
+    }
+
+    /// Waits until no new span arrived for a while (the run has flushed), then stops.
+    pub async fn finish(self) -> Vec<ExportedSpan> {
+        let mut last = usize::MAX;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            let n = self.spans.lock().unwrap().len();
+            if n == last || tokio::time::Instant::now() > deadline {
+                break;
+            }
+            last = n;
+        }
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+        std::mem::take(&mut *self.spans.lock().unwrap())
+    }
+}
+
+/// An attribute's value as text: the fake collector stores the protobuf `Debug` form,
+/// e.g. `Some(AnyValue { value: Some(StringValue("p1")) })`.
+pub fn attr(span: &ExportedSpan, key: &str) -> Option<String> {
+    let raw = span.attributes.get(key)?;
+    for kind in ["StringValue(\"", "IntValue(", "DoubleValue(", "BoolValue("] {
+        if let Some((_, rest)) = raw.split_once(kind) {
+            let end = if kind.ends_with('"') { "\")" } else { ")" };
+            return rest.split_once(end).map(|(v, _)| v.to_owned());
+        }
+    }
+    Some(raw.clone())
+}
+
+/// A port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}

@@ -1,0 +1,228 @@
+//! A demo run exported to an in-process OTLP receiver while its metrics endpoint is
+//! scraped.
+//!
+//! Layout checked (documented in README "See a run in Jaeger"): one trace per problem
+//! (`problem` root → `iteration` → agent call `invoke_agent <role>` → attempt
+//! `chat <model>`, plus `bank_update` under its iteration), problems linked to the `run`
+//! span; one agent-call span per call the strategy made (per role and iteration, as
+//! counted in the run's own records); GenAI attributes; the simulator saw a
+//! `traceparent` naming the exported attempt span. Metrics: `tmas_calls_in_flight`
+//! never exceeds the endpoint's cap.
+
+mod obs_support;
+mod run_support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fake_opentelemetry_collector::ExportedSpan;
+use obs_support::{Collector, attr, free_port};
+use run_support::{dataset, header, run_on_sim, sim_options};
+use tmas::sim::LatencyModel;
+use tmas_observability::prometheus::parse_text;
+
+const CAP: usize = 4;
+
+/// Scrapes `/metrics` until stopped; returns (scrapes parsed, max calls in flight seen).
+async fn scrape(url: String, stop: Arc<AtomicBool>, seen: Arc<Mutex<(usize, f64, bool)>>) {
+    let http = reqwest::Client::new();
+    while !stop.load(Ordering::Relaxed) {
+        if let Ok(resp) = http.get(&url).send().await {
+            let text = resp.text().await.unwrap_or_default();
+            let samples = parse_text(&text).expect("the metrics endpoint serves Prometheus text");
+            let mut s = seen.lock().unwrap();
+            s.0 += 1;
+            for sample in samples.iter().filter(|s| s.name == "tmas_calls_in_flight") {
+                assert_eq!(sample.label("endpoint"), Some("sim"));
+                s.1 = s.1.max(sample.value);
+            }
+            s.2 |= samples
+                .iter()
+                .any(|s| s.name == "tmas_request_duration_seconds_bucket");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn by_id(spans: &[ExportedSpan]) -> HashMap<&str, &ExportedSpan> {
+    spans.iter().map(|s| (s.span_id.as_str(), s)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demo_run_exports_one_trace_per_problem_and_serves_metrics() {
+    tmas_observability::init_logging(Some("warn"));
+    let collector = Collector::start().await;
+    let port = free_port();
+    let endpoint = format!("observability.otlp_endpoint=\"{}\"", collector.endpoint);
+    let metrics = format!("observability.metrics_addr=\"127.0.0.1:{port}\"");
+    let cap = format!("endpoints.sim.max_in_flight={CAP}");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Mutex::new((0usize, 0.0f64, false)));
+    let scraper = tokio::spawn(scrape(
+        format!("http://127.0.0.1:{port}/metrics"),
+        stop.clone(),
+        seen.clone(),
+    ));
+    let mut opts = sim_options(5);
+    opts.latency = LatencyModel::Fixed(Duration::from_millis(30));
+    let finished = run_on_sim(
+        opts,
+        dataset(2),
+        &[
+            &endpoint,
+            "observability.otlp_protocol=\"grpc\"",
+            &metrics,
+            &cap,
+        ],
+    )
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    scraper.await.expect("the scraper does not panic");
+    let spans = collector.finish().await;
+
+    // Metrics: scraped during the run, never above the cap, histograms rendered.
+    let (scrapes, max_in_flight, histograms) = *seen.lock().unwrap();
+    assert!(
+        scrapes >= 2,
+        "the metrics endpoint answered {scrapes} scrapes"
+    );
+    assert!(
+        max_in_flight <= CAP as f64,
+        "in flight {max_in_flight} > cap {CAP}"
+    );
+    assert!(histograms, "latency histograms are served");
+    assert!(finished.sim.peak_in_flight <= CAP as u64);
+
+    let ids = by_id(&spans);
+    let named = |prefix: &str| -> Vec<&ExportedSpan> {
+        spans
+            .iter()
+            .filter(|s| s.name.starts_with(prefix))
+            .collect()
+    };
+    // One `run` span; one root `problem` span per problem, each its own trace, linked to it.
+    let runs = named("run");
+    assert_eq!(runs.len(), 1, "one run span");
+    let problems = named("problem");
+    assert_eq!(problems.len(), 2, "one problem span per problem");
+    let mut trace_of: BTreeMap<String, String> = BTreeMap::new();
+    for p in &problems {
+        assert!(p.parent_span_id.is_empty(), "problem spans are roots");
+        assert!(
+            p.links.iter().any(|l| l.span_id == runs[0].span_id),
+            "problem links to the run: {p:?}"
+        );
+        let id = attr(p, "tmas.problem_id").expect("tmas.problem_id on the problem span");
+        trace_of.insert(id, p.trace_id.clone());
+    }
+    assert_ne!(problems[0].trace_id, problems[1].trace_id);
+
+    // Every attempt span chains up: attempt → call → iteration → problem, in one trace.
+    let attempts = named("chat ");
+    assert!(!attempts.is_empty(), "attempt spans are exported");
+    for a in &attempts {
+        let call = ids[a.parent_span_id.as_str()];
+        assert!(call.name.starts_with("invoke_agent "), "{}", call.name);
+        let iteration = ids[call.parent_span_id.as_str()];
+        assert_eq!(iteration.name, "iteration");
+        let problem = ids[iteration.parent_span_id.as_str()];
+        assert_eq!(problem.name, "problem");
+        assert!(
+            [call, iteration, problem]
+                .iter()
+                .all(|s| s.trace_id == a.trace_id)
+        );
+        // GenAI attributes of an inference request.
+        assert_eq!(attr(a, "gen_ai.operation.name").as_deref(), Some("chat"));
+        assert_eq!(attr(a, "gen_ai.request.model").as_deref(), Some("tmas-sim"));
+        for key in [
+            "gen_ai.request.temperature",
+            "gen_ai.request.max_tokens",
+            "gen_ai.usage.input_tokens",
+            "gen_ai.usage.output_tokens",
+            "gen_ai.response.finish_reasons",
+            "server.address",
+        ] {
+            assert!(a.attributes.contains_key(key), "{key} missing on {a:?}");
+        }
+    }
+
+    // Agent-call spans per (problem, iteration, role) = the calls the run recorded.
+    let mut exported: BTreeMap<(String, u32, String), u32> = BTreeMap::new();
+    for c in named("invoke_agent ") {
+        let it: u32 = attr(c, "tmas.iteration").unwrap().parse().unwrap();
+        let key = (
+            attr(c, "tmas.problem_id").unwrap(),
+            it,
+            attr(c, "tmas.role").unwrap(),
+        );
+        *exported.entry(key).or_default() += 1;
+        assert_eq!(
+            attr(c, "gen_ai.operation.name").as_deref(),
+            Some("invoke_agent")
+        );
+        let role = attr(c, "tmas.role").unwrap();
+        if role == "solution" {
+            assert!(
+                matches!(
+                    attr(c, "tmas.branch").as_deref(),
+                    Some("explore" | "exploit")
+                ),
+                "solution calls carry their branch: {c:?}"
+            );
+        }
+        if role == "verification" {
+            assert!(attr(c, "tmas.score").is_some(), "verification score: {c:?}");
+            assert!(attr(c, "tmas.verification_index").is_some());
+        }
+        assert!(
+            !c.attributes.contains_key("gen_ai.input.messages"),
+            "no prompt text without --trace-content"
+        );
+    }
+    let mut recorded: BTreeMap<(String, u32, String), u32> = BTreeMap::new();
+    for r in &finished.records {
+        for it in &r.outcome.iterations {
+            let c = &it.calls;
+            for (role, n) in [
+                ("solution", c.solution),
+                ("verification", c.verification),
+                ("summary", c.summary),
+                ("experience", c.experience),
+                ("guideline", c.guideline),
+            ] {
+                if n > 0 {
+                    recorded.insert((r.problem_id.clone(), it.iteration, role.into()), n);
+                }
+            }
+        }
+    }
+    assert_eq!(exported, recorded, "one agent-call span per call made");
+    // Iterations: 3 per problem, each under its problem; bank updates under iterations.
+    assert_eq!(named("iteration").len(), 2 * 3);
+    let banks = named("bank_update");
+    assert!(!banks.is_empty(), "bank updates are exported");
+    for b in banks {
+        assert_eq!(ids[b.parent_span_id.as_str()].name, "iteration", "{b:?}");
+        assert!(attr(b, "tmas.bank.size").is_some());
+    }
+
+    // The simulator received a traceparent naming the exported attempt span.
+    let attempt_ids: HashMap<&str, &ExportedSpan> =
+        attempts.iter().map(|a| (a.span_id.as_str(), *a)).collect();
+    let requests = &finished.sim.recent_requests;
+    assert!(!requests.is_empty());
+    for r in requests {
+        let tp = header(r, "traceparent");
+        let parts: Vec<&str> = tp.split('-').collect();
+        assert_eq!(parts.len(), 4, "traceparent `{tp}` on {:?}", r.headers);
+        let span = attempt_ids
+            .get(parts[2])
+            .unwrap_or_else(|| panic!("no exported attempt span {}", parts[2]));
+        assert_eq!(span.trace_id, parts[1]);
+        assert_eq!(trace_of[header(r, "x-tmas-problem")], parts[1]);
+    }
+}
