@@ -61,6 +61,20 @@ pub struct Args {
     /// Seconds between status lines on stderr (0: none).
     #[arg(long, default_value_t = 10)]
     pub status_every: u64,
+    // issue 5 (observability) flags
+    /// Serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9464) at `/metrics`.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Put prompt and response text on exported spans (off by default: size and privacy).
+    #[arg(long)]
+    pub trace_content: bool,
+    /// No progress bars or status lines.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Seconds between plain status lines when stderr is not a terminal (default:
+    /// --status-every). On a terminal, progress bars are drawn instead.
+    #[arg(long, value_name = "SECS")]
+    pub progress_every: Option<u64>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -68,6 +82,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Installed before anything is started, so even a slow start can be interrupted.
     shutdown::install(control.stop.clone()).context("installing signal handlers")?;
     let status_every = (args.status_every > 0).then(|| Duration::from_secs(args.status_every));
+    engine::observe::configure(engine::observe::ObserveOptions {
+        metrics_addr: args.metrics_addr,
+        trace_content: args.trace_content,
+        quiet: args.quiet,
+        progress_every: args.progress_every.map(Duration::from_secs),
+    }); // issue 5
     let result = match &args.resume {
         Some(dir) => {
             let request = ResumeRequest {

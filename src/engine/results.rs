@@ -137,6 +137,7 @@ impl ResultWriter {
             return Ok(());
         }
         self.dir.write_problem(&record)?;
+        super::observe::on_problem_judged(&record); // issue 5: Pass@1 gauge
         written.done += 1;
         Ok(())
     }

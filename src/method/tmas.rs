@@ -527,6 +527,19 @@ impl Strategy for TmasStrategy {
         self.stop.is_some() && self.current.is_none() && self.pending.is_empty()
     }
 
+    /// `tmas.branch` (explore / exploit) on every call of a candidate, for traces.
+    fn call_labels(&self, key: &CallKey) -> Vec<(&'static str, Arc<str>)> {
+        let branch = key.candidate.and_then(|c| {
+            let it = self.current.as_ref().filter(|it| it.iteration == key.iteration)?;
+            Some(it.candidates.get(c as usize)?.result.branch)
+        });
+        match branch {
+            Some(Branch::Explore) => vec![("tmas.branch", "explore".into())],
+            Some(Branch::Exploit) => vec![("tmas.branch", "exploit".into())],
+            None => Vec::new(),
+        }
+    }
+
     fn finish(self: Box<Self>) -> TmasOutcome {
         let this = *self;
         TmasOutcome {
