@@ -530,7 +530,10 @@ impl Strategy for TmasStrategy {
     /// `tmas.branch` (explore / exploit) on every call of a candidate, for traces.
     fn call_labels(&self, key: &CallKey) -> Vec<(&'static str, Arc<str>)> {
         let branch = key.candidate.and_then(|c| {
-            let it = self.current.as_ref().filter(|it| it.iteration == key.iteration)?;
+            let it = self
+                .current
+                .as_ref()
+                .filter(|it| it.iteration == key.iteration)?;
             Some(it.candidates.get(c as usize)?.result.branch)
         });
         match branch {

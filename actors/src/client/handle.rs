@@ -249,8 +249,7 @@ impl CallExecutor for ModelClient {
         // The task carries the caller's span (the agent call), so attempt spans and the
         // `traceparent` sent to the server hang under it.
         let span = tracing::Span::current();
-        let task =
-            tokio::spawn(async move { client.chat(&group, request).await }.instrument(span));
+        let task = tokio::spawn(async move { client.chat(&group, request).await }.instrument(span));
         Box::pin(async move {
             match task.await {
                 Ok(result) => result.map_err(CallFailure::from),
