@@ -42,6 +42,13 @@ pub struct ClientBenchArgs {
     /// Do not write the JSON result under `bench-results/`.
     #[arg(long)]
     pub no_write: bool,
+    /// Send every call through the run store's executor, recording it in a new store in
+    /// DIR (which must not hold one yet): measures the store's cost (docs/benchmarks.md).
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<std::path::PathBuf>,
+    /// With --store: do not wait for each call's commit (see StoreExecutor::with_commit_wait).
+    #[arg(long, requires = "store")]
+    pub store_no_wait: bool,
 }
 
 /// Figures of one client-benchmark run.
@@ -59,6 +66,9 @@ pub struct ClientBenchResult {
     pub peak_rss_mib: f64,
     pub sim_peak_in_flight: u64,
     pub stream: bool,
+    /// With `--store`: calls stored (warm-up included) and the database size.
+    pub stored_calls: Option<u64>,
+    pub store_bytes: Option<u64>,
 }
 
 /// Runs the benchmark and prints its figures.
@@ -80,12 +90,29 @@ pub async fn run(args: ClientBenchArgs) -> anyhow::Result<ClientBenchResult> {
         .await
         .context("starting the model client")?;
     let request = bench_request(args.prompt_bytes, args.stream);
+    let store = match &args.store {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            let store = crate::store::RunStore::create(dir)?;
+            let inner: Arc<dyn tmas_actors::strategy::CallExecutor> = Arc::new(client.clone());
+            let executor = crate::store::executor::StoreExecutor::new(
+                inner,
+                store.clone(),
+                Default::default(),
+            )
+            .with_commit_wait(!args.store_no_wait);
+            Some((store, Arc::new(executor)))
+        }
+        None => None,
+    };
 
     // One continuous stream of calls: the first seconds open connections and fill the
     // pipeline; only the interval after them is measured, so neither the ramp-up nor the
     // drain at the end counts.
     let measured = drive(
         &client,
+        store.as_ref().map(|(_, e)| e.clone()),
         &request,
         args.in_flight,
         Duration::from_secs(2),
@@ -104,6 +131,16 @@ pub async fn run(args: ClientBenchArgs) -> anyhow::Result<ClientBenchResult> {
         .get("peak_in_flight")
         .and_then(|v| v.as_u64())
         .unwrap_or(0);
+    let (mut stored_calls, mut store_bytes) = (None, None);
+    if let Some((store, _)) = store {
+        store
+            .close()
+            .await
+            .map_err(|e| anyhow::anyhow!("run store: {e}"))?;
+        let path = store.path().to_path_buf();
+        stored_calls = Some(store.read_now(|r| r.call_count())?);
+        store_bytes = Some(std::fs::metadata(&path).map_or(0, |m| m.len()));
+    }
     client.shutdown().await;
     sim.stop().await;
 
@@ -127,6 +164,8 @@ pub async fn run(args: ClientBenchArgs) -> anyhow::Result<ClientBenchResult> {
             .map_or(f64::NAN, |b| b as f64 / (1024.0 * 1024.0)),
         sim_peak_in_flight: sim_peak,
         stream: args.stream,
+        stored_calls,
+        store_bytes,
     };
     print_result(&result);
     if !args.no_write {
@@ -162,6 +201,17 @@ fn print_result(r: &ClientBenchResult) {
         "  sim peak in-flight {} (cap {}, {verdict})",
         r.sim_peak_in_flight, r.in_flight
     );
+    if let (Some(calls), Some(bytes)) = (r.stored_calls, r.store_bytes) {
+        let per_1k = if calls > 0 {
+            bytes as f64 / calls as f64 * 1000.0 / (1024.0 * 1024.0)
+        } else {
+            f64::NAN
+        };
+        println!(
+            "  run store        {calls} calls, {:.1} MiB ({per_1k:.2} MiB / 1k calls)",
+            bytes as f64 / (1024.0 * 1024.0)
+        );
+    }
 }
 
 fn client_config(base_url: &str, in_flight: usize) -> ClientConfig {
@@ -225,6 +275,7 @@ struct Measured {
 /// completed, wall time and this process's CPU time during `duration` only.
 async fn drive(
     client: &ModelClient,
+    store: Option<Arc<crate::store::executor::StoreExecutor>>,
     request: &ChatRequest,
     in_flight: usize,
     warmup: Duration,
@@ -234,14 +285,40 @@ async fn drive(
     let ok = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::with_capacity(in_flight);
-    for _ in 0..in_flight {
-        let (client, request) = (client.clone(), request.clone());
+    for task in 0..in_flight {
+        let (client, request, store) = (client.clone(), request.clone(), store.clone());
         let (stop, ok, failed) = (stop.clone(), ok.clone(), failed.clone());
         tasks.push(tokio::spawn(async move {
+            let mut n = 0u32;
             while !stop.load(Ordering::Relaxed) {
-                match client.chat("default", request.clone()).await {
-                    Ok(_) => ok.fetch_add(1, Ordering::Relaxed),
-                    Err(_) => failed.fetch_add(1, Ordering::Relaxed),
+                let outcome = match &store {
+                    // A distinct call key per call, as in a run.
+                    Some(executor) => {
+                        use tmas_actors::strategy::CallExecutor;
+                        let key = tmas_actors::strategy::CallKey {
+                            problem: "bench".into(),
+                            iteration: task as u32,
+                            role: "judge".into(),
+                            candidate: Some(n),
+                            index: None,
+                            attempt: 0,
+                        };
+                        n += 1;
+                        executor
+                            .execute_call(&key, "default".into(), request.clone())
+                            .await
+                            .map(|_| ())
+                            .map_err(|_| ())
+                    }
+                    None => client
+                        .chat("default", request.clone())
+                        .await
+                        .map(|_| ())
+                        .map_err(|_| ()),
+                };
+                match outcome {
+                    Ok(()) => ok.fetch_add(1, Ordering::Relaxed),
+                    Err(()) => failed.fetch_add(1, Ordering::Relaxed),
                 };
             }
         }));

@@ -326,8 +326,22 @@ async fn execute(
     }
     flushed.map_err(|e| anyhow::anyhow!("run store {}: {e}", store.path().display()))?;
 
-    let interrupted = stopped.is_cancelled() || !finished_in_time || written.interrupted > 0;
     let outputs = rebuild_outputs(&store, &dir, iterations).await?;
+    // Anything neither done nor failed is left for a resume (stopped by a signal, or
+    // left unstored because a call of it could not be completed or stored).
+    let left = outputs
+        .problems_total
+        .saturating_sub(outputs.problems_done + outputs.problems_failed.len());
+    let interrupted = left > 0;
+    if interrupted {
+        tracing::info!(
+            left,
+            stop_requested = stopped.is_cancelled(),
+            finished_in_time,
+            unstored = written.interrupted,
+            "run ends with problems left"
+        );
+    }
     let status = if interrupted {
         "interrupted"
     } else {
