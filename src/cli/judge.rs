@@ -18,16 +18,15 @@ use std::sync::Arc;
 use anyhow::Context;
 use futures::future::join_all;
 use tmas_actors::client::ModelClient;
-use tmas_actors::strategy::CallExecutor;
-use tmas_actors::wire::Sampling;
 
 use crate::config::layers::CliOverride;
 use crate::config::loader::load_with;
 use crate::config::resolve::process_env;
 use crate::config::{Config, Role};
+use crate::engine::judging::LlmJudge;
 use crate::eval::equivalence::{Outcome, check};
+use crate::eval::judge::LlmJudgePolicy;
 use crate::eval::judge::pairs::{Pair, PairVerdict, load_pairs, score};
-use crate::eval::judge::{judge_request, parse_judge_reply};
 use crate::method::PromptSet;
 use crate::sim::SimServer;
 
@@ -102,7 +101,7 @@ async fn judge_one(
     println!("reference (normalized): {}", verdict.normalized_reference);
     println!("answer (normalized): {}", verdict.normalized_candidate);
     if let Some(llm) = llm {
-        let replies = llm.ask(question.unwrap_or(""), reference, answer).await;
+        let replies = llm.ask(question.unwrap_or(""), reference, answer, 0).await;
         println!(
             "llm judge ({} runs): {}",
             replies.len(),
@@ -144,7 +143,7 @@ async fn judge_pairs(
     if let Some(llm) = llm {
         let asks = verdicts.iter().map(|v| {
             let question = v.pair.question.as_deref().unwrap_or("");
-            llm.ask(question, &v.pair.reference, &v.pair.candidate)
+            llm.ask(question, &v.pair.reference, &v.pair.candidate, v.line)
         });
         let replies = join_all(asks).await;
         verdicts = verdicts
@@ -302,10 +301,7 @@ fn write_verdicts(path: &Path, verdicts: &[PairVerdict]) -> anyhow::Result<()> {
 struct LlmSession {
     client: ModelClient,
     sim: Option<SimServer>,
-    prompts: PromptSet,
-    sampling: Sampling,
-    repeats: usize,
-    group: Arc<str>,
+    judge: LlmJudge,
 }
 
 impl LlmSession {
@@ -332,34 +328,29 @@ impl LlmSession {
         let client = ModelClient::start(client_config)
             .await
             .context("starting the model client")?;
-        Ok(Self {
-            client,
-            sim,
-            prompts,
+        let judge = LlmJudge {
+            executor: Arc::new(client.clone()),
+            group: Config::client_group(Role::Judge).into(),
             sampling: config.role(Role::Judge).sampling(),
             repeats: (config.judge.repeats as usize).max(1),
-            group: Config::client_group(Role::Judge).into(),
-        })
+            policy: LlmJudgePolicy::Always,
+            prompts: Arc::new(prompts),
+        };
+        Ok(Self { client, sim, judge })
     }
 
-    /// Asks the judge `repeats` times; a failed call or an unparseable reply is `None`.
-    async fn ask(&self, question: &str, reference: &str, candidate: &str) -> Vec<Option<bool>> {
-        let prompt = self.prompts.judge(question, reference, candidate);
-        let calls = (0..self.repeats).map(|i| {
-            let request = judge_request(prompt.clone(), self.sampling, "tmas-judge", i as u32);
-            self.client.execute(self.group.clone(), request)
-        });
-        join_all(calls)
+    /// Asks the judge `repeats` times (the run's own [`LlmJudge`]); a failed call or an
+    /// unparseable reply is `None`. `line` makes each pair's call keys distinct.
+    async fn ask(
+        &self,
+        question: &str,
+        reference: &str,
+        candidate: &str,
+        line: usize,
+    ) -> Vec<Option<bool>> {
+        self.judge
+            .ask(question, reference, candidate, "tmas-judge", 0, line as u32)
             .await
-            .into_iter()
-            .map(|outcome| match outcome {
-                Ok(response) => parse_judge_reply(&response.content),
-                Err(failure) => {
-                    tracing::warn!(kind = %failure.kind, "judge call failed: {}", failure.message);
-                    None
-                }
-            })
-            .collect()
     }
 
     async fn shutdown(self) {

@@ -73,7 +73,7 @@ impl LlmJudge {
     /// Asks the judge `repeats` times; a failed call or unparseable reply is `None`.
     /// Each repeat has its own call key (problem, iteration, `judge`, candidate, repeat),
     /// so the run store can replay it and a simulator answers each repeat independently.
-    async fn ask(
+    pub async fn ask(
         &self,
         question: &str,
         reference: &str,
