@@ -2,6 +2,7 @@
 //! measured in the same run and writes them as JSON under `bench-results/`.
 
 pub mod client;
+pub mod eval;
 pub mod resources;
 pub mod sim_process;
 

@@ -60,6 +60,11 @@ impl SimProcess {
         })
     }
 
+    /// The child's process id (for reading its CPU time from `/proc`), while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Fetches the simulator's `/sim/stats` JSON.
     pub async fn stats(&self) -> anyhow::Result<serde_json::Value> {
         let url = format!("{}/sim/stats", self.root_url);

@@ -4,12 +4,16 @@
 use std::process::ExitCode;
 
 use crate::bench::client::{self, ClientBenchArgs};
+use crate::bench::eval::{self, EvalBenchArgs};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
     /// Drive a separate simulator process through the model-client actors at a fixed
     /// number of calls in flight; compare calls/s with in-flight ÷ latency.
     Client(ClientBenchArgs),
+    /// Run the whole engine (run store on) on a synthetic dataset against a separate
+    /// simulator process; compare wall time with the workload's lower bound.
+    Eval(EvalBenchArgs),
 }
 
 pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
@@ -22,6 +26,20 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        BenchCommand::Eval(args) => {
+            let result = eval::run(args).await?;
+            // A cap violation or a failed problem is a correctness failure.
+            Ok(
+                if result.sim_peak_in_flight as usize > result.in_flight
+                    || result.problems_failed > 0
+                    || result.problems_done < result.problems
+                {
+                    ExitCode::from(1)
+                } else {
+                    ExitCode::SUCCESS
+                },
+            )
         }
     }
 }

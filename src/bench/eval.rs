@@ -1,0 +1,491 @@
+//! `tmas bench eval`: the whole engine (`tmas run`'s code path, run store on) against a
+//! simulator in a separate process, at evaluation scale.
+//!
+//! The engine runs in this process, so its CPU time and peak RSS are this process's own
+//! ([`super::resources`]); the simulator is a `tmas sim-server` child whose `/sim/stats`
+//! gives the serving time summed over calls (`busy_seconds`, request arrival → response
+//! end) and the peak number of requests it saw at once. From those:
+//!
+//! - slot utilization = busy_seconds ÷ (in-flight cap × wall time);
+//! - lower bound on wall time = max(busy_seconds ÷ cap, longest per-problem dependency
+//!   chain). The chain is computed from the latencies the client measured for each call
+//!   (kept in the run store): per iteration, the slowest candidate's solution → slowest
+//!   verification → summary, then the slower of the experience and guideline calls. With
+//!   `fixed:L` that is 4·L per iteration.
+//!
+//! The LLM judge is off (rule check only), so every call counted is a method call.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use serde_json::json;
+
+use super::resources;
+use super::sim_process::SimProcess;
+use crate::config::Config;
+use crate::engine::{self, RunRequest};
+use crate::eval::dataset::{DatasetSpec, load_dataset};
+use chain::longest_chain_seconds;
+
+pub mod chain;
+
+/// Admission policy (`run.admission`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvalAdmission {
+    /// At most `--max-concurrent-problems` at once (the released runner's window).
+    Fixed,
+    /// Admit problems while calls in flight are below the cap, up to `--max-active-problems`.
+    WorkConserving,
+}
+
+impl EvalAdmission {
+    fn config_value(self) -> &'static str {
+        match self {
+            EvalAdmission::Fixed => "fixed",
+            EvalAdmission::WorkConserving => "work-conserving",
+        }
+    }
+}
+
+/// Knobs of the evaluation benchmark.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EvalBenchArgs {
+    /// Problems in the synthetic dataset.
+    #[arg(long, default_value_t = 200)]
+    pub problems: usize,
+    /// N: candidates per iteration.
+    #[arg(long, default_value_t = 8)]
+    pub n: u32,
+    /// M: verifications per candidate.
+    #[arg(long, default_value_t = 8)]
+    pub m: u32,
+    /// T: iterations per problem (5 for a quick run, 20 for the full one).
+    #[arg(long, default_value_t = 5)]
+    pub iterations: u32,
+    /// Cap on calls in flight (global, endpoint and every role pool).
+    #[arg(long, default_value_t = 800)]
+    pub in_flight: usize,
+    /// Admission policy.
+    #[arg(long, value_enum, default_value_t = EvalAdmission::WorkConserving)]
+    pub admission: EvalAdmission,
+    /// Window of the fixed policy (released: 100).
+    #[arg(long, default_value_t = 100)]
+    pub max_concurrent_problems: usize,
+    /// Bound of the work-conserving policy (default: 2 × --max-concurrent-problems).
+    #[arg(long)]
+    pub max_active_problems: Option<usize>,
+    /// Simulator latency: `fixed:200ms` or `lognormal:200ms:1.0`.
+    #[arg(long, default_value = "fixed:200ms")]
+    pub latency: String,
+    /// Solution reply size in bytes (the simulator pads to it).
+    #[arg(long, default_value_t = 40_000)]
+    pub solution_bytes: usize,
+    /// Summary reply size in bytes.
+    #[arg(long, default_value_t = 4_000)]
+    pub summary_bytes: usize,
+    /// Seed of the run and the simulator.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Keep the run directory (store, results) here instead of deleting a temporary one.
+    #[arg(long, value_name = "DIR")]
+    pub keep_run: Option<PathBuf>,
+    /// Do not write the JSON result under `bench-results/`.
+    #[arg(long)]
+    pub no_write: bool,
+}
+
+/// Figures of one evaluation-benchmark run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct EvalBenchResult {
+    pub problems: usize,
+    pub n: u32,
+    pub m: u32,
+    pub iterations: u32,
+    pub in_flight: usize,
+    pub admission: EvalAdmission,
+    pub max_concurrent_problems: usize,
+    pub max_active_problems: usize,
+    pub latency: String,
+    pub solution_bytes: usize,
+    pub summary_bytes: usize,
+    pub problems_done: usize,
+    pub problems_failed: usize,
+    pub wall_s: f64,
+    /// Calls the engine sent (all roles; judge off).
+    pub calls: u64,
+    /// Chat-completion requests the simulator received (retries included).
+    pub sim_requests: u64,
+    pub calls_per_s: f64,
+    /// Serving time summed over calls, measured by the simulator.
+    pub busy_s: f64,
+    pub slot_utilization: f64,
+    /// busy_s ÷ cap.
+    pub bound_capacity_s: f64,
+    /// Longest per-problem dependency chain (client-measured call latencies).
+    pub bound_chain_s: f64,
+    pub lower_bound_s: f64,
+    pub wall_over_bound: f64,
+    pub cpu_s: f64,
+    pub cpu_s_per_1k_calls: f64,
+    pub peak_rss_mib: f64,
+    pub sim_peak_in_flight: u64,
+    pub store_mib: f64,
+    /// The simulator child's CPU seconds during the run (it shares the machine's cores).
+    pub sim_cpu_s: Option<f64>,
+    /// 1-minute load average at the start and the end (measurements above ~1.5 on this
+    /// 2-core machine are unreliable).
+    pub load_before: Option<f64>,
+    pub load_after: Option<f64>,
+}
+
+/// Runs the benchmark and prints its figures.
+pub async fn run(args: EvalBenchArgs) -> anyhow::Result<EvalBenchResult> {
+    anyhow::ensure!(args.problems > 0, "--problems must be at least 1");
+    anyhow::ensure!(args.in_flight > 0, "--in-flight must be at least 1");
+    anyhow::ensure!(args.iterations > 0, "--iterations must be at least 1");
+    anyhow::ensure!(args.n > 0, "--n must be at least 1");
+    let max_active = args
+        .max_active_problems
+        .unwrap_or(args.max_concurrent_problems.saturating_mul(2));
+    engine::observe::configure(engine::observe::ObserveOptions {
+        quiet: true,
+        ..Default::default()
+    });
+
+    let (work, temporary) = match &args.keep_run {
+        Some(dir) => (dir.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!(
+                "tmas-bench-eval-{}-{}",
+                std::process::id(),
+                unix_secs()
+            )),
+            true,
+        ),
+    };
+    std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
+    let outcome = run_in(&args, max_active, &work).await;
+    if temporary && let Err(e) = std::fs::remove_dir_all(&work) {
+        eprintln!("warning: cannot remove {}: {e}", work.display());
+    }
+    let result = outcome?;
+    print_result(&result);
+    if !args.no_write {
+        let path = super::write_result("eval", &json!(result))?;
+        println!("written to {}", path.display());
+    }
+    Ok(result)
+}
+
+async fn run_in(
+    args: &EvalBenchArgs,
+    max_active: usize,
+    work: &Path,
+) -> anyhow::Result<EvalBenchResult> {
+    let dataset_path = work.join("dataset.jsonl");
+    write_dataset(&dataset_path, args.problems)?;
+    let dataset = load_dataset(&DatasetSpec::new(&dataset_path))?;
+    let run_dir = work.join("run");
+    anyhow::ensure!(
+        !run_dir.exists(),
+        "{} already exists: give --keep-run a new directory",
+        run_dir.display()
+    );
+
+    let sim = SimProcess::spawn(&[
+        "--latency".into(),
+        args.latency.clone(),
+        "--solution-bytes".into(),
+        args.solution_bytes.to_string(),
+        "--summary-bytes".into(),
+        args.summary_bytes.to_string(),
+        "--seed".into(),
+        args.seed.to_string(),
+        "--dataset".into(),
+        dataset_path.display().to_string(),
+    ])
+    .await?;
+    let config = bench_config(args, max_active, &sim.base_url, work)?;
+
+    sim.reset().await?;
+    let sim_cpu0 = sim.pid().and_then(process_cpu_seconds);
+    let load_before = load_average();
+    let (started, cpu0) = (Instant::now(), resources::cpu_seconds());
+    let outcome = engine::run(RunRequest {
+        config,
+        config_source: PathBuf::from("(tmas bench eval)"),
+        dataset,
+        run_dir: run_dir.clone(),
+        env: Vec::new(),
+        status_every: None,
+    })
+    .await;
+    let (wall, cpu) = (
+        started.elapsed().as_secs_f64(),
+        resources::cpu_seconds() - cpu0,
+    );
+    let load_after = load_average();
+    let stats = sim.stats().await;
+    let sim_cpu = match (sim_cpu0, sim.pid().and_then(process_cpu_seconds)) {
+        (Some(a), Some(b)) => Some(b - a),
+        _ => None,
+    };
+    sim.stop().await;
+    let result = outcome.context("running the engine")?;
+    let stats = stats?;
+    let stat = |k: &str| stats.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+    let busy = stat("busy_seconds");
+    let db = run_dir.join(crate::store::DB_FILE);
+    let chain = longest_chain_seconds(&db)?;
+    let store_bytes = std::fs::metadata(&db).map_or(0, |m| m.len())
+        + std::fs::metadata(db.with_extension("sqlite-wal")).map_or(0, |m| m.len());
+
+    let cap = args.in_flight as f64;
+    let calls = result.calls_sent;
+    let bound_capacity = busy / cap;
+    let lower_bound = bound_capacity.max(chain);
+    Ok(EvalBenchResult {
+        problems: args.problems,
+        n: args.n,
+        m: args.m,
+        iterations: args.iterations,
+        in_flight: args.in_flight,
+        admission: args.admission,
+        max_concurrent_problems: args.max_concurrent_problems,
+        max_active_problems: max_active,
+        latency: args.latency.clone(),
+        solution_bytes: args.solution_bytes,
+        summary_bytes: args.summary_bytes,
+        problems_done: result.problems_done,
+        problems_failed: result.problems_failed.len(),
+        wall_s: wall,
+        calls,
+        sim_requests: stat("requests_total") as u64,
+        calls_per_s: calls as f64 / wall,
+        busy_s: busy,
+        slot_utilization: busy / (cap * wall),
+        bound_capacity_s: bound_capacity,
+        bound_chain_s: chain,
+        lower_bound_s: lower_bound,
+        wall_over_bound: wall / lower_bound,
+        cpu_s: cpu,
+        cpu_s_per_1k_calls: if calls > 0 {
+            cpu / calls as f64 * 1000.0
+        } else {
+            f64::NAN
+        },
+        peak_rss_mib: resources::peak_rss_bytes().map_or(f64::NAN, |b| b as f64 / MIB),
+        sim_peak_in_flight: stat("peak_in_flight") as u64,
+        store_mib: store_bytes as f64 / MIB,
+        sim_cpu_s: sim_cpu,
+        load_before,
+        load_after,
+    })
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn unix_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The 1-minute load average, if `/proc/loadavg` is readable.
+fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// User + system CPU seconds of process `pid` (`/proc/PID/stat` fields 14 and 15).
+fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; the fields after it follow its `)`.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let (utime, stime): (f64, f64) = (fields.get(11)?.parse().ok()?, fields.get(12)?.parse().ok()?);
+    // SAFETY: sysconf only reads a configuration value.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (ticks > 0).then(|| (utime + stime) / ticks as f64)
+}
+
+/// Writes `problems` synthetic problems (id, a question of a few hundred bytes, an
+/// integer answer) as JSONL.
+fn write_dataset(path: &Path, problems: usize) -> anyhow::Result<()> {
+    let mut text = String::with_capacity(problems * 400);
+    for i in 0..problems {
+        let row = json!({
+            "problem_id": format!("bench-{i:05}"),
+            "question": format!(
+                "Problem {i}. Let a_1 = {a} and a_(k+1) = a_k^2 - a_k + 1 for k >= 1. \
+                 Find the remainder when a_1 a_2 ... a_{n} is divided by 1000, and justify \
+                 every step of the argument. Give the final answer as an integer.",
+                a = i % 7 + 2,
+                n = i % 50 + 10,
+            ),
+            "answer": ((i * 7919) % 1000).to_string(),
+        });
+        text.push_str(&row.to_string());
+        text.push('\n');
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The engine's config for this benchmark: one endpoint (the simulator child) with the
+/// cap as its `max_in_flight`, every role pool as large as the cap, judge off, a context
+/// window large enough for ~350 KB refine prompts.
+fn bench_config(
+    args: &EvalBenchArgs,
+    max_active: usize,
+    base_url: &str,
+    work: &Path,
+) -> anyhow::Result<Config> {
+    let cap = args.in_flight;
+    let mut text = format!(
+        r#"
+[run]
+seed = {seed}
+max_concurrent_problems = {window}
+max_active_problems = {max_active}
+max_in_flight = {cap}
+admission = "{admission}"
+out_dir = {out:?}
+
+[method]
+n = {n}
+m = {m}
+iterations = {t}
+
+[judge]
+enabled = false
+
+[endpoints.sim]
+base_url = {base_url:?}
+model = "tmas-sim"
+max_in_flight = {cap}
+request_timeout_secs = 3600
+context_window = 16777216
+"#,
+        seed = args.seed,
+        window = args.max_concurrent_problems,
+        admission = args.admission.config_value(),
+        out = work.display().to_string(),
+        n = args.n,
+        m = args.m,
+        t = args.iterations,
+    );
+    for role in [
+        "solution",
+        "verification",
+        "summary",
+        "experience",
+        "guideline",
+    ] {
+        // max_tokens only has to let the padded replies through (the simulator cuts a
+        // reply at max_tokens × 4 bytes).
+        text.push_str(&format!(
+            "\n[roles.{role}]\nmax_tokens = 65536\npool_size = {cap}\n"
+        ));
+    }
+    Config::from_toml_str(&text, "tmas bench eval config").map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+fn print_result(r: &EvalBenchResult) {
+    let load = |l: Option<f64>| l.map_or("?".into(), |l| format!("{l:.2}"));
+    println!(
+        "tmas bench eval: P={} N={} M={} T={}, in-flight {}, admission {} (window {}, max active {}), latency {}, solution {} B, summary {} B",
+        r.problems,
+        r.n,
+        r.m,
+        r.iterations,
+        r.in_flight,
+        r.admission.config_value(),
+        r.max_concurrent_problems,
+        r.max_active_problems,
+        r.latency,
+        r.solution_bytes,
+        r.summary_bytes
+    );
+    println!(
+        "  problems         {} done, {} failed",
+        r.problems_done, r.problems_failed
+    );
+    println!("  wall time        {:.2} s", r.wall_s);
+    println!(
+        "  calls            {} ({} at the simulator)",
+        r.calls, r.sim_requests
+    );
+    println!("  calls/s          {:.1}", r.calls_per_s);
+    println!(
+        "  slot utilization {:.3}  (busy {:.1} s ÷ (cap × wall); target >= 0.90 fixed, >= 0.85 lognormal)",
+        r.slot_utilization, r.busy_s
+    );
+    println!(
+        "  lower bound      {:.2} s  (max of busy ÷ cap {:.2} s, longest chain {:.2} s)",
+        r.lower_bound_s, r.bound_capacity_s, r.bound_chain_s
+    );
+    println!(
+        "  wall / bound     {:.3}  (target <= 1.15)",
+        r.wall_over_bound
+    );
+    println!(
+        "  CPU-s / 1k calls {:.3}  ({:.1} CPU-s; target <= 0.3, run store included)",
+        r.cpu_s_per_1k_calls, r.cpu_s
+    );
+    println!(
+        "  peak RSS         {:.1} MiB  (target <= 1024)",
+        r.peak_rss_mib
+    );
+    let verdict = if r.sim_peak_in_flight as usize <= r.in_flight {
+        "ok"
+    } else {
+        "EXCEEDED"
+    };
+    println!(
+        "  sim peak in-flight {} (cap {}, {verdict})",
+        r.sim_peak_in_flight, r.in_flight
+    );
+    println!("  run store        {:.1} MiB", r.store_mib);
+    if let Some(cpu) = r.sim_cpu_s {
+        println!("  simulator CPU    {cpu:.1} s  (same cores as the orchestrator)");
+    }
+    println!(
+        "  load average     {} before, {} after (above ~1.5 the figures are unreliable)",
+        load(r.load_before),
+        load(r.load_after)
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_of_this_process_is_read_from_proc() {
+        let cpu = process_cpu_seconds(std::process::id()).expect("/proc on Linux");
+        assert!((0.0..1e6).contains(&cpu), "{cpu}");
+        assert!(process_cpu_seconds(u32::MAX).is_none());
+    }
+
+    #[test]
+    fn config_routes_every_role_to_the_simulator_with_the_cap() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            args: EvalBenchArgs,
+        }
+        let w = Wrap::try_parse_from(["x", "--in-flight", "64", "--admission", "fixed"]).unwrap();
+        let dir = std::env::temp_dir();
+        let c = bench_config(&w.args, 250, "http://127.0.0.1:9/v1", &dir).unwrap();
+        assert_eq!(c.run.max_in_flight, 64);
+        assert_eq!(c.run.admission, crate::config::Admission::Fixed);
+        assert_eq!(c.run.max_active_problems, Some(250));
+        assert!(!c.judge.enabled);
+        assert_eq!(c.roles.verification.pool_size, Some(64));
+        assert_eq!(c.endpoints["sim"].max_in_flight, 64);
+        assert_eq!((c.method.n, c.method.m, c.method.iterations), (8, 8, 5));
+    }
+}

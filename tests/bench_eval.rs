@@ -1,0 +1,94 @@
+//! Smoke test of `tmas bench eval`: a tiny run proves the command works end to end
+//! (engine, run store, simulator child) and writes well-formed JSON. No timing is
+//! asserted: benchmarks measure, tests do not.
+
+use std::process::Command;
+
+#[test]
+fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let keep = dir.path().join("kept-run");
+    let out = Command::new(env!("CARGO_BIN_EXE_tmas"))
+        .current_dir(dir.path())
+        .args([
+            "bench",
+            "eval",
+            "--problems",
+            "3",
+            "--n",
+            "2",
+            "--m",
+            "2",
+            "--iterations",
+            "2",
+            "--in-flight",
+            "6",
+            "--latency",
+            "lognormal:2ms:0.5",
+            "--solution-bytes",
+            "3000",
+            "--summary-bytes",
+            "500",
+            "--keep-run",
+        ])
+        .arg(&keep)
+        .output()
+        .expect("run tmas bench eval");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(stdout.contains("slot utilization"), "{stdout}");
+
+    let results: Vec<_> = std::fs::read_dir(dir.path().join("bench-results"))
+        .expect("bench-results written")
+        .map(|e| e.expect("dir entry").path())
+        .collect();
+    assert_eq!(results.len(), 1, "{results:?}");
+    let name = results[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    assert!(
+        name.starts_with("eval-") && name.ends_with(".json"),
+        "{name}"
+    );
+    let text = std::fs::read_to_string(&results[0]).expect("read result");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("well-formed JSON");
+
+    // 3 problems × 2 iterations × (2 solutions + 2×2 verifications + 2 summaries + 2 bank
+    // calls) = 60 calls, none failed, and the cap held.
+    assert_eq!(v["problems_done"], 3, "{text}");
+    assert_eq!(v["problems_failed"], 0, "{text}");
+    assert_eq!(v["calls"], 60, "{text}");
+    assert_eq!(v["sim_requests"], 60, "{text}");
+    assert!(v["sim_peak_in_flight"].as_u64().unwrap() <= 6, "{text}");
+    assert!(v["sim_peak_in_flight"].as_u64().unwrap() >= 1, "{text}");
+    for key in [
+        "wall_s",
+        "calls_per_s",
+        "busy_s",
+        "slot_utilization",
+        "bound_capacity_s",
+        "bound_chain_s",
+        "lower_bound_s",
+        "wall_over_bound",
+        "cpu_s_per_1k_calls",
+        "peak_rss_mib",
+    ] {
+        let x = v[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} missing: {text}"));
+        assert!(x.is_finite() && x > 0.0, "{key} = {x}: {text}");
+    }
+    // The bound can never exceed what was measured, so the ratio is at least 1
+    // (up to the millisecond rounding of stored latencies).
+    assert!(v["wall_over_bound"].as_f64().unwrap() >= 0.99, "{text}");
+    assert_eq!(v["admission"], "work-conserving", "{text}");
+    // --keep-run leaves the run's store in place.
+    assert!(keep.join("run").join("run.sqlite").is_file());
+}
