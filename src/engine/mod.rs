@@ -4,7 +4,6 @@
 //!
 //! - [`plan`]: what a fresh or resumed run will do (config check, problems left).
 //! - [`results`]: judging and storing finished problems; outputs rebuilt from the store.
-//! - [`tally`]: token usage per role.
 //! - [`judging`]: the rule check and the LLM judge over a finished problem.
 //! - [`run_dir`]: the files a run writes.
 //! - [`shutdown`]: SIGINT/SIGTERM handling for `tmas run`.
@@ -21,7 +20,6 @@ pub mod plan;
 pub mod results;
 pub mod run_dir;
 pub mod shutdown;
-pub mod tally;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -17,7 +17,7 @@ use crate::store::{Fact, RunStore, StatusRow};
 
 use super::judging::JudgeSetup;
 use super::run_dir::{FailedProblem, ProblemRecord, RunDir};
-use super::tally::RoleUsage;
+use super::run_dir::RoleUsage;
 
 /// A finished problem as the runner reports it.
 pub type Finished = (String, Result<TmasOutcome, String>);

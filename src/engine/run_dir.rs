@@ -25,7 +25,6 @@ use crate::eval::judge::JudgeRecord;
 use crate::eval::pass_at_1::PassAt1Table;
 use crate::method::TmasOutcome;
 
-use super::tally::RoleUsage;
 
 /// Everything stored about one problem.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -51,6 +50,15 @@ pub struct RunSummaryFile {
     pub wall_seconds: f64,
     pub usage_by_role: BTreeMap<String, RoleUsage>,
     pub final_pass_at_1: Option<f64>,
+}
+
+/// Calls and tokens of one role over a run (from the run store's `calls` table).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleUsage {
+    pub calls: u64,
+    pub failed: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
 }
 
 /// A problem that ended without a result.
