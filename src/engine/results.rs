@@ -16,8 +16,8 @@ use crate::store::export::pass_at_1_table;
 use crate::store::{Fact, RunStore, StatusRow};
 
 use super::judging::JudgeSetup;
-use super::run_dir::{FailedProblem, ProblemRecord, RunDir};
 use super::run_dir::RoleUsage;
+use super::run_dir::{FailedProblem, ProblemRecord, RunDir};
 
 /// A finished problem as the runner reports it.
 pub type Finished = (String, Result<TmasOutcome, String>);

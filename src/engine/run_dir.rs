@@ -25,7 +25,6 @@ use crate::eval::judge::JudgeRecord;
 use crate::eval::pass_at_1::PassAt1Table;
 use crate::method::TmasOutcome;
 
-
 /// Everything stored about one problem.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProblemRecord {
