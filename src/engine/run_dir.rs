@@ -139,16 +139,33 @@ impl RunDir {
     /// Rewrites `results.jsonl` (one line per record, in the order given) and every
     /// record's `problems/<id>.json`: after a resume they hold each problem exactly once.
     pub fn rewrite_results(&self, records: &[ProblemRecord]) -> anyhow::Result<()> {
-        let mut lines = Vec::new();
         for record in records {
             write_atomic(
                 &self.problem_path(&record.problem_id),
                 &serde_json::to_vec_pretty(record)?,
             )?;
-            serde_json::to_writer(&mut lines, record)?;
-            lines.push(b'\n');
         }
-        write_atomic(&self.root.join("results.jsonl"), &lines)
+        // Streamed to the temporary file: with 40 KB solutions the whole file is ~1 MB
+        // per problem, and building it in memory was the run's peak RSS (issue 6,
+        // docs/benchmarks.md).
+        let path = self.root.join("results.jsonl");
+        let tmp = path.with_extension("tmp");
+        let file =
+            fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        let mut out = std::io::BufWriter::new(file);
+        for record in records {
+            serde_json::to_writer(&mut out, record)
+                .and_then(|()| out.write_all(b"\n").map_err(serde_json::Error::io))
+                .with_context(|| format!("cannot write {}", tmp.display()))?;
+        }
+        let file = out
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        file.sync_data()
+            .with_context(|| format!("cannot sync {}", tmp.display()))?;
+        fs::rename(&tmp, &path)
+            .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
     }
 
     /// Reads every `problems/*.json`, sorted by file name.

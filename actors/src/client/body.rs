@@ -53,7 +53,13 @@ pub fn encode_request(
             include_usage: true,
         }),
     };
-    serde_json::to_vec(&wire).map(Bytes::from)
+    // Sized up front: growing a Vec by doubling to hold a 350 KB prompt copies it ~7
+    // times and, above glibc's mmap threshold, faults every new block in page by page
+    // (tmas bench eval profile, docs/benchmarks.md). Escaping rarely adds more than 1/16.
+    let prompt = request.prompt_bytes();
+    let mut buf = Vec::with_capacity(prompt + prompt / 16 + 256 + model.len());
+    serde_json::to_writer(&mut buf, &wire)?;
+    Ok(Bytes::from(buf))
 }
 
 #[derive(Deserialize, Default)]
