@@ -201,7 +201,13 @@ impl BankState {
         // `bank_update` span; the item is cut short, it only has to be recognizable.
         for r in &outcome.rejected {
             let item = tmas_observability::span_ext::clip(&r.item, 200);
-            tracing::info!(item = %item, reason = %r.reason, "merge policy rejected an item");
+            if r.item.is_empty() {
+                // A whole update without usable entries (e.g. an empty list before
+                // anything is verified) is routine: keep it off the default log.
+                tracing::debug!(reason = %r.reason, "merge policy rejected an empty update");
+            } else {
+                tracing::info!(item = %item, reason = %r.reason, "merge policy rejected an item");
+            }
         }
         let next = BankVersion {
             bank: self.current.bank.clone(),
