@@ -10,25 +10,23 @@
 //!   in-process, as `tmas run` does).
 
 use std::io::Write as _;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
 use futures::future::join_all;
-use tmas_actors::client::ModelClient;
 
 use crate::config::layers::CliOverride;
 use crate::config::loader::load_with;
 use crate::config::resolve::process_env;
 use crate::config::{Config, Role};
+use crate::engine::endpoints::Endpoints;
 use crate::engine::judging::LlmJudge;
 use crate::eval::equivalence::{Outcome, check};
 use crate::eval::judge::LlmJudgePolicy;
 use crate::eval::judge::pairs::{Pair, PairVerdict, load_pairs, score};
 use crate::method::PromptSet;
-use crate::sim::SimServer;
 
 /// Misses and disagreements listed in the report (all are in the verdict file).
 const MAX_LISTED: usize = 25;
@@ -299,8 +297,7 @@ fn write_verdicts(path: &Path, verdicts: &[PairVerdict]) -> anyhow::Result<()> {
 
 /// The judge role's model client (and the embedded simulator when the config asks for it).
 struct LlmSession {
-    client: ModelClient,
-    sim: Option<SimServer>,
+    endpoints: Endpoints,
     judge: LlmJudge,
 }
 
@@ -310,33 +307,18 @@ impl LlmSession {
         let overrides: Vec<CliOverride> = set.iter().map(CliOverride::set).collect();
         let mut config =
             load_with(config_path, &env, &overrides).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let sim = if config.uses_embedded_sim() {
-            let addr = SocketAddr::from(([127, 0, 0, 1], 0));
-            let sim = SimServer::start(config.simulator.clone(), addr, None)
-                .await
-                .context("starting the embedded simulator")?;
-            config.with_embedded_base_url(&sim.base_url());
-            Some(sim)
-        } else {
-            None
-        };
         let prompts =
             PromptSet::load(&config.prompt_overrides()).context("loading prompt templates")?;
-        let client_config = config
-            .client_config(&env)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let client = ModelClient::start(client_config)
-            .await
-            .context("starting the model client")?;
+        let endpoints = Endpoints::start(&mut config, &env, None).await?;
         let judge = LlmJudge {
-            executor: Arc::new(client.clone()),
+            executor: Arc::new(endpoints.client.clone()),
             group: Config::client_group(Role::Judge).into(),
             sampling: config.role(Role::Judge).sampling(),
             repeats: (config.judge.repeats as usize).max(1),
             policy: LlmJudgePolicy::Always,
             prompts: Arc::new(prompts),
         };
-        Ok(Self { client, sim, judge })
+        Ok(Self { endpoints, judge })
     }
 
     /// Asks the judge `repeats` times (the run's own [`LlmJudge`]); a failed call or an
@@ -354,9 +336,6 @@ impl LlmSession {
     }
 
     async fn shutdown(self) {
-        self.client.shutdown().await;
-        if let Some(sim) = self.sim {
-            sim.shutdown().await;
-        }
+        self.endpoints.shutdown().await;
     }
 }

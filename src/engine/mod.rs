@@ -4,6 +4,7 @@
 //!
 //! - [`plan`]: what a fresh or resumed run will do (config check, problems left).
 //! - [`results`]: judging and storing finished problems; outputs rebuilt from the store.
+//! - [`endpoints`]: the model client and the embedded simulator.
 //! - [`judging`]: the rule check and the LLM judge over a finished problem.
 //! - [`run_dir`]: the files a run writes.
 //! - [`shutdown`]: SIGINT/SIGTERM handling for `tmas run`.
@@ -14,6 +15,7 @@
 //! exactly where an uninterrupted run would. Each problem is judged and stored as soon as
 //! it finishes.
 
+pub mod endpoints;
 pub mod judging;
 pub mod observe; // issue 5: spans, metrics endpoint, progress display
 pub mod plan;
@@ -22,7 +24,6 @@ pub mod run_dir;
 pub mod shutdown;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -30,7 +31,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use tmas_actors::bank::{BankInit, JsonFileSink};
-use tmas_actors::client::ModelClient;
 use tmas_actors::runner::{
     Admission as RuntimeAdmission, JobPriority, ProblemJob, RoleSettings, Runner, RunnerSettings,
 };
@@ -45,11 +45,11 @@ use crate::eval::pass_at_1::PassAt1Table;
 use crate::method::{
     ProblemInput, PromptSet, TmasOutcome, TmasParams, TmasStrategy, tmas_merge_policies,
 };
-use crate::sim::SimServer;
 use crate::store::executor::StoreExecutor;
 use crate::store::sink::StoreBankSink;
 use crate::store::{Fact, RunStore};
 
+use endpoints::Endpoints;
 use judging::{JudgeSetup, LlmJudge};
 pub use plan::RequestedConfig;
 use plan::{META_STATUS, Plan};
@@ -181,21 +181,12 @@ async fn execute(
     }
 
     // The embedded simulator knows the selection's answers so its task model is consistent.
-    let sim = if config.uses_embedded_sim() {
-        let answers = selection
-            .iter()
-            .map(|p| (p.problem_id.clone(), p.reference_answer.clone()))
-            .collect();
-        let addr = SocketAddr::from(([127, 0, 0, 1], 0));
-        let sim = SimServer::start(config.simulator.clone(), addr, Some(answers))
-            .await
-            .context("starting the embedded simulator")?;
-        config.with_embedded_base_url(&sim.base_url());
-        tracing::info!(url = %sim.base_url(), "embedded simulator started");
-        Some(sim)
-    } else {
-        None
-    };
+    let answers = selection
+        .iter()
+        .map(|p| (p.problem_id.clone(), p.reference_answer.clone()))
+        .collect();
+    let endpoints = Endpoints::start(&mut config, &env, Some(answers)).await?;
+    let client = endpoints.client.clone();
     dir.write_config(
         &config
             .to_toml_string()
@@ -204,12 +195,6 @@ async fn execute(
 
     let prompts = Arc::new(prompts);
     let params = Arc::new(config.tmas_params());
-    let client_config = config
-        .client_config(&env)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let client = ModelClient::start(client_config)
-        .await
-        .context("starting the model client")?;
     let stored_keys = store.read(|r| r.call_keys()).await?;
     let store_executor = Arc::new(StoreExecutor::new(
         Arc::new(client.clone()),
@@ -309,10 +294,7 @@ async fn execute(
     observer.finish().await; // issue 5
     let written = writer.await.context("result writer task failed")??;
 
-    client.shutdown().await;
-    if let Some(sim) = sim {
-        sim.shutdown().await;
-    }
+    endpoints.shutdown().await;
     // Everything in flight has been stored or abandoned; commit what is queued.
     let flushed = store.flush().await;
     if let Some(failure) = store.failure() {
