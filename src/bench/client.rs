@@ -192,15 +192,7 @@ fn print_result(r: &ClientBenchResult) {
         r.cpu_s_per_1k_calls
     );
     println!("  peak RSS         {:.1} MiB", r.peak_rss_mib);
-    let verdict = if r.sim_peak_in_flight as usize <= r.in_flight {
-        "ok"
-    } else {
-        "EXCEEDED"
-    };
-    println!(
-        "  sim peak in-flight {} (cap {}, {verdict})",
-        r.sim_peak_in_flight, r.in_flight
-    );
+    super::print_sim_peak(r.sim_peak_in_flight, r.in_flight);
     if let (Some(calls), Some(bytes)) = (r.stored_calls, r.store_bytes) {
         let per_1k = if calls > 0 {
             bytes as f64 / calls as f64 * 1000.0 / (1024.0 * 1024.0)

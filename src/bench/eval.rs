@@ -438,15 +438,7 @@ fn print_result(r: &EvalBenchResult) {
         "  peak RSS         {:.1} MiB  (target <= 1024)",
         r.peak_rss_mib
     );
-    let verdict = if r.sim_peak_in_flight as usize <= r.in_flight {
-        "ok"
-    } else {
-        "EXCEEDED"
-    };
-    println!(
-        "  sim peak in-flight {} (cap {}, {verdict})",
-        r.sim_peak_in_flight, r.in_flight
-    );
+    super::print_sim_peak(r.sim_peak_in_flight, r.in_flight);
     println!("  run store        {:.1} MiB", r.store_mib);
     if let Some(cpu) = r.sim_cpu_s {
         println!("  simulator CPU    {cpu:.1} s  (same cores as the orchestrator)");

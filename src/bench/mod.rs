@@ -20,3 +20,13 @@ pub fn write_result(name: &str, value: &serde_json::Value) -> anyhow::Result<std
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
 }
+
+/// Prints the simulator's peak in-flight against the cap, flagging a violation.
+pub fn print_sim_peak(peak: u64, cap: usize) {
+    let verdict = if peak as usize <= cap {
+        "ok"
+    } else {
+        "EXCEEDED"
+    };
+    println!("  sim peak in-flight {peak} (cap {cap}, {verdict})");
+}
