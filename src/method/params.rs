@@ -1,5 +1,6 @@
-//! Knobs of the TMAS method. Built and validated by `crate::config`; the strategy only
-//! reads them. Defaults are the paper's released settings.
+//! Knobs of the TMAS method. Built and validated by `crate::config` (where the defaults,
+//! the paper's released settings, live: `Config::default().tmas_params()`); the strategy
+//! only reads them.
 
 use serde::{Deserialize, Serialize};
 use tmas_actors::wire::Sampling;
@@ -12,19 +13,6 @@ pub struct RoleCall {
     pub stream: bool,
 }
 
-impl RoleCall {
-    fn new(temperature: f32, top_p: f32) -> Self {
-        Self {
-            sampling: Sampling {
-                temperature,
-                top_p,
-                max_tokens: 128_000,
-            },
-            stream: true,
-        }
-    }
-}
-
 /// Per-role call settings (`judge` is used by the evaluation code, not by the strategy).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RoleCalls {
@@ -34,21 +22,6 @@ pub struct RoleCalls {
     pub experience: RoleCall,
     pub guideline: RoleCall,
     pub judge: RoleCall,
-}
-
-impl Default for RoleCalls {
-    /// Released code: generation and verification at temperature 1.0, the memory agents
-    /// and the summary at 0.6; top_p 0.95 throughout. The judge is run at 0.6 as well.
-    fn default() -> Self {
-        Self {
-            solution: RoleCall::new(1.0, 0.95),
-            verification: RoleCall::new(1.0, 0.95),
-            summary: RoleCall::new(0.6, 0.95),
-            experience: RoleCall::new(0.6, 0.95),
-            guideline: RoleCall::new(0.6, 0.95),
-            judge: RoleCall::new(0.6, 0.95),
-        }
-    }
 }
 
 /// Parameters of one TMAS run (shared by every problem's strategy through an `Arc`).
@@ -94,29 +67,6 @@ pub struct TmasParams {
     /// Run seed: every random decision derives from (seed, problem, iteration, candidate).
     pub seed: u64,
     pub roles: RoleCalls,
-}
-
-impl Default for TmasParams {
-    fn default() -> Self {
-        Self {
-            n: 8,
-            m: 8,
-            iterations: 20,
-            epsilon: 0.2,
-            max_rollouts: None,
-            include_past_solutions: true,
-            no_proof: true,
-            strict_verification: false,
-            early_stop: false,
-            use_experience: true,
-            use_guideline: true,
-            dedup_threshold: 0.7,
-            max_verification_attempts: 16,
-            max_bank_attempts: 3,
-            seed: 0,
-            roles: RoleCalls::default(),
-        }
-    }
 }
 
 impl TmasParams {

@@ -55,7 +55,7 @@ pub fn params(n: usize, m: usize, iterations: u32, epsilon: f64) -> TmasParams {
         epsilon,
         seed: 11,
         max_verification_attempts: 2 * m as u32,
-        ..TmasParams::default()
+        ..crate::config::Config::default().tmas_params()
     }
 }
 
