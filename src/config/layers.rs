@@ -147,16 +147,20 @@ pub fn merge(base: &mut Table, overlay: Table) {
     }
 }
 
-/// Sets `value` at `path`, creating (or replacing non-table values with) tables on the way.
-pub fn set_at(root: &mut Table, path: &KeyPath, value: Value) {
-    let keys: Vec<&str> = path
-        .0
+/// The keys of `path` up to its first array index (tables only).
+fn leading_keys(path: &KeyPath) -> Vec<&str> {
+    path.0
         .iter()
         .map_while(|s| match s {
             Seg::Key(k) => Some(k.as_str()),
             Seg::Index(_) => None,
         })
-        .collect();
+        .collect()
+}
+
+/// Sets `value` at `path`, creating (or replacing non-table values with) tables on the way.
+pub fn set_at(root: &mut Table, path: &KeyPath, value: Value) {
+    let keys = leading_keys(path);
     let Some((last, parents)) = keys.split_last() else {
         return;
     };
@@ -199,14 +203,7 @@ pub fn get_at<'a>(root: &'a Table, path: &KeyPath) -> Option<&'a Value> {
 /// Removes the value at `path` (an index removes the whole array). Returns whether
 /// something was removed.
 pub fn remove_at(root: &mut Table, path: &KeyPath) -> bool {
-    let keys: Vec<&str> = path
-        .0
-        .iter()
-        .map_while(|s| match s {
-            Seg::Key(k) => Some(k.as_str()),
-            Seg::Index(_) => None,
-        })
-        .collect();
+    let keys = leading_keys(path);
     let Some((last, parents)) = keys.split_last() else {
         return false;
     };
