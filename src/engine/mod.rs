@@ -3,7 +3,9 @@
 //! evaluation — fresh ([`run`], [`run_with`]) or resumed ([`resume`]).
 //!
 //! - [`plan`]: what a fresh or resumed run will do (config check, problems left).
-//! - [`results`]: judging and storing finished problems; outputs rebuilt from the store.
+//! - [`results`]: judging, storing and writing finished problems.
+//! - [`outputs`]: the run's outputs at the end (`results.jsonl`, Pass@1), rebuilt from what
+//!   this process wrote and, for earlier sessions' problems, from the store.
 //! - [`endpoints`]: the model client and the embedded simulator.
 //! - [`judging`]: the rule check and the LLM judge over a finished problem.
 //! - [`run_dir`]: the files a run writes.
@@ -18,6 +20,7 @@
 pub mod endpoints;
 pub mod judging;
 pub mod observe; // issue 5: spans, metrics endpoint, progress display
+pub mod outputs;
 pub mod plan;
 pub mod results;
 pub mod run_dir;
@@ -51,9 +54,10 @@ use crate::store::{Fact, RunStore};
 
 use endpoints::Endpoints;
 use judging::{JudgeSetup, LlmJudge};
+use outputs::rebuild_outputs;
 pub use plan::RequestedConfig;
 use plan::{META_STATUS, Plan};
-use results::{ResultWriter, rebuild_outputs};
+use results::ResultWriter;
 use run_dir::{FailedProblem, RunSummaryFile};
 
 /// What to run (a fresh run).
@@ -292,7 +296,7 @@ async fn execute(
         }
     };
     observer.finish().await; // issue 5
-    let written = writer.await.context("result writer task failed")??;
+    let mut written = writer.await.context("result writer task failed")??;
 
     endpoints.shutdown().await;
     // Everything in flight has been stored or abandoned; commit what is queued.
@@ -306,7 +310,13 @@ async fn execute(
     }
     flushed.map_err(|e| anyhow::anyhow!("run store {}: {e}", store.path().display()))?;
 
-    let outputs = rebuild_outputs(&store, &dir, iterations).await?;
+    let outputs = rebuild_outputs(
+        &store,
+        &dir,
+        iterations,
+        std::mem::take(&mut written.outputs),
+    )
+    .await?;
     // Anything neither done nor failed is left for a resume (stopped by a signal, or
     // left unstored because a call of it could not be completed or stored).
     let left = outputs

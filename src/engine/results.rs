@@ -1,22 +1,22 @@
-//! Finished problems: judged, stored, written — and the run's outputs rebuilt from the
-//! store at the end, so they are the same whether the run went through in one go or was
-//! resumed several times.
+//! Finished problems: judged, encoded once, stored, written. The run's outputs are
+//! assembled at the end by [`super::outputs`] from what this module remembers of each
+//! problem it wrote ([`WrittenOutputs`]) and, for problems finished by earlier processes,
+//! from the store.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use anyhow::Context;
 use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 
 use crate::eval::dataset::Problem;
-use crate::eval::pass_at_1::PassAt1Table;
 use crate::method::TmasOutcome;
 use crate::store::executor::TaintView;
-use crate::store::export::pass_at_1_table;
 use crate::store::{Fact, RunStore, StatusRow};
 
 use super::judging::JudgeSetup;
-use super::run_dir::RoleUsage;
+use super::outputs::{JudgedScores, WrittenOutputs, WrittenProblem};
 use super::run_dir::{FailedProblem, ProblemRecord, RunDir};
 
 /// A finished problem as the runner reports it.
@@ -28,6 +28,8 @@ pub struct Written {
     pub failed: Vec<FailedProblem>,
     /// Problems left unstored because a call of theirs was refused by the shutdown.
     pub interrupted: usize,
+    /// What the end of the run needs of each problem stored and written here.
+    pub outputs: WrittenOutputs,
 }
 
 /// Everything the writer task needs.
@@ -41,6 +43,13 @@ pub struct ResultWriter {
     pub iterations: u32,
 }
 
+/// Most judged problems being encoded, stored and written at once. Storing is a chain of
+/// waits (encoding, the store's commit, the file writes); when many problems finish
+/// together, as at the end of a run, several chains overlap and the store commits their
+/// records in one batch. Each one in flight holds its record and its JSON (~2 × 2 MB with
+/// 40 KB solutions), so the bound also caps that memory.
+const MAX_STORING: usize = 4;
+
 impl ResultWriter {
     /// Judges and stores each finished problem as it arrives, until `rx` closes.
     pub async fn run(self, mut rx: mpsc::UnboundedReceiver<Finished>) -> anyhow::Result<Written> {
@@ -48,22 +57,45 @@ impl ResultWriter {
             done: 0,
             failed: Vec::new(),
             interrupted: 0,
+            outputs: WrittenOutputs::default(),
         };
-        let mut judging = tokio::task::JoinSet::new();
+        let storer = Arc::new(Storer {
+            store: self.store.clone(),
+            dir: self.dir.clone(),
+            taint: self.taint.clone(),
+            iterations: self.iterations,
+        });
+        let mut judging = JoinSet::new();
+        let mut storing = JoinSet::new();
+        let mut judged = VecDeque::new();
+        let mut receiving = true;
         loop {
+            while storing.len() < MAX_STORING
+                && let Some(record) = judged.pop_front()
+            {
+                storing.spawn(storer.clone().store(record));
+            }
+            if !receiving && judging.is_empty() && storing.is_empty() {
+                break;
+            }
             tokio::select! {
-                next = rx.recv() => {
-                    let Some((id, result)) = next else { break };
-                    self.on_finished(id, result, &mut judging, &mut written)?;
-                }
+                next = rx.recv(), if receiving => match next {
+                    Some((id, result)) => self.on_finished(id, result, &mut judging, &mut written)?,
+                    None => receiving = false,
+                },
                 Some(joined) = judging.join_next(), if !judging.is_empty() => {
-                    self.store_record(joined.context("judging task panicked")?, &mut written).await?;
+                    judged.push_back(joined.context("judging task panicked")?);
+                }
+                Some(joined) = storing.join_next(), if !storing.is_empty() => {
+                    match joined.context("storing task panicked")?? {
+                        Some((id, problem)) => {
+                            written.outputs.insert(id, problem);
+                            written.done += 1;
+                        }
+                        None => written.interrupted += 1,
+                    }
                 }
             }
-        }
-        while let Some(joined) = judging.join_next().await {
-            self.store_record(joined.context("judging task panicked")?, &mut written)
-                .await?;
         }
         Ok(written)
     }
@@ -72,7 +104,7 @@ impl ResultWriter {
         &self,
         id: String,
         result: Result<TmasOutcome, String>,
-        judging: &mut tokio::task::JoinSet<ProblemRecord>,
+        judging: &mut JoinSet<ProblemRecord>,
         written: &mut Written,
     ) -> anyhow::Result<()> {
         if self.taint.contains(&id) {
@@ -116,79 +148,68 @@ impl ResultWriter {
         }
         Ok(())
     }
+}
 
-    async fn store_record(
-        &self,
+/// What storing a judged problem needs, shared by the storing tasks.
+struct Storer {
+    store: RunStore,
+    dir: RunDir,
+    taint: TaintView,
+    iterations: u32,
+}
+
+impl Storer {
+    /// Encodes the record once (compact JSON: the store's `record_json`, the
+    /// `results.jsonl` line and `problems/<id>.json` are these same bytes), stores it, then
+    /// writes its files. Encoding and file writes run on the blocking pool, off the
+    /// runtime's workers. `None`: left unstored (interrupted), the problem stays pending.
+    async fn store(
+        self: Arc<Self>,
         record: ProblemRecord,
-        written: &mut Written,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Option<(String, WrittenProblem)>> {
         if self.taint.contains(&record.problem_id) {
-            written.interrupted += 1;
-            return Ok(());
+            return Ok(None);
         }
+        let started = std::time::Instant::now();
+        let (record, json) = tokio::task::spawn_blocking(move || {
+            let json = serde_json::to_string(&record);
+            (Arc::new(record), json)
+        })
+        .await
+        .context("encoding task panicked")?;
+        let json: Arc<str> = json
+            .with_context(|| format!("cannot encode the record of {}", record.problem_id))?
+            .into();
+        let scores = JudgedScores::of(&record.judgments);
+        let json_len = json.len();
+        let encoded = started.elapsed();
         let fact = Fact::Done {
-            record: Box::new(record.clone()),
+            record: record.clone(),
+            record_json: json.clone(),
             iterations: self.iterations,
         };
         if let Err(e) = self.store.write(fact).await {
             // The store failure stops the run; the problem stays pending for resume.
             tracing::error!(problem = %record.problem_id, error = %e, "problem result not stored");
-            written.interrupted += 1;
-            return Ok(());
+            return Ok(None);
         }
-        self.dir.write_problem(&record)?;
+        let stored = started.elapsed();
+        let (dir, id) = (self.dir.clone(), record.problem_id.clone());
+        let line = tokio::task::spawn_blocking(move || dir.write_problem(&id, &json))
+            .await
+            .context("problem file task panicked")??;
+        tracing::debug!(
+            problem = %record.problem_id,
+            bytes = json_len,
+            encode_ms = encoded.as_millis() as u64,
+            store_ms = (stored - encoded).as_millis() as u64,
+            files_ms = (started.elapsed() - stored).as_millis() as u64,
+            "problem stored and written"
+        );
         super::observe::on_problem_judged(&record); // issue 5: Pass@1 gauge
-        written.done += 1;
-        Ok(())
+        Ok(Some((
+            record.problem_id.clone(),
+            WrittenProblem { line, scores },
+        )))
     }
-}
-
-/// The run's outputs as stored: Pass@1 over every done problem, problem counts, usage.
-pub struct StoredOutputs {
-    pub table: PassAt1Table,
-    pub problems_total: usize,
-    pub problems_done: usize,
-    pub problems_failed: Vec<FailedProblem>,
-    pub usage_by_role: BTreeMap<String, RoleUsage>,
-}
-
-/// Rewrites `results.jsonl`, `problems/*.json` and `pass_at_1.*` from the store.
-pub async fn rebuild_outputs(
-    store: &RunStore,
-    dir: &RunDir,
-    iterations: u32,
-) -> anyhow::Result<StoredOutputs> {
-    let (problems, records, usage) = store
-        .read(|r| Ok((r.problems()?, r.records()?, r.usage_by_role()?)))
-        .await?;
-    let table = pass_at_1_table(&problems, &records, iterations as usize)?;
-    dir.write_pass_at_1(&table)?;
-    dir.rewrite_results(&records)?;
-    let problems_failed = problems
-        .iter()
-        .filter(|p| p.status == "failed")
-        .map(|p| FailedProblem {
-            problem_id: p.problem_id.clone(),
-            error: p.error.clone().unwrap_or_default(),
-        })
-        .collect();
-    let usage_by_role = usage
-        .into_iter()
-        .map(|u| {
-            let usage = RoleUsage {
-                calls: u.calls,
-                failed: u.failed,
-                prompt_tokens: u.prompt_tokens,
-                completion_tokens: u.completion_tokens,
-            };
-            (u.role, usage)
-        })
-        .collect();
-    Ok(StoredOutputs {
-        table,
-        problems_total: problems.len(),
-        problems_done: records.len(),
-        problems_failed,
-        usage_by_role,
-    })
 }

@@ -151,6 +151,36 @@ impl StoreReader {
         Ok(out)
     }
 
+    /// Ids of the problems [`StoreReader::records`] returns, in the same (dataset) order,
+    /// without reading the records themselves.
+    pub fn done_problem_ids(&self) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT problem_id FROM problems \
+                 WHERE status = 'done' AND record_json IS NOT NULL ORDER BY ordinal",
+            )
+            .map_err(|e| self.err("listing done problems", e))?;
+        let rows = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.err("listing done problems", e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.err("listing done problems", e))
+    }
+
+    /// The stored record of one problem as its compact JSON text, unparsed (`None`: no
+    /// such problem or no record).
+    pub fn record_json(&self, problem_id: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .prepare_cached("SELECT record_json FROM problems WHERE problem_id = ?1")
+            .and_then(|mut stmt| {
+                stmt.query_row([problem_id], |r| r.get::<_, Option<String>>(0))
+                    .optional()
+            })
+            .map(Option::flatten)
+            .map_err(|e| self.err("reading a problem record", e))
+    }
+
     /// Keys of every stored call (to skip the lookup for calls never made).
     pub fn call_keys(&self) -> Result<HashSet<String>, StoreError> {
         let mut stmt = self

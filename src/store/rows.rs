@@ -51,9 +51,13 @@ pub enum Fact {
     },
     Problems(Vec<ProblemRow>),
     Status(StatusRow),
-    /// A judged problem and the iteration count T it was run with.
+    /// A judged problem and the iteration count T it was run with. `record_json` is the
+    /// record's compact JSON, encoded once by the engine and shared with the run
+    /// directory's files (stored as `problems.record_json`); `record` is shared, not
+    /// copied, for the per-candidate tables.
     Done {
-        record: Box<ProblemRecord>,
+        record: Arc<ProblemRecord>,
+        record_json: Arc<str>,
         iterations: u32,
     },
     Meta(Vec<(String, String)>),

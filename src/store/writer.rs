@@ -130,7 +130,11 @@ fn commit(
             }
             Fact::Problems(rows) => insert_problems(&tx, rows)?,
             Fact::Status(row) => update_status(&tx, row)?,
-            Fact::Done { record, iterations } => insert_done(&tx, record, *iterations)?,
+            Fact::Done {
+                record,
+                record_json,
+                iterations,
+            } => insert_done(&tx, record, record_json, *iterations)?,
             Fact::Meta(pairs) => {
                 for (k, v) in pairs {
                     tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?
@@ -271,6 +275,7 @@ fn update_status(tx: &Transaction<'_>, row: &StatusRow) -> rusqlite::Result<()> 
 fn insert_done(
     tx: &Transaction<'_>,
     record: &ProblemRecord,
+    record_json: &str,
     iterations: u32,
 ) -> rusqlite::Result<()> {
     let p = record.problem_id.as_str();
@@ -349,7 +354,7 @@ fn insert_done(
         "UPDATE problems SET status = 'done', error = NULL, iterations = ?2, \
          record_json = ?3, updated_at_ms = ?4 WHERE problem_id = ?1",
     )?
-    .execute(params![p, iterations, json(record), now_ms()])?;
+    .execute(params![p, iterations, record_json, now_ms()])?;
     Ok(())
 }
 

@@ -1,0 +1,240 @@
+//! The run's outputs at the end: `results.jsonl`, `problems/<id>.json`, `pass_at_1.*` and
+//! the counts for `run.json` — the same whether the run went through in one go or was
+//! resumed several times.
+//!
+//! The work is proportional to what is missing (issue 6). A problem stored and written by
+//! this process is not read back: its `results.jsonl` line is copied by byte range from
+//! the lines appended during the run, its `problems/<id>.json` is already in place, and
+//! its Pass@1 contribution comes from the few numbers kept in memory ([`WrittenProblem`],
+//! not the record: records are ~1–2 MB each with 40 KB solutions). Only problems finished
+//! by an earlier process are read from the store, one at a time.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Deserialize;
+
+use crate::eval::judge::JudgeRecord;
+use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Error, PassAt1Table};
+use crate::store::read::{RoleUsageRow, StoredProblem};
+use crate::store::{RunStore, StoreReader};
+
+use super::run_dir::{FailedProblem, LineRange, RoleUsage, RunDir};
+
+/// What the end of the run needs of one problem this process stored and wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WrittenProblem {
+    /// Its line in `results.jsonl` as appended during the run.
+    pub line: LineRange,
+    pub scores: JudgedScores,
+}
+
+/// [`WrittenProblem`]s by problem id.
+pub type WrittenOutputs = HashMap<String, WrittenProblem>;
+
+/// The judge's numbers of one candidate: what the Pass@1 table reads of a
+/// [`JudgeRecord`] (field names as there, so a stored record's `judgments` parse into it).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct CandidateScore {
+    pub score: f64,
+    pub undecided: bool,
+    pub disagreement: bool,
+}
+
+/// A problem's judged candidates, per iteration in record order, without the candidates
+/// that have no judgment (failed solution calls), which the table skips.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JudgedScores {
+    pub by_iteration: Vec<Vec<CandidateScore>>,
+}
+
+/// Only the `judgments` of a stored record (serde skips the rest without allocating).
+#[derive(Deserialize)]
+struct JudgmentsOnly {
+    judgments: Vec<Vec<Option<CandidateScore>>>,
+}
+
+impl JudgedScores {
+    /// The scores of a record in memory. Each score goes through a JSON round trip so it
+    /// is bit for bit the value a parse of the stored record gives (serde_json's default
+    /// float parsing may differ from the printed value in the last bit): a table built
+    /// from memory then equals one built from the store, resumed or not.
+    pub fn of(judgments: &[Vec<Option<JudgeRecord>>]) -> Self {
+        let by_iteration = judgments
+            .iter()
+            .map(|candidates| {
+                candidates
+                    .iter()
+                    .flatten()
+                    .map(|j| CandidateScore {
+                        score: as_stored(j.score),
+                        undecided: j.undecided,
+                        disagreement: j.disagreement,
+                    })
+                    .collect()
+            })
+            .collect();
+        Self { by_iteration }
+    }
+
+    /// The scores of a stored record (`problems.record_json`).
+    pub fn parse(record_json: &str) -> serde_json::Result<Self> {
+        let only: JudgmentsOnly = serde_json::from_str(record_json)?;
+        let by_iteration = only
+            .judgments
+            .into_iter()
+            .map(|candidates| candidates.into_iter().flatten().collect())
+            .collect();
+        Ok(Self { by_iteration })
+    }
+
+    /// Adds the first `iterations` iterations to the table, as
+    /// [`crate::store::export::pass_at_1_table`] does with a whole record.
+    pub fn add_to(
+        &self,
+        builder: &mut PassAt1Builder,
+        problem_id: &str,
+        iterations: usize,
+    ) -> Result<(), PassAt1Error> {
+        for (t, candidates) in self.by_iteration.iter().enumerate().take(iterations) {
+            for c in candidates {
+                builder.record_score(problem_id, t, c.score, c.undecided, c.disagreement)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `x` after printing and parsing it as JSON (unchanged when it cannot be printed).
+fn as_stored(x: f64) -> f64 {
+    serde_json::to_string(&x)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(x)
+}
+
+/// The run's outputs as stored: Pass@1 over every done problem, problem counts, usage.
+pub struct StoredOutputs {
+    pub table: PassAt1Table,
+    pub problems_total: usize,
+    pub problems_done: usize,
+    pub problems_failed: Vec<FailedProblem>,
+    pub usage_by_role: BTreeMap<String, RoleUsage>,
+}
+
+/// Writes `results.jsonl` (each done problem once, in dataset order), the
+/// `problems/<id>.json` files this process did not write, and `pass_at_1.*`; returns what
+/// `run.json` needs. `written` is what this process's result writer wrote.
+pub async fn rebuild_outputs(
+    store: &RunStore,
+    dir: &RunDir,
+    iterations: u32,
+    written: WrittenOutputs,
+) -> anyhow::Result<StoredOutputs> {
+    let dir = dir.clone();
+    let store_path = store.path().to_path_buf();
+    // One blocking task over the store's read connection: it interleaves reads of earlier
+    // records with file writes, so at most one such record is in memory at a time.
+    store
+        .read(move |reader| {
+            Ok(assemble(
+                reader,
+                &store_path,
+                &dir,
+                iterations as usize,
+                &written,
+            ))
+        })
+        .await?
+}
+
+fn assemble(
+    reader: &StoreReader,
+    store_path: &Path,
+    dir: &RunDir,
+    iterations: usize,
+    written: &WrittenOutputs,
+) -> anyhow::Result<StoredOutputs> {
+    let started = std::time::Instant::now();
+    let problems = reader.problems()?;
+    let done = reader.done_problem_ids()?;
+    let mut builder =
+        PassAt1Builder::new(problems.iter().map(|p| p.problem_id.clone()), iterations);
+    let mut results = dir.begin_results_rewrite()?;
+    let mut from_store = 0usize;
+    for id in &done {
+        let mine = written.get(id);
+        let copied = match mine {
+            Some(w) => results.copy_appended(w.line)?,
+            None => false,
+        };
+        if !copied {
+            let json = reader.record_json(id)?.with_context(|| {
+                format!("{}: problem `{id}` lost its record", store_path.display())
+            })?;
+            results.push_json(&json)?;
+            if mine.is_none() {
+                // Finished by an earlier process.
+                from_store += 1;
+                JudgedScores::parse(&json)
+                    .with_context(|| {
+                        format!(
+                            "{}: problems.record_json of `{id}` is not valid",
+                            store_path.display()
+                        )
+                    })?
+                    .add_to(&mut builder, id, iterations)?;
+                dir.ensure_problem_file(id, &json)?;
+            }
+        }
+        if let Some(w) = mine {
+            w.scores.add_to(&mut builder, id, iterations)?;
+        }
+    }
+    results.finish()?;
+    let table = builder.build();
+    dir.write_pass_at_1(&table)?;
+    tracing::debug!(
+        done = done.len(),
+        from_store,
+        ms = started.elapsed().as_millis() as u64,
+        "outputs rebuilt"
+    );
+    Ok(StoredOutputs {
+        table,
+        problems_total: problems.len(),
+        problems_done: done.len(),
+        problems_failed: failed(&problems),
+        usage_by_role: usage(reader.usage_by_role()?),
+    })
+}
+
+fn failed(problems: &[StoredProblem]) -> Vec<FailedProblem> {
+    problems
+        .iter()
+        .filter(|p| p.status == "failed")
+        .map(|p| FailedProblem {
+            problem_id: p.problem_id.clone(),
+            error: p.error.clone().unwrap_or_default(),
+        })
+        .collect()
+}
+
+fn usage(rows: Vec<RoleUsageRow>) -> BTreeMap<String, RoleUsage> {
+    rows.into_iter()
+        .map(|u| {
+            let usage = RoleUsage {
+                calls: u.calls,
+                failed: u.failed,
+                prompt_tokens: u.prompt_tokens,
+                completion_tokens: u.completion_tokens,
+            };
+            (u.role, usage)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "outputs_tests.rs"]
+mod tests;
