@@ -1,7 +1,8 @@
 //! The store-backed call executor: replays stored outcomes, records new ones.
 //!
 //! Sits between the role pools (and the judge) and the model client. For a call whose key
-//! is in the store and whose prompt is byte-identical (same SHA-256) it returns the stored
+//! is in the store and whose prompt is byte-identical (same prompt id, a digest of the
+//! text: [`super::chunks::prompt_id`]) it returns the stored
 //! outcome without touching the network; otherwise it sends the call and waits until the
 //! outcome is *committed* before handing it back. That order is what makes a SIGKILL
 //! cheap: anything the strategy has seen is on disk, so a resumed run re-sends only the
@@ -22,7 +23,8 @@ use tmas_actors::wire::ChatRequest;
 use tokio_util::sync::CancellationToken;
 
 use super::RunStore;
-use super::rows::{CallRow, Fact, now_ms, prompt_text, sha256_hex};
+use super::chunks::prompt_id;
+use super::rows::{CallRow, Fact, now_ms, prompt_text};
 
 /// Failure kinds that say "the run stopped", not "the endpoint failed": never stored, so
 /// resume makes those calls for real.
@@ -158,11 +160,11 @@ impl CallExecutor for StoreExecutor {
                 let lookup = store
                     .read(move |reader| {
                         let stored = reader.call(&k)?;
-                        Ok(stored.map(|s| (s, sha256_hex(&prompt_text(&messages)))))
+                        Ok(stored.map(|s| (s, prompt_id(&prompt_text(&messages)))))
                     })
                     .await;
                 match lookup {
-                    Ok(Some((stored, sha))) if sha == stored.prompt_sha256 => {
+                    Ok(Some((stored, id))) if id == stored.prompt_id => {
                         counts.replayed.fetch_add(1, Ordering::Relaxed);
                         return stored.outcome;
                     }

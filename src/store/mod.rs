@@ -2,8 +2,11 @@
 //! everything a run computed, so an interrupted run can be resumed without re-sending any
 //! finished call. Schema and queries: `docs/run-store.md`.
 //!
-//! - [`schema`]: tables and the version check; [`lock`]: one process per run directory.
+//! - [`schema`]: tables and the version check (`migrate`: older versions);
+//!   [`lock`]: one process per run directory.
 //! - [`rows`] + `writer`: the facts and the single writer thread (group commit).
+//! - [`chunks`] + [`prompts`]: prompts stored as content-defined chunks, shared between
+//!   prompts that quote the same text.
 //! - [`read`]: queries; [`executor`]: the replaying/recording call executor;
 //!   [`sink`]: bank versions; [`resume`]: which config changes a resume accepts;
 //!   [`export`]: `tmas export`.
@@ -12,9 +15,12 @@
 //! runtime never blocks on SQLite and transactions never interleave. Reads (replay
 //! lookups) use a second connection; WAL lets them run while the writer commits.
 
+pub mod chunks;
 pub mod executor;
 pub mod export;
 pub mod lock;
+mod migrate;
+pub mod prompts;
 pub mod read;
 pub mod resume;
 pub mod rows;

@@ -24,10 +24,11 @@ pub struct StoredProblem {
     pub error: Option<String>,
 }
 
-/// A stored call outcome and the hash of the prompt it answered.
+/// A stored call outcome and the id of the prompt it answered.
 #[derive(Debug, Clone)]
 pub struct StoredCall {
-    pub prompt_sha256: String,
+    /// [`super::chunks::prompt_id`] of the prompt.
+    pub prompt_id: String,
     pub outcome: CallOutcome,
 }
 
@@ -205,7 +206,7 @@ impl StoreReader {
     pub fn call(&self, key: &str) -> Result<Option<StoredCall>, StoreError> {
         self.conn
             .prepare_cached(
-                "SELECT prompt_sha256, ok, content, reasoning, finish_reason, prompt_tokens, \
+                "SELECT prompt_id, ok, content, reasoning, finish_reason, prompt_tokens, \
                  completion_tokens, latency_ms, endpoint, attempts, max_tokens_sent, \
                  error_kind, error_message FROM calls WHERE call_key = ?1",
             )
@@ -233,13 +234,25 @@ impl StoreReader {
                         })
                     };
                     Ok(StoredCall {
-                        prompt_sha256: r.get(0)?,
+                        prompt_id: r.get(0)?,
                         outcome,
                     })
                 })
                 .optional()
             })
             .map_err(|e| self.err("reading a stored call", e))
+    }
+
+    /// The full text of a stored prompt (`calls.prompt_id`), reassembled from its chunks.
+    pub fn prompt_text(&self, id: &str) -> Result<Option<String>, StoreError> {
+        super::prompts::read(&self.conn, id).map_err(|e| match e {
+            super::prompts::PromptReadError::Sql(e) => self.err("reading a prompt", e),
+            corrupt => StoreError::Corrupt {
+                path: self.path.clone(),
+                what: "prompt text".into(),
+                reason: corrupt.to_string(),
+            },
+        })
     }
 
     /// Calls, failed calls, prompt and completion tokens per role, over every stored call.

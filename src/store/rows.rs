@@ -88,7 +88,8 @@ pub fn prompt_text(messages: &[ChatMessage]) -> Arc<str> {
     }
 }
 
-/// Hex SHA-256 of a prompt: the key of the content-addressed `prompts` table.
+/// Hex SHA-256 of a text (the digest of the prompt templates in `meta`; prompts in the
+/// store are keyed by [`super::chunks::prompt_id`] instead).
 pub fn sha256_hex(text: &str) -> String {
     use sha2::Digest;
     let digest = sha2::Sha256::digest(text.as_bytes());

@@ -7,10 +7,87 @@
 
 use rusqlite::Connection;
 
-/// Version of the schema below; bump it (and add a migration) on any change.
-pub const SCHEMA_VERSION: i64 = 1;
+/// Version of the schema below; bump it (and add a migration to [`super::migrate`]) on
+/// any change. 2: prompts as content-defined chunks (`prompt_chunks`, `prompts.chunks`,
+/// view `prompt_texts`), `calls.prompt_id` instead of `calls.prompt_sha256`, no
+/// `candidates.solution`, no `calls_by_problem` index.
+pub const SCHEMA_VERSION: i64 = 2;
 
-/// Every table, created in one transaction when the database is new.
+/// Page size of a new store, set explicitly because it was measured (docs/run-store.md):
+/// on `tmas bench eval --problems 40 --iterations 3`, 8 KiB and 16 KiB pages made a larger
+/// file (4-8 KB prompt chunks pack badly into 8 KiB pages) and more bytes written (each
+/// small commit rewrites whole partly-filled leaf pages), so SQLite's default 4 KiB
+/// stays. It can only be chosen before the first table exists.
+pub const PAGE_SIZE: i64 = 4096;
+
+/// The view that reassembles prompts from their chunks, for `sqlite3` users. No
+/// `group_concat(… ORDER BY …)` (SQLite 3.44+): the chunks are ordered in a subquery,
+/// which older shells (Debian 12's 3.40) also accept.
+pub const PROMPT_TEXTS_VIEW: &str = r#"
+CREATE VIEW IF NOT EXISTS prompt_texts AS
+SELECT p.id AS id, p.bytes AS bytes,
+       COALESCE((SELECT group_concat(part, '') FROM
+                   (SELECT c.text AS part FROM json_each(p.chunks) AS j
+                    JOIN prompt_chunks AS c ON c.hash = j.value
+                    ORDER BY j.key)), '') AS text
+FROM prompts AS p;
+"#;
+
+/// Each candidate's solution reply: the `content` of its solution call (the solution the
+/// method used is that text without `<think>` blocks, trimmed: `problems.record_json`).
+pub const CANDIDATE_SOLUTIONS_VIEW: &str = r#"
+CREATE VIEW IF NOT EXISTS candidate_solutions AS
+SELECT d.problem_id AS problem_id, d.iteration AS iteration, d.candidate AS candidate,
+       c.call_key AS call_key, c.content AS reply
+FROM candidates AS d
+JOIN calls AS c ON c.call_key =
+     d.problem_id || '/it' || d.iteration || '/solution/c' || d.candidate || '/a0';
+"#;
+
+/// The prompt tables: chunks stored once (`prompt_chunks`), and per distinct prompt its
+/// byte length and chunk list, a JSON array of `prompt_chunks.hash` in order
+/// (`prompts.chunks`); see [`super::chunks`].
+pub const PROMPT_TABLES: &str = r#"
+CREATE TABLE IF NOT EXISTS prompt_chunks (
+    hash TEXT PRIMARY KEY,
+    text TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS prompts (
+    id     TEXT PRIMARY KEY,
+    bytes  INTEGER NOT NULL,
+    chunks TEXT NOT NULL
+);
+"#;
+
+/// Every finished model call; `prompt_id` is [`super::chunks::prompt_id`] of its prompt.
+pub const CALLS: &str = r#"
+CREATE TABLE IF NOT EXISTS calls (
+    call_key          TEXT PRIMARY KEY,
+    problem_id        TEXT NOT NULL,
+    iteration         INTEGER NOT NULL,
+    role              TEXT NOT NULL,
+    candidate         INTEGER,
+    idx               INTEGER,
+    attempt           INTEGER NOT NULL,
+    prompt_id         TEXT NOT NULL REFERENCES prompts(id),
+    request_json      TEXT NOT NULL,
+    ok                INTEGER NOT NULL,
+    content           TEXT,
+    reasoning         TEXT,
+    finish_reason     TEXT,
+    prompt_tokens     INTEGER,
+    completion_tokens INTEGER,
+    latency_ms        INTEGER,
+    endpoint          TEXT,
+    attempts          INTEGER,
+    max_tokens_sent   INTEGER,
+    error_kind        TEXT,
+    error_message     TEXT,
+    completed_at_ms   INTEGER NOT NULL
+);
+"#;
+
+/// The other tables (the schema is `CREATE`, `PROMPT_TABLES`, `CALLS` and the views).
 pub const CREATE: &str = r#"
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
@@ -27,36 +104,6 @@ CREATE TABLE IF NOT EXISTS problems (
     record_json      TEXT,
     updated_at_ms    INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS prompts (
-    sha256 TEXT PRIMARY KEY,
-    bytes  INTEGER NOT NULL,
-    text   TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS calls (
-    call_key          TEXT PRIMARY KEY,
-    problem_id        TEXT NOT NULL,
-    iteration         INTEGER NOT NULL,
-    role              TEXT NOT NULL,
-    candidate         INTEGER,
-    idx               INTEGER,
-    attempt           INTEGER NOT NULL,
-    prompt_sha256     TEXT NOT NULL REFERENCES prompts(sha256),
-    request_json      TEXT NOT NULL,
-    ok                INTEGER NOT NULL,
-    content           TEXT,
-    reasoning         TEXT,
-    finish_reason     TEXT,
-    prompt_tokens     INTEGER,
-    completion_tokens INTEGER,
-    latency_ms        INTEGER,
-    endpoint          TEXT,
-    attempts          INTEGER,
-    max_tokens_sent   INTEGER,
-    error_kind        TEXT,
-    error_message     TEXT,
-    completed_at_ms   INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS calls_by_problem ON calls(problem_id, iteration, role);
 CREATE TABLE IF NOT EXISTS bank_versions (
     problem_id    TEXT NOT NULL,
     bank          TEXT NOT NULL,
@@ -73,7 +120,6 @@ CREATE TABLE IF NOT EXISTS candidates (
     branch         TEXT NOT NULL,
     mode           TEXT NOT NULL,
     status         TEXT NOT NULL,
-    solution       TEXT,
     scores_json    TEXT NOT NULL,
     average_score  REAL,
     fully_verified INTEGER NOT NULL,
@@ -123,6 +169,8 @@ pub enum SchemaError {
         found: i64,
         supported: i64,
     },
+    #[error("{path} has store schema version {found}, which no tmas wrote; it is not a run store")]
+    Unknown { path: String, found: i64 },
     #[error("{path}: {context}: {source}")]
     Sql {
         path: String,
@@ -153,11 +201,38 @@ pub fn ensure(conn: &mut Connection, path: &str) -> Result<(), SchemaError> {
     if found == SCHEMA_VERSION {
         return Ok(());
     }
+    if found == 0 {
+        let tables: i64 = conn
+            .query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(sql("inspecting the database"))?;
+        if tables == 0 {
+            conn.pragma_update(None, "page_size", PAGE_SIZE)
+                .map_err(sql("setting the page size"))?;
+        }
+    }
     let tx = conn
         .transaction()
         .map_err(sql("starting the schema transaction"))?;
-    tx.execute_batch(CREATE)
-        .map_err(sql("creating the tables"))?;
+    match found {
+        0 => {
+            for part in [
+                CREATE,
+                PROMPT_TABLES,
+                CALLS,
+                PROMPT_TEXTS_VIEW,
+                CANDIDATE_SOLUTIONS_VIEW,
+            ] {
+                tx.execute_batch(part).map_err(sql("creating the tables"))?;
+            }
+        }
+        1 => super::migrate::from_v1(&tx).map_err(sql("migrating from schema version 1"))?,
+        other => {
+            return Err(SchemaError::Unknown {
+                path: path.to_owned(),
+                found: other,
+            });
+        }
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
         .map_err(sql("setting the schema version"))?;
     tx.commit().map_err(sql("committing the schema"))?;
@@ -185,6 +260,24 @@ mod tests {
         assert!(
             err.to_string()
                 .contains(&format!("version {}", SCHEMA_VERSION + 1)),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_new_database_gets_the_page_size_and_an_unknown_version_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("db")).unwrap();
+        ensure(&mut conn, "db").unwrap();
+        let size: i64 = conn
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(size, PAGE_SIZE);
+        let mut odd = Connection::open_in_memory().unwrap();
+        odd.pragma_update(None, "user_version", -3).unwrap();
+        let err = ensure(&mut odd, "odd").unwrap_err().to_string();
+        assert!(
+            err.contains("version -3") && err.contains("not a run store"),
             "{err}"
         );
     }

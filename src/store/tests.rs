@@ -81,26 +81,33 @@ async fn calls_round_trip_and_a_shared_prompt_is_stored_once() {
         .await
         .unwrap();
 
-    let (keys, v1, f, prompts) = store
+    let (keys, v1, f, prompts, text) = store
         .read(move |r| {
             let prompts: i64 = r
                 .conn_for_tests()
                 .query_row("SELECT COUNT(*) FROM prompts", [], |row| row.get(0))
                 .unwrap();
+            let v1 = r.call("p1/it1/verification/c0/v1/a0")?;
+            let text = match &v1 {
+                Some(call) => r.prompt_text(&call.prompt_id)?,
+                None => None,
+            };
             Ok((
                 r.call_keys()?,
-                r.call("p1/it1/verification/c0/v1/a0")?,
+                v1,
                 r.call(&failed.to_string())?,
                 prompts,
+                text,
             ))
         })
         .await
         .unwrap();
+    assert_eq!(text.as_deref(), Some(&*prompt));
     assert_eq!(keys.len(), 4);
     assert_eq!(prompts, 2, "three calls shared one prompt");
     let v1 = v1.unwrap();
     assert_eq!(v1.outcome.unwrap(), response("v1"));
-    assert_eq!(v1.prompt_sha256, rows::sha256_hex(&prompt));
+    assert_eq!(v1.prompt_id, chunks::prompt_id(&prompt));
     assert_eq!(f.unwrap().outcome.unwrap_err(), failure);
     store.close().await.unwrap();
 }
@@ -208,4 +215,56 @@ async fn writes_after_close_fail_instead_of_vanishing() {
         .write(Fact::Meta(vec![("k".into(), "v".into())]))
         .await;
     assert!(err.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_store_exports_read_only_as_it_is_and_is_migrated_when_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(DB_FILE);
+    let long: String = (0..3000).map(|i| format!("claim {i} holds\n")).collect();
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        migrate::tests::v1_store(&conn, &long);
+        conn.execute(
+            "INSERT INTO problems (problem_id, ordinal, question, reference_answer, \
+             updated_at_ms) VALUES ('p', 0, 'q?', '42', 1)",
+            [],
+        )
+        .unwrap();
+    }
+    // Export opens read-only and does not migrate: the tables it reads are unchanged.
+    let reader = StoreReader::open_read_only(&path).unwrap();
+    let mut out = Vec::new();
+    export::write_jsonl(&reader, &mut out).unwrap();
+    let line: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(line["problem_id"], "p");
+    assert_eq!(reader.usage_by_role().unwrap()[0].calls, 4);
+    drop(reader);
+    let version = |path: &std::path::Path| -> i64 {
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(version(&path), 1, "export left the store as it was");
+
+    // Resuming migrates; unchanged prompts are still recognised.
+    let store = RunStore::open(dir.path()).unwrap();
+    let (call, text) = store
+        .read(|r| {
+            let call = r.call("p/it0/verification/c0/v1/a0")?;
+            let text = match &call {
+                Some(c) => r.prompt_text(&c.prompt_id)?,
+                None => None,
+            };
+            Ok((call, text))
+        })
+        .await
+        .unwrap();
+    let call = call.unwrap();
+    assert_eq!(call.prompt_id, chunks::prompt_id(&long));
+    assert_eq!(text.as_deref(), Some(long.as_str()));
+    store.close().await.unwrap();
+    drop(store);
+    assert_eq!(version(&path), SCHEMA_VERSION);
 }

@@ -8,49 +8,24 @@
 //! commit is a write to the WAL file without fsync: it survives the process being killed
 //! (not a power cut), which is what resume needs.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 
 use rusqlite::{Connection, Transaction, params};
 use serde::Serialize;
 
+use super::prompts::{self, PromptCache};
 use super::rows::{CallRow, Envelope, Fact, ProblemRow, StatusRow, WriteResult};
-use super::rows::{now_ms, prompt_text, sha256_hex};
+use super::rows::{now_ms, prompt_text};
 use crate::engine::run_dir::ProblemRecord;
 
 /// Most facts in one transaction.
 pub const MAX_BATCH: usize = 1000;
 
-/// Prompts whose hash is known, by identity of the shared text: the M verification calls
-/// of a candidate share one `Arc<str>`, so it is hashed and inserted once.
-struct PromptCache {
-    recent: VecDeque<(Arc<str>, String)>,
-}
-
-impl PromptCache {
-    const SIZE: usize = 512;
-
-    fn hash(&mut self, text: &Arc<str>) -> (String, bool) {
-        if let Some((_, h)) = self.recent.iter().find(|(t, _)| Arc::ptr_eq(t, text)) {
-            return (h.clone(), false);
-        }
-        let h = sha256_hex(text);
-        if self.recent.len() == Self::SIZE {
-            self.recent.pop_front();
-        }
-        // Holding the Arc keeps the pointer from being reused by another text.
-        self.recent.push_back((text.clone(), h.clone()));
-        (h, true)
-    }
-}
-
 /// Runs until a `Close` fact arrives or every sender is gone. `on_error` is told about
 /// each failed batch (the first one stops the run).
 pub fn run(mut conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn(&str)) {
-    let mut cache = PromptCache {
-        recent: VecDeque::new(),
-    };
+    let mut cache = PromptCache::default();
     loop {
         let Ok(first) = rx.recv() else { break };
         let mut batch = vec![first];
@@ -62,6 +37,8 @@ pub fn run(mut conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn(&str)
         }
         let closing = batch.iter().any(|e| matches!(e.fact, Fact::Close));
         let result: WriteResult = commit(&mut conn, &batch, &mut cache).map_err(|e| {
+            // The batch was rolled back: the cache may name prompts it never committed.
+            cache.clear();
             let text: Arc<str> = describe(&e).into();
             on_error(&text);
             text
@@ -165,14 +142,7 @@ fn insert_call(
     row: &CallRow,
     cache: &mut PromptCache,
 ) -> rusqlite::Result<()> {
-    let prompt = prompt_text(&row.messages);
-    let (sha, fresh) = cache.hash(&prompt);
-    if fresh {
-        tx.prepare_cached(
-            "INSERT OR IGNORE INTO prompts (sha256, bytes, text) VALUES (?1, ?2, ?3)",
-        )?
-        .execute(params![sha, prompt.len() as i64, &*prompt])?;
-    }
+    let prompt_id = prompts::insert(tx, &prompt_text(&row.messages), cache)?;
     let request = serde_json::json!({
         "group": &*row.group,
         "messages": row.messages.iter().map(|m| serde_json::json!({
@@ -188,7 +158,7 @@ fn insert_call(
     let k = &row.key;
     let mut stmt = tx.prepare_cached(
         "INSERT OR REPLACE INTO calls (call_key, problem_id, iteration, role, candidate, idx, \
-         attempt, prompt_sha256, request_json, ok, content, reasoning, finish_reason, \
+         attempt, prompt_id, request_json, ok, content, reasoning, finish_reason, \
          prompt_tokens, completion_tokens, latency_ms, endpoint, attempts, max_tokens_sent, \
          error_kind, error_message, completed_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
          ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
@@ -202,7 +172,7 @@ fn insert_call(
             k.candidate,
             k.index,
             k.attempt,
-            sha,
+            prompt_id,
             request.to_string(),
             1,
             &*r.content,
@@ -226,7 +196,7 @@ fn insert_call(
             k.candidate,
             k.index,
             k.attempt,
-            sha,
+            prompt_id,
             request.to_string(),
             0,
             None::<String>,
@@ -286,9 +256,11 @@ fn insert_done(
     for (t, it) in record.outcome.iterations.iter().enumerate() {
         for c in &it.candidates {
             tx.prepare_cached(
+                // No solution column: the solution call's `calls.content` holds it (view
+                // `candidate_solutions`), and so does `record_json`.
                 "INSERT INTO candidates (problem_id, iteration, candidate, branch, mode, status, \
-                 solution, scores_json, average_score, fully_verified) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                 scores_json, average_score, fully_verified) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?
             .execute(params![
                 p,
@@ -297,7 +269,6 @@ fn insert_done(
                 variant_name(&c.branch),
                 variant_name(&c.mode),
                 variant_name(&c.status),
-                c.solution.as_deref(),
                 json(&c.scores),
                 c.average_score,
                 c.fully_verified
@@ -374,9 +345,7 @@ mod tests {
     fn a_full_disk_fails_the_batch_with_a_clear_message_and_keeps_earlier_commits() {
         let mut conn = Connection::open_in_memory().unwrap();
         crate::store::schema::ensure(&mut conn, "mem").unwrap();
-        let mut cache = PromptCache {
-            recent: VecDeque::new(),
-        };
+        let mut cache = PromptCache::default();
         commit(&mut conn, &[meta("kept", "yes".into())], &mut cache).unwrap();
         // A page limit makes SQLite report SQLITE_FULL, as a full disk does.
         let pages: i64 = conn
