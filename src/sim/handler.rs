@@ -149,7 +149,11 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
         );
     }
     let texts: Vec<_> = parsed.messages.iter().map(|m| m.text()).collect();
-    let prompt = texts.join("\n");
+    // One message (every TMAS call) is borrowed, not copied: prompts reach 350 KB.
+    let prompt: std::borrow::Cow<'_, str> = match texts.as_slice() {
+        [only] => std::borrow::Cow::Borrowed(only.as_ref()),
+        _ => std::borrow::Cow::Owned(texts.join("\n")),
+    };
     if opts.record_requests > 0 {
         st.counters
             .record(opts.record_requests, record(&headers, &parsed, &texts));

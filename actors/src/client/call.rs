@@ -20,6 +20,7 @@ use tracing::Instrument;
 use crate::wire::{CallTags, ChatRequest, ChatResponse};
 
 use super::body::encode_request;
+use super::body_cache::{BodyCache, EncodedBody};
 use super::config::ResiliencePolicy;
 use super::endpoint::{Endpoint, Health, Limiter, take};
 use super::error::ClientError;
@@ -39,6 +40,8 @@ pub(crate) struct Shared {
     pub policy: ResiliencePolicy,
     pub health: Arc<Health>,
     pub cancel: CancellationToken,
+    /// Bodies of recent calls, reused by calls that share their prompt.
+    pub bodies: BodyCache,
 }
 
 /// Holds a global and an endpoint slot; releasing it updates the in-flight counters.
@@ -215,6 +218,30 @@ impl Shared {
         if let Some(i) = cache.iter().position(|p| Arc::ptr_eq(&p.endpoint, ep)) {
             return Ok(&cache[i]);
         }
+        let encoded = match self.bodies.get(ep.name(), request) {
+            Some(shared) => shared,
+            None => {
+                let encoded = self.encode(ep, request).await?;
+                self.bodies.put(ep.name(), request, &encoded);
+                encoded
+            }
+        };
+        cache.push(Prepared {
+            endpoint: ep.clone(),
+            budget_tokens: encoded.prompt_tokens.saturating_add(encoded.max_tokens),
+            body: encoded.body,
+            max_tokens: encoded.max_tokens,
+        });
+        Ok(&cache[cache.len() - 1])
+    }
+
+    /// Counts the prompt's tokens, fits `max_tokens` to the endpoint's window and
+    /// serializes the body.
+    async fn encode(
+        &self,
+        ep: &Arc<Endpoint>,
+        request: &ChatRequest,
+    ) -> Result<EncodedBody, ClientError> {
         let prompt_tokens = ep.counter.count_async(&request.messages).await;
         let max_tokens = fit_max_tokens(
             ep.name(),
@@ -231,13 +258,11 @@ impl Shared {
                 ),
             }
         })?;
-        cache.push(Prepared {
-            endpoint: ep.clone(),
+        Ok(EncodedBody {
             body,
             max_tokens,
-            budget_tokens: prompt_tokens.saturating_add(max_tokens),
-        });
-        Ok(&cache[cache.len() - 1])
+            prompt_tokens,
+        })
     }
 
     /// Make one call with routing, retries and outage waits.

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::strategy::{CallExecutor, CallFailure, CallOutcome};
 use crate::wire::{ChatRequest, ChatResponse};
 
+use super::body_cache::BodyCache;
 use super::call::Shared;
 use super::config::{ClientConfig, TokenEstimate};
 use super::endpoint::{Endpoint, Health, per_minute};
@@ -155,6 +156,7 @@ impl ModelClient {
             policy: config.policy.clone(),
             health,
             cancel: CancellationToken::new(),
+            bodies: BodyCache::new(BodyCache::DEFAULT_CAPACITY),
         };
         Ok(ModelClient {
             inner: Arc::new(Inner {

@@ -18,6 +18,7 @@
 //! - `telemetry`: each HTTP attempt's span (GenAI conventions), `traceparent`, metrics.
 
 mod body;
+mod body_cache;
 mod call;
 pub mod config;
 mod endpoint;
