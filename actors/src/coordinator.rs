@@ -45,6 +45,9 @@ pub struct RoleRoute {
     pub pool: RolePool,
     /// Endpoint group passed to the executor.
     pub group: Arc<str>,
+    /// The role's position in the runner's role list, which lists roles in the order an
+    /// iteration uses them: with the iteration, how far along a call's problem is.
+    pub stage: u32,
 }
 
 /// Role name → route; shared by all coordinators of a run.
@@ -84,8 +87,11 @@ pub struct CoordinatorArgs<O> {
     pub routes: Routes,
     pub banks: Vec<BankInit>,
     pub sink: Arc<dyn BankSink>,
-    /// Pool priority of every call of this problem (larger runs earlier).
+    /// Pool priority of this problem's calls (larger runs earlier) …
     pub priority: i64,
+    /// … minus this much per step of progress of the call (`iteration × stages + stage`;
+    /// 0: the same priority for every call of the problem).
+    pub priority_per_step: i64,
     /// The problem's span; iteration spans are its children.
     pub span: tracing::Span,
     pub report: ReportFn<O>,
@@ -121,6 +127,9 @@ pub struct CoordinatorState<O> {
     banks: HashMap<Arc<str>, ActorRef<BankMsg>>,
     bank_ids: HashMap<ActorId, Arc<str>>,
     priority: i64,
+    priority_per_step: i64,
+    /// Number of roles (stages per iteration).
+    stages: u32,
     span: tracing::Span,
     report: Option<ReportFn<O>>,
     calls_out: usize,
@@ -236,8 +245,12 @@ impl<O: Send + 'static> CoordinatorState<O> {
             // Fails only if the problem was already given up; nothing waits then.
             let _ = me.send_message(CoordinatorMsg::CallDone { key, outcome });
         });
+        let step = i64::from(spec.key.iteration) * i64::from(self.stages) + i64::from(route.stage);
+        let priority = self
+            .priority
+            .saturating_sub(self.priority_per_step.saturating_mul(step));
         let job = Job::new(spec, route.group.clone(), reply)
-            .with_priority(self.priority)
+            .with_priority(priority)
             .with_span(span);
         route.pool.submit(job);
     }
@@ -359,10 +372,12 @@ impl<O: Send + 'static> Actor for Coordinator<O> {
             banks,
             sink,
             priority,
+            priority_per_step,
             span,
             report,
             stats,
         } = args;
+        let stages = u32::try_from(routes.len()).unwrap_or(u32::MAX);
         let mut state = CoordinatorState {
             problem: problem.clone(),
             strategy: Some(strategy),
@@ -370,6 +385,8 @@ impl<O: Send + 'static> Actor for Coordinator<O> {
             banks: HashMap::new(),
             bank_ids: HashMap::new(),
             priority,
+            priority_per_step,
+            stages,
             span,
             report: Some(report),
             calls_out: 0,

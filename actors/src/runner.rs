@@ -71,11 +71,34 @@ pub enum JobPriority {
     /// Calls of earlier-admitted problems first: drives problems to completion, which
     /// frees their admission slots sooner.
     OldestProblemFirst,
+    /// Calls of the problems that are least far along first — progress is (iteration,
+    /// position of the call's role in the role list) — then of earlier-admitted problems.
+    /// A problem held back by a slow call falls behind and then never queues behind
+    /// problems that are further along, so with long-tailed latencies the unluckiest
+    /// problem's dependency chain, not its waits, sets the end of the run
+    /// (docs/benchmarks.md, issue 6).
+    LeastProgressFirst,
+}
+
+impl JobPriority {
+    /// (base priority of a problem admitted `seq`-th, weight subtracted per step of
+    /// progress).
+    fn for_problem(self, seq: u64) -> (i64, i64) {
+        let older_first = i64::try_from(seq).map_or(i64::MIN / 2, |s| -s);
+        match self {
+            JobPriority::Fifo => (0, 0),
+            JobPriority::OldestProblemFirst => (older_first, 0),
+            // 2^32 per step dominates any admission rank below 2^32 problems.
+            JobPriority::LeastProgressFirst => (older_first, 1 << 32),
+        }
+    }
 }
 
 /// Everything the runner needs besides the problems, executor and sink.
 #[derive(Debug, Clone)]
 pub struct RunnerSettings {
+    /// One pool per role, listed in the order an iteration uses them (the stage order
+    /// of [`JobPriority::LeastProgressFirst`]).
     pub roles: Vec<RoleSettings>,
     pub admission: Admission,
     pub priority: JobPriority,
@@ -206,12 +229,14 @@ impl Runner {
             .roles
             .iter()
             .zip(&pools)
-            .map(|(r, pool)| {
+            .enumerate()
+            .map(|(stage, (r, pool))| {
                 (
                     r.role.clone(),
                     RoleRoute {
                         pool: pool.clone(),
                         group: r.group.clone(),
+                        stage: u32::try_from(stage).unwrap_or(u32::MAX),
                     },
                 )
             })
@@ -322,10 +347,7 @@ impl Runner {
             strategy,
             banks,
         } = job;
-        let priority = match self.settings.priority {
-            JobPriority::Fifo => 0,
-            JobPriority::OldestProblemFirst => i64::try_from(seq).map_or(i64::MIN, |s| -s),
-        };
+        let (priority, priority_per_step) = self.settings.priority.for_problem(seq);
         let report_tx = tx.clone();
         let args = CoordinatorArgs {
             problem: id.clone(),
@@ -334,6 +356,7 @@ impl Runner {
             banks,
             sink: self.sink.clone(),
             priority,
+            priority_per_step,
             span: problem_span(&id),
             stats: Some(self.stats.clone()),
             report: Box::new(move |result| {
@@ -389,4 +412,36 @@ where
     Runner::new(settings, executor, sink)?
         .run(problems, on_done)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JobPriority;
+
+    /// The pool runs larger priorities first; this is the priority a call of problem
+    /// `seq` at progress step `step` gets (what the coordinator computes).
+    fn call(p: JobPriority, seq: u64, step: u32) -> i64 {
+        let (base, per_step) = p.for_problem(seq);
+        base - per_step * i64::from(step)
+    }
+
+    #[test]
+    fn least_progress_first_puts_earlier_steps_ahead_of_older_problems() {
+        let p = JobPriority::LeastProgressFirst;
+        // A newer problem one step behind beats an older one …
+        assert!(call(p, 150, 0) > call(p, 3, 1));
+        // … and at the same step the older problem goes first.
+        assert!(call(p, 3, 2) > call(p, 150, 2));
+        assert!(call(p, 0, 99) > call(p, 1, 99));
+    }
+
+    #[test]
+    fn oldest_problem_first_ignores_iterations_and_fifo_is_flat() {
+        let p = JobPriority::OldestProblemFirst;
+        assert!(call(p, 3, 4) > call(p, 150, 0));
+        assert_eq!(
+            call(JobPriority::Fifo, 3, 4),
+            call(JobPriority::Fifo, 150, 0)
+        );
+    }
 }

@@ -49,6 +49,25 @@ impl EvalAdmission {
     }
 }
 
+/// Call priority (`run.call_priority`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvalCallPriority {
+    /// Calls of the problems least far along first, then older problems.
+    LeastProgressFirst,
+    /// Calls of earlier-started problems first.
+    OldestProblemFirst,
+}
+
+impl EvalCallPriority {
+    fn config_value(self) -> &'static str {
+        match self {
+            EvalCallPriority::LeastProgressFirst => "least-progress-first",
+            EvalCallPriority::OldestProblemFirst => "oldest-problem-first",
+        }
+    }
+}
+
 /// Knobs of the evaluation benchmark.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EvalBenchArgs {
@@ -76,6 +95,9 @@ pub struct EvalBenchArgs {
     /// Bound of the work-conserving policy (default: 2 × --max-concurrent-problems).
     #[arg(long)]
     pub max_active_problems: Option<usize>,
+    /// Which waiting call gets a free slot.
+    #[arg(long, value_enum, default_value_t = EvalCallPriority::LeastProgressFirst)]
+    pub call_priority: EvalCallPriority,
     /// Simulator latency: `fixed:200ms` or `lognormal:200ms:1.0`.
     #[arg(long, default_value = "fixed:200ms")]
     pub latency: String,
@@ -107,6 +129,7 @@ pub struct EvalBenchResult {
     pub admission: EvalAdmission,
     pub max_concurrent_problems: usize,
     pub max_active_problems: usize,
+    pub call_priority: EvalCallPriority,
     pub latency: String,
     pub solution_bytes: usize,
     pub summary_bytes: usize,
@@ -255,6 +278,7 @@ async fn run_in(
         admission: args.admission,
         max_concurrent_problems: args.max_concurrent_problems,
         max_active_problems: max_active,
+        call_priority: args.call_priority,
         latency: args.latency.clone(),
         solution_bytes: args.solution_bytes,
         summary_bytes: args.summary_bytes,
@@ -351,6 +375,7 @@ max_concurrent_problems = {window}
 max_active_problems = {max_active}
 max_in_flight = {cap}
 admission = "{admission}"
+call_priority = "{priority}"
 out_dir = {out:?}
 
 [method]
@@ -371,6 +396,7 @@ context_window = 16777216
         seed = args.seed,
         window = args.max_concurrent_problems,
         admission = args.admission.config_value(),
+        priority = args.call_priority.config_value(),
         out = work.display().to_string(),
         n = args.n,
         m = args.m,
@@ -395,7 +421,7 @@ context_window = 16777216
 fn print_result(r: &EvalBenchResult) {
     let load = |l: Option<f64>| l.map_or("?".into(), |l| format!("{l:.2}"));
     println!(
-        "tmas bench eval: P={} N={} M={} T={}, in-flight {}, admission {} (window {}, max active {}), latency {}, solution {} B, summary {} B",
+        "tmas bench eval: P={} N={} M={} T={}, in-flight {}, admission {} (window {}, max active {}), {}, latency {}, solution {} B, summary {} B",
         r.problems,
         r.n,
         r.m,
@@ -404,6 +430,7 @@ fn print_result(r: &EvalBenchResult) {
         r.admission.config_value(),
         r.max_concurrent_problems,
         r.max_active_problems,
+        r.call_priority.config_value(),
         r.latency,
         r.solution_bytes,
         r.summary_bytes
@@ -474,6 +501,10 @@ mod tests {
         let c = bench_config(&w.args, 250, "http://127.0.0.1:9/v1", &dir).unwrap();
         assert_eq!(c.run.max_in_flight, 64);
         assert_eq!(c.run.admission, crate::config::Admission::Fixed);
+        assert_eq!(
+            c.run.call_priority,
+            crate::config::CallPriority::LeastProgressFirst
+        );
         assert_eq!(c.run.max_active_problems, Some(250));
         assert!(!c.judge.enabled);
         assert_eq!(c.roles.verification.pool_size, Some(64));

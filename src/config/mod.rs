@@ -36,7 +36,9 @@ pub use endpoints::{DEFAULT_GROUP, EMBEDDED_SIM, EndpointConfig, Role, RoleConfi
 pub use error::{ConfigErrors, ConfigIssue, KeyIssue, KeyPath};
 pub use layers::{CliOverride, ENV_PREFIX};
 pub use loader::{load, load_str, load_with};
-pub use schema::{Admission, JudgeConfig, MethodConfig, MethodName, ResilienceConfig, RunConfig};
+pub use schema::{
+    Admission, CallPriority, JudgeConfig, MethodConfig, MethodName, ResilienceConfig, RunConfig,
+};
 
 /// A whole configuration. Build it with [`load`] (file + environment + overrides) or
 /// [`Config::from_toml_str`]; deserializing it directly skips the defaults layer, so

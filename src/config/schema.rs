@@ -24,6 +24,19 @@ pub enum Admission {
     WorkConserving,
 }
 
+/// Which waiting calls get the next free slot (timing only: results never depend on it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CallPriority {
+    /// Calls of earlier-started problems first: drives problems to completion.
+    OldestProblemFirst,
+    /// Calls of the problems least far along (iteration, then stage within it) first,
+    /// then of older problems: a problem held back by a slow call never queues behind
+    /// ones further along, so a long-tailed latency does not leave one slow problem
+    /// running alone at the end.
+    LeastProgressFirst,
+}
+
 /// `[run]`: what to run and how much of it at once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -57,6 +70,8 @@ pub struct RunConfig {
     /// file means `2 × max_concurrent_problems`; [`super::load`] fills it in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_active_problems: Option<usize>,
+    /// Order in which waiting calls get free slots.
+    pub call_priority: CallPriority,
     /// After the first SIGINT/SIGTERM, how long to wait for calls in flight to finish
     /// (and be stored) before exiting; see docs/run-store.md.
     pub shutdown_grace_secs: u64,
@@ -76,6 +91,7 @@ impl Default for RunConfig {
             ids: None,
             admission: Admission::Fixed,
             max_active_problems: None,
+            call_priority: CallPriority::LeastProgressFirst,
             shutdown_grace_secs: 30,
         }
     }

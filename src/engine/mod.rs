@@ -41,7 +41,7 @@ use tmas_actors::strategy::{CallExecutor, Strategy};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::schema::Admission;
+use crate::config::schema::{Admission, CallPriority};
 use crate::config::{Config, Role};
 use crate::eval::dataset::{Dataset, Problem};
 use crate::eval::pass_at_1::PassAt1Table;
@@ -401,7 +401,10 @@ fn runner_settings(config: &Config) -> RunnerSettings {
         },
     };
     let mut settings = RunnerSettings::new(roles).with_admission(admission);
-    settings.priority = JobPriority::OldestProblemFirst;
+    settings.priority = match config.run.call_priority {
+        CallPriority::OldestProblemFirst => JobPriority::OldestProblemFirst,
+        CallPriority::LeastProgressFirst => JobPriority::LeastProgressFirst,
+    };
     settings
 }
 

@@ -20,6 +20,7 @@ const OPERATIONAL: &[&str] = &[
     "run.out_dir",
     "run.admission",
     "run.max_active_problems",
+    "run.call_priority",
     "run.shutdown_grace_secs",
     "method.iterations",
     "endpoints.*.base_url",
