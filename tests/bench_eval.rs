@@ -89,6 +89,23 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
     // (up to the millisecond rounding of stored latencies).
     assert!(v["wall_over_bound"].as_f64().unwrap() >= 0.99, "{text}");
     assert_eq!(v["admission"], "work-conserving", "{text}");
+    assert_eq!(v["call_priority"], "oldest-problem-first", "{text}");
+    // The last problem is one of the three, inside the run, and never shorter than its
+    // own chain.
+    let last = &v["last_problem"];
+    assert!(
+        last["problem"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("bench-")),
+        "{text}"
+    );
+    let (start, end, chain) = (
+        last["start_s"].as_f64().unwrap(),
+        last["end_s"].as_f64().unwrap(),
+        last["chain_s"].as_f64().unwrap(),
+    );
+    assert!(start >= 0.0 && end > start && chain > 0.0, "{text}");
+    assert!(end - start >= chain - 0.01, "{text}");
     // --keep-run leaves the run's store in place.
     assert!(keep.join("run").join("run.sqlite").is_file());
 }

@@ -26,7 +26,7 @@ use super::sim_process::SimProcess;
 use crate::config::Config;
 use crate::engine::{self, RunRequest};
 use crate::eval::dataset::{DatasetSpec, load_dataset};
-use chain::longest_chain_seconds;
+use chain::{LastProblem, chain_figures};
 
 pub mod chain;
 
@@ -96,7 +96,7 @@ pub struct EvalBenchArgs {
     #[arg(long)]
     pub max_active_problems: Option<usize>,
     /// Which waiting call gets a free slot.
-    #[arg(long, value_enum, default_value_t = EvalCallPriority::LeastProgressFirst)]
+    #[arg(long, value_enum, default_value_t = EvalCallPriority::OldestProblemFirst)]
     pub call_priority: EvalCallPriority,
     /// Simulator latency: `fixed:200ms` or `lognormal:200ms:1.0`.
     #[arg(long, default_value = "fixed:200ms")]
@@ -150,6 +150,9 @@ pub struct EvalBenchResult {
     pub bound_chain_s: f64,
     pub lower_bound_s: f64,
     pub wall_over_bound: f64,
+    /// The problem that finished last: start, end and own chain (what it waited for
+    /// slots is end − start − chain).
+    pub last_problem: Option<LastProblem>,
     pub cpu_s: f64,
     pub cpu_s_per_1k_calls: f64,
     pub peak_rss_mib: f64,
@@ -261,7 +264,7 @@ async fn run_in(
     let stat = |k: &str| stats.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
     let busy = stat("busy_seconds");
     let db = run_dir.join(crate::store::DB_FILE);
-    let chain = longest_chain_seconds(&db)?;
+    let (chain, last_problem) = chain_figures(&db)?;
     let store_bytes = std::fs::metadata(&db).map_or(0, |m| m.len())
         + std::fs::metadata(db.with_extension("sqlite-wal")).map_or(0, |m| m.len());
 
@@ -294,6 +297,7 @@ async fn run_in(
         bound_chain_s: chain,
         lower_bound_s: lower_bound,
         wall_over_bound: wall / lower_bound,
+        last_problem,
         cpu_s: cpu,
         cpu_s_per_1k_calls: if calls > 0 {
             cpu / calls as f64 * 1000.0
@@ -457,6 +461,16 @@ fn print_result(r: &EvalBenchResult) {
         "  wall / bound     {:.3}  (target <= 1.15)",
         r.wall_over_bound
     );
+    if let Some(p) = &r.last_problem {
+        println!(
+            "  last problem     {}: started at {:.1} s, ended at {:.1} s, own chain {:.1} s, waited {:.1} s",
+            p.problem,
+            p.start_s,
+            p.end_s,
+            p.chain_s,
+            p.waited_s()
+        );
+    }
     println!(
         "  CPU-s / 1k calls {:.3}  ({:.1} CPU-s; target <= 0.3, run store included)",
         r.cpu_s_per_1k_calls, r.cpu_s
@@ -503,7 +517,7 @@ mod tests {
         assert_eq!(c.run.admission, crate::config::Admission::Fixed);
         assert_eq!(
             c.run.call_priority,
-            crate::config::CallPriority::LeastProgressFirst
+            crate::config::CallPriority::OldestProblemFirst
         );
         assert_eq!(c.run.max_active_problems, Some(250));
         assert!(!c.judge.enabled);

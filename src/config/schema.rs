@@ -91,7 +91,7 @@ impl Default for RunConfig {
             ids: None,
             admission: Admission::Fixed,
             max_active_problems: None,
-            call_priority: CallPriority::LeastProgressFirst,
+            call_priority: CallPriority::OldestProblemFirst,
             shutdown_grace_secs: 30,
         }
     }

@@ -15,6 +15,28 @@ pub struct CallTiming {
     pub role: String,
     pub candidate: Option<u32>,
     pub seconds: f64,
+    /// When the call completed (ms since the Unix epoch, the store's clock).
+    pub completed_at_ms: i64,
+}
+
+/// The problem that finished last, and whether its own chain or waiting made it last.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LastProblem {
+    pub problem: String,
+    /// First call's start, seconds after the run's first call started.
+    pub start_s: f64,
+    /// Last call's end, seconds after the run's first call started.
+    pub end_s: f64,
+    /// Its own dependency chain (see [`longest_chain`]).
+    pub chain_s: f64,
+}
+
+impl LastProblem {
+    /// Time it spent neither in a call of its chain nor before its start: queueing for
+    /// slots (and the orchestrator's own handling between calls).
+    pub fn waited_s(&self) -> f64 {
+        (self.end_s - self.start_s - self.chain_s).max(0.0)
+    }
 }
 
 /// Reads every call's client-measured latency from the run store.
@@ -25,7 +47,10 @@ fn read_timings(db: &Path) -> anyhow::Result<Vec<CallTiming>> {
     )
     .with_context(|| format!("cannot open run store {}", db.display()))?;
     let mut stmt = conn
-        .prepare("SELECT problem_id, iteration, role, candidate, latency_ms FROM calls WHERE latency_ms IS NOT NULL")
+        .prepare(
+            "SELECT problem_id, iteration, role, candidate, latency_ms, completed_at_ms \
+             FROM calls WHERE latency_ms IS NOT NULL",
+        )
         .with_context(|| format!("{}: reading calls", db.display()))?;
     let rows = stmt
         .query_map([], |r| {
@@ -35,6 +60,7 @@ fn read_timings(db: &Path) -> anyhow::Result<Vec<CallTiming>> {
                 role: r.get(2)?,
                 candidate: r.get(3)?,
                 seconds: r.get::<_, i64>(4)? as f64 / 1000.0,
+                completed_at_ms: r.get(5)?,
             })
         })
         .with_context(|| format!("{}: reading calls", db.display()))?;
@@ -42,9 +68,30 @@ fn read_timings(db: &Path) -> anyhow::Result<Vec<CallTiming>> {
         .with_context(|| format!("{}: reading calls", db.display()))
 }
 
-/// [`longest_chain`] over the calls stored in the run store `db`.
-pub fn longest_chain_seconds(db: &Path) -> anyhow::Result<f64> {
-    Ok(longest_chain(&read_timings(db)?))
+/// [`longest_chain`] and [`last_problem`] over the calls stored in the run store `db`.
+pub fn chain_figures(db: &Path) -> anyhow::Result<(f64, Option<LastProblem>)> {
+    let calls = read_timings(db)?;
+    Ok((longest_chain(&calls), last_problem(&calls)))
+}
+
+/// The problem whose last call ended last, with its start, end and own chain.
+pub fn last_problem(calls: &[CallTiming]) -> Option<LastProblem> {
+    let start_ms = |c: &CallTiming| c.completed_at_ms - (c.seconds * 1000.0).round() as i64;
+    let t0 = calls.iter().map(start_ms).min()?;
+    let mut spans: HashMap<&str, (i64, i64)> = HashMap::new();
+    for c in calls {
+        let span = spans.entry(&c.problem).or_insert((i64::MAX, i64::MIN));
+        span.0 = span.0.min(start_ms(c));
+        span.1 = span.1.max(c.completed_at_ms);
+    }
+    let (&problem, &(start, end)) = spans.iter().max_by_key(|(id, (_, end))| (*end, *id))?;
+    let chain = problem_chains(calls).get(problem).copied().unwrap_or(0.0);
+    Some(LastProblem {
+        problem: problem.to_owned(),
+        start_s: (start - t0) as f64 / 1000.0,
+        end_s: (end - t0) as f64 / 1000.0,
+        chain_s: chain,
+    })
 }
 
 /// The longest per-problem dependency chain: per iteration, the slowest candidate path
@@ -52,6 +99,11 @@ pub fn longest_chain_seconds(db: &Path) -> anyhow::Result<f64> {
 /// the two bank calls; iterations add up. Verifications of a candidate count as parallel
 /// (re-asks of unparseable scores, rare without faults, are not chained).
 pub fn longest_chain(calls: &[CallTiming]) -> f64 {
+    problem_chains(calls).into_values().fold(0.0, f64::max)
+}
+
+/// Each problem's dependency chain (see [`longest_chain`]).
+fn problem_chains(calls: &[CallTiming]) -> HashMap<&str, f64> {
     #[derive(Default)]
     struct Cand {
         solution: f64,
@@ -86,9 +138,9 @@ pub fn longest_chain(calls: &[CallTiming]) -> f64 {
         }
     }
     problems
-        .values()
-        .map(|iters| {
-            iters
+        .into_iter()
+        .map(|(problem, iters)| {
+            let chain = iters
                 .values()
                 .map(|it| {
                     let slowest = it
@@ -98,9 +150,10 @@ pub fn longest_chain(calls: &[CallTiming]) -> f64 {
                         .fold(0.0, f64::max);
                     slowest + it.banks
                 })
-                .sum::<f64>()
+                .sum::<f64>();
+            (problem, chain)
         })
-        .fold(0.0, f64::max)
+        .collect()
 }
 
 #[cfg(test)]
@@ -114,7 +167,34 @@ mod tests {
             role: role.into(),
             candidate: cand,
             seconds: s,
+            completed_at_ms: 0,
         }
+    }
+
+    fn timed(problem: &str, role: &str, start_ms: i64, seconds: f64) -> CallTiming {
+        CallTiming {
+            completed_at_ms: start_ms + (seconds * 1000.0) as i64,
+            ..call(problem, 0, role, Some(0), seconds)
+        }
+    }
+
+    #[test]
+    fn last_problem_is_the_one_ending_last_with_its_wait() {
+        let calls = vec![
+            // p: starts at 0, chain 1 + 1 = 2 s, ends at 2 s.
+            timed("p", "solution", 1_000, 1.0),
+            timed("p", "verification", 2_000, 1.0),
+            // q: starts at 1 s, chain 1 + 1 = 2 s, but its verification waited 3 s.
+            timed("q", "solution", 2_000, 1.0),
+            timed("q", "verification", 6_000, 1.0),
+        ];
+        let last = last_problem(&calls).expect("two problems");
+        assert_eq!(last.problem, "q");
+        assert!((last.start_s - 1.0).abs() < 1e-9, "{last:?}");
+        assert!((last.end_s - 6.0).abs() < 1e-9, "{last:?}");
+        assert!((last.chain_s - 2.0).abs() < 1e-9, "{last:?}");
+        assert!((last.waited_s() - 3.0).abs() < 1e-9, "{last:?}");
+        assert_eq!(last_problem(&[]), None);
     }
 
     #[test]
