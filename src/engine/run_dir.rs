@@ -372,7 +372,8 @@ pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
 /// Keeps ASCII letters, digits, `-`, `_` and `.`; anything else becomes `_` (the same
 /// mapping the bank sink uses).
 pub fn safe_file_name(id: &str) -> String {
-    id.chars()
+    let safe: String = id
+        .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
                 c
@@ -380,7 +381,17 @@ pub fn safe_file_name(id: &str) -> String {
                 '_'
             }
         })
-        .collect()
+        .collect();
+    if safe == id && !id.is_empty() {
+        return safe;
+    }
+    // A replaced character would let two ids share a file (`a/b` and `a_b`), and with
+    // finished problems written concurrently, race on its temporary file: a short stable
+    // hash of the original id keeps altered names distinct.
+    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{safe}-{:08x}", hash >> 32)
 }
 
 /// Writes `bytes` to `path` via a temporary file in the same directory and a rename.
@@ -485,6 +496,17 @@ mod tests {
             safe_file_name("imo-bench-algebra-001"),
             "imo-bench-algebra-001"
         );
-        assert_eq!(safe_file_name("a/b c"), "a_b_c");
+        let altered = safe_file_name("a/b c");
+        assert!(altered.starts_with("a_b_c-"), "{altered}");
+        assert!(
+            altered
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        );
+        // Ids that differ only in replaced characters still get their own files.
+        assert_ne!(safe_file_name("a/b"), safe_file_name("a_b"));
+        assert_ne!(safe_file_name("a/b"), safe_file_name("a b"));
+        assert_eq!(safe_file_name("a/b"), safe_file_name("a/b"));
+        assert!(!safe_file_name("").is_empty());
     }
 }

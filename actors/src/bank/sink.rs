@@ -47,7 +47,8 @@ impl BankSink for NoopSink {
 /// a crash mid-write never leaves a truncated version behind.
 ///
 /// Characters other than ASCII letters, digits, `-`, `_` and `.` in problem and bank names
-/// are replaced by `_` to keep paths safe; keep names distinct after that mapping.
+/// are replaced by `_` to keep paths safe, and such a name gets a short hash of the
+/// original appended so that `a/b` and `a_b` stay apart.
 #[derive(Debug, Clone)]
 pub struct JsonFileSink {
     dir: PathBuf,
@@ -89,11 +90,18 @@ fn safe_name(name: &str) -> String {
         })
         .collect();
     // Never produce `.`/`..`/empty path components.
-    if s.chars().all(|c| c == '.') {
+    let s = if s.chars().all(|c| c == '.') {
         format!("_{s}")
     } else {
         s
+    };
+    if s == name {
+        return s;
     }
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{s}-{:08x}", hash >> 32)
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
@@ -170,8 +178,9 @@ mod tests {
 
     #[test]
     fn names_are_made_path_safe() {
-        assert_eq!(safe_name("aime/2024 #3"), "aime_2024__3");
-        assert_eq!(safe_name(".."), "_..");
+        assert!(safe_name("aime/2024 #3").starts_with("aime_2024__3-"));
+        assert!(safe_name("..").starts_with("_..-"));
+        assert_ne!(safe_name("a/b"), safe_name("a_b"));
         assert_eq!(safe_name("p-1_a.b"), "p-1_a.b");
     }
 
@@ -183,7 +192,12 @@ mod tests {
         sink.persist("p/1", Some(0), &version(1, &["a", "b"]))
             .unwrap();
         let path = sink.path_of("p/1", "guide/line", 1);
-        assert_eq!(path, dir.join("p_1").join("guide_line-v1.json"));
+        assert_eq!(
+            path,
+            dir.join(safe_name("p/1"))
+                .join(format!("{}-v1.json", safe_name("guide/line")))
+        );
+        assert!(path.starts_with(&dir) && path.is_file(), "{path:?}");
         let doc: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
         assert_eq!(doc["version"], 1);
         assert_eq!(doc["iteration"], 0);
@@ -191,7 +205,7 @@ mod tests {
         assert_eq!(doc["rejected"][0]["reason"], "dup");
         assert!(sink.path_of("p/1", "guide/line", 0).exists());
         // No temporary file is left behind.
-        let leftovers: Vec<_> = fs::read_dir(dir.join("p_1"))
+        let leftovers: Vec<_> = fs::read_dir(dir.join(safe_name("p/1")))
             .unwrap()
             .filter_map(|e| e.ok())
             .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
