@@ -110,13 +110,13 @@ fn scores_kept_in_memory_equal_the_scores_parsed_from_the_stored_record() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn final_results_hold_each_done_problem_once_in_dataset_order() {
+/// A fresh run directory and store holding problems `p0`…`p{n-1}` in that order.
+fn run_with_problems(n: i64) -> (tempfile::TempDir, RunDir, RunStore) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = RunDir::create(&tmp.path().join("run")).unwrap();
     let store = RunStore::create(&dir.root).unwrap();
     store.send(Fact::Problems(
-        (0..6)
+        (0..n)
             .map(|i| ProblemRow {
                 problem_id: format!("p{i}"),
                 ordinal: i,
@@ -125,6 +125,12 @@ async fn final_results_hold_each_done_problem_once_in_dataset_order() {
             })
             .collect(),
     ));
+    (tmp, dir, store)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn final_results_hold_each_done_problem_once_in_dataset_order() {
+    let (_tmp, dir, store) = run_with_problems(6);
     let records: Vec<ProblemRecord> = (0..6).map(make).collect();
 
     // An earlier, killed process: p1 and p3 stored; p1's files written, p3's not (killed
@@ -224,19 +230,7 @@ async fn final_results_hold_each_done_problem_once_in_dataset_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_line_missing_from_results_jsonl_is_taken_from_the_store() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = RunDir::create(&tmp.path().join("run")).unwrap();
-    let store = RunStore::create(&dir.root).unwrap();
-    store.send(Fact::Problems(
-        (0..2)
-            .map(|i| ProblemRow {
-                problem_id: format!("p{i}"),
-                ordinal: i,
-                question: "q".into(),
-                reference_answer: "42".into(),
-            })
-            .collect(),
-    ));
+    let (_tmp, dir, store) = run_with_problems(2);
     let mut written = WrittenOutputs::default();
     let mut jsons = Vec::new();
     for i in 0..2 {
