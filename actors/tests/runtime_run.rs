@@ -185,10 +185,18 @@ async fn results_do_not_depend_on_completion_order_or_admission_policy() {
     wc.priority = JobPriority::OldestProblemFirst;
     let (summary, second) = run(wc, &delayed(99), Arc::new(NoopSink), jobs(4, plan())).await;
     assert!(summary.stats.max_active_problems <= 3);
+    // Serving the least advanced problems first reorders calls, never results.
+    let mut lp = settings(Admission::Fixed {
+        max_concurrent_problems: 4,
+    });
+    lp.priority = JobPriority::LeastProgressFirst;
+    let (_, third) = run(lp, &delayed(31), Arc::new(NoopSink), jobs(4, plan())).await;
     let ok = |r: Results| -> BTreeMap<String, ToyOutput> {
         r.into_iter().map(|(k, v)| (k, v.unwrap())).collect()
     };
-    assert_eq!(ok(first), ok(second));
+    let first = ok(first);
+    assert_eq!(first, ok(second));
+    assert_eq!(first, ok(third));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
