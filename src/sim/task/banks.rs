@@ -5,7 +5,7 @@ use serde_json::json;
 use super::problem::Problem;
 use super::replies::{SUMMARY_CLOSE, SUMMARY_OPEN};
 use super::scan::{
-    ANCHOR_SUFFIX, between, classify, markers, normalize_answer, strategies_mentioned,
+    ANCHOR_SUFFIX, between, classify, find_from, markers, normalize_answer, strategies_mentioned,
 };
 use crate::sim::options::TaskOptions;
 use crate::sim::rng::SimRng;
@@ -32,11 +32,8 @@ pub fn experience(p: &Problem, prompt: &str) -> String {
     let ms = markers(prompt);
     let mut accepted = 0u64;
     let mut from = 0;
-    while let Some(i) = prompt[from..].find(SUMMARY_OPEN) {
-        let start = from + i;
-        let end = prompt[start..]
-            .find(SUMMARY_CLOSE)
-            .map_or(prompt.len(), |l| start + l);
+    while let Some(start) = find_from(prompt, SUMMARY_OPEN, from) {
+        let end = find_from(prompt, SUMMARY_CLOSE, start).unwrap_or(prompt.len());
         if prompt[start + SUMMARY_OPEN.len()..].starts_with("pass") {
             let inside: Vec<_> = ms
                 .iter()

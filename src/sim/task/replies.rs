@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::problem::Problem;
 use super::scan::{
-    classify, last_braced_after, markers, normalize_answer, scan_facts, tried_strategies,
+    classify, find_from, last_braced_after, markers, normalize_answer, scan_facts, tried_strategies,
 };
 use crate::sim::options::TaskOptions;
 use crate::sim::rng::SimRng;
@@ -187,8 +187,8 @@ pub fn summary(p: &Problem, prompt: &str, size: usize) -> String {
 fn verification_scores(prompt: &str) -> Vec<f64> {
     let mut out = Vec::new();
     let mut from = 0;
-    while let Some(i) = prompt[from..].find(SCORE_MARKER) {
-        let start = from + i + SCORE_MARKER.len();
+    while let Some(i) = find_from(prompt, SCORE_MARKER, from) {
+        let start = i + SCORE_MARKER.len();
         let value = prompt[start..]
             .find(']')
             .filter(|l| *l < 8)

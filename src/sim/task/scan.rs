@@ -38,13 +38,20 @@ pub struct Marker {
     pub value: u64,
 }
 
+/// Byte offset of the first `needle` in `text` at or after `from` (`str::find`, with
+/// memchr's SIMD search: prompts reach 350 KB and are scanned on every request). A match
+/// of valid UTF-8 in valid UTF-8 always starts on a character boundary.
+pub fn find_from(text: &str, needle: &str, from: usize) -> Option<usize> {
+    let hay = text.as_bytes().get(from..)?;
+    memchr::memmem::find(hay, needle.as_bytes()).map(|i| from + i)
+}
+
 /// All well-formed markers, in text order.
 pub fn markers(text: &str) -> Vec<Marker> {
     let mut out = Vec::new();
     for (tag, avoid) in [("[fact F", false), ("[avoid F", true)] {
         let mut from = 0;
-        while let Some(i) = text[from..].find(tag) {
-            let pos = from + i;
+        while let Some(pos) = find_from(text, tag, from) {
             let body = pos + tag.len();
             if let Some((id, value, len)) = parse_marker_body(&text[body..]) {
                 out.push(Marker {
@@ -135,7 +142,7 @@ pub fn tried_strategies(text: &str, p: &Problem) -> u64 {
 pub fn strategies_mentioned(text: &str, p: &Problem) -> Vec<usize> {
     let lower = text.to_ascii_lowercase();
     (0..p.strategies.len())
-        .filter(|j| lower.contains(p.strategies[*j].name))
+        .filter(|j| find_from(&lower, p.strategies[*j].name, 0).is_some())
         .collect()
 }
 
@@ -161,9 +168,9 @@ pub fn last_braced_after<'a>(text: &'a str, open: &str) -> Option<&'a str> {
 
 /// The text between the first `open` and the following `close`.
 pub fn between<'a>(text: &'a str, open: &str, close: &str) -> Option<&'a str> {
-    let start = text.find(open)? + open.len();
-    let len = text[start..].find(close)?;
-    Some(&text[start..start + len])
+    let start = find_from(text, open, 0)? + open.len();
+    let end = find_from(text, close, start)?;
+    Some(&text[start..end])
 }
 
 /// Removes all whitespace (answers are compared after this).
@@ -173,6 +180,25 @@ pub fn normalize_answer(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn find_from_matches_str_find_from_any_offset() {
+        let text = "ab [fact F1=2] é[fact F3=4] end";
+        for from in 0..=text.len() {
+            if !text.is_char_boundary(from) {
+                continue;
+            }
+            for needle in ["[fact F", "end", "é[", "missing", "a"] {
+                let expected = text[from..].find(needle).map(|i| from + i);
+                assert_eq!(
+                    find_from(text, needle, from),
+                    expected,
+                    "{needle} from {from}"
+                );
+            }
+        }
+        assert_eq!(find_from(text, "a", text.len() + 1), None);
+    }
     use super::*;
     use crate::sim::options::TaskOptions;
 
