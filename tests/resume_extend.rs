@@ -27,18 +27,7 @@ fn extending_a_finished_run_to_more_iterations_equals_a_fresh_longer_run() {
     let short = tmp.path().join("short");
     let long = tmp.path().join("long");
     let short_s = short.display().to_string();
-    ok(
-        tmas(&[
-            "run",
-            "-c",
-            &config_s,
-            "--out",
-            &short_s,
-            "--status-every",
-            "0",
-        ]),
-        "3-iteration run",
-    );
+    ok(run_fresh(&config, &short), "3-iteration run");
     let stored_before = stored_calls(&short);
     let out = ok(
         tmas(&[
@@ -96,16 +85,7 @@ fn a_simulator_killed_and_restarted_mid_run_loses_no_problem() {
     let base = baseline(&sim, &config, &tmp.path().join("uninterrupted"));
 
     let dir = tmp.path().join("restarted");
-    let dir_s = dir.display().to_string();
-    let mut child = spawn_tmas(&[
-        "run",
-        "-c",
-        &config.display().to_string(),
-        "--out",
-        &dir_s,
-        "--status-every",
-        "0",
-    ]);
+    let mut child = spawn_fresh(&config, &dir);
     wait_for_stored(&dir, base.requests / 3, &mut child);
     sim.kill();
     std::thread::sleep(std::time::Duration::from_millis(500));

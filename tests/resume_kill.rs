@@ -22,16 +22,7 @@ fn sigkill_mid_run_then_resume_equals_an_uninterrupted_run() {
     reset(&sim);
     let dir = tmp.path().join("killed");
     let dir_s = dir.display().to_string();
-    let config_s = config.display().to_string();
-    let mut child = spawn_tmas(&[
-        "run",
-        "-c",
-        &config_s,
-        "--out",
-        &dir_s,
-        "--status-every",
-        "0",
-    ]);
+    let mut child = spawn_fresh(&config, &dir);
     wait_for_stored(&dir, base.requests / 3, &mut child);
     // Freeze the orchestrator so nothing changes between counting and killing: requests
     // the simulator received minus calls committed = the calls in flight at the kill.
@@ -88,16 +79,7 @@ fn sigint_stops_gracefully_with_code_130_and_resume_finishes_without_resending()
     reset(&sim);
     let dir = tmp.path().join("interrupted");
     let dir_s = dir.display().to_string();
-    let config_s = config.display().to_string();
-    let mut child = spawn_tmas(&[
-        "run",
-        "-c",
-        &config_s,
-        "--out",
-        &dir_s,
-        "--status-every",
-        "0",
-    ]);
+    let mut child = spawn_fresh(&config, &dir);
     wait_for_stored(&dir, base.requests / 3, &mut child);
     signal(&child, libc::SIGINT);
     let output = child.wait_with_output().unwrap();

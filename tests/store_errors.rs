@@ -11,18 +11,7 @@ use resume_support::*;
 fn finished_run(tmp: &std::path::Path) -> (std::path::PathBuf, String) {
     let config = write_config(tmp, "embedded-sim", 2, 2);
     let dir = tmp.join("run");
-    ok(
-        tmas(&[
-            "run",
-            "-c",
-            &config.display().to_string(),
-            "--out",
-            &dir.display().to_string(),
-            "--status-every",
-            "0",
-        ]),
-        "small run",
-    );
+    ok(run_fresh(&config, &dir), "small run");
     let exported = export(&dir);
     (dir, exported)
 }
@@ -34,15 +23,7 @@ fn a_second_tmas_on_a_running_run_directory_is_refused_by_name() {
     let config = write_config(tmp.path(), &sim.root, 2, 3);
     let dir = tmp.path().join("busy");
     let dir_s = dir.display().to_string();
-    let mut first = spawn_tmas(&[
-        "run",
-        "-c",
-        &config.display().to_string(),
-        "--out",
-        &dir_s,
-        "--status-every",
-        "0",
-    ]);
+    let mut first = spawn_fresh(&config, &dir);
     wait_for_stored(&dir, 1, &mut first);
     let second = tmas(&["run", "--resume", &dir_s, "--status-every", "0"]);
     let stderr = text(&second.stderr);
@@ -154,15 +135,7 @@ fn a_run_directory_that_is_not_writable_gives_a_clear_error() {
     } else {
         locked.join("run")
     };
-    let out = tmas(&[
-        "run",
-        "-c",
-        &config.display().to_string(),
-        "--out",
-        &dir.display().to_string(),
-        "--status-every",
-        "0",
-    ]);
+    let out = run_fresh(&config, &dir);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(

@@ -191,6 +191,31 @@ pub fn spawn_tmas(args: &[&str]) -> Child {
         .expect("tmas starts")
 }
 
+/// A fresh, quiet run: `tmas run -c CONFIG --out DIR --status-every 0`.
+fn fresh_run_args(config: &Path, dir: &Path) -> [String; 7] {
+    [
+        "run".into(),
+        "-c".into(),
+        config.display().to_string(),
+        "--out".into(),
+        dir.display().to_string(),
+        "--status-every".into(),
+        "0".into(),
+    ]
+}
+
+/// [`fresh_run_args`] to the end.
+pub fn run_fresh(config: &Path, dir: &Path) -> Output {
+    let args = fresh_run_args(config, dir);
+    tmas(&args.each_ref().map(String::as_str))
+}
+
+/// [`fresh_run_args`] in the background.
+pub fn spawn_fresh(config: &Path, dir: &Path) -> Child {
+    let args = fresh_run_args(config, dir);
+    spawn_tmas(&args.each_ref().map(String::as_str))
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -277,18 +302,7 @@ pub struct Baseline {
 /// first).
 pub fn baseline(sim: &Sim, config: &Path, dir: &Path) -> Baseline {
     reset(sim);
-    ok(
-        tmas(&[
-            "run",
-            "-c",
-            &config.display().to_string(),
-            "--out",
-            &dir.display().to_string(),
-            "--status-every",
-            "0",
-        ]),
-        "baseline run",
-    );
+    ok(run_fresh(config, dir), "baseline run");
     let requests = sim.requests();
     assert_eq!(
         requests,
