@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
+use tmas_actors::bank::safe_name;
 
 use crate::eval::judge::JudgeRecord;
 use crate::eval::pass_at_1::PassAt1Table;
@@ -119,7 +120,7 @@ impl RunDir {
     pub fn problem_path(&self, id: &str) -> PathBuf {
         self.root
             .join("problems")
-            .join(format!("{}.json", safe_file_name(id)))
+            .join(format!("{}.json", safe_name(id)))
     }
 
     pub fn write_config(&self, toml_text: &str) -> anyhow::Result<()> {
@@ -369,31 +370,6 @@ pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
     csv
 }
 
-/// Keeps ASCII letters, digits, `-`, `_` and `.`; anything else becomes `_` (the same
-/// mapping the bank sink uses).
-pub fn safe_file_name(id: &str) -> String {
-    let safe: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if safe == id && !id.is_empty() {
-        return safe;
-    }
-    // A replaced character would let two ids share a file (`a/b` and `a_b`), and with
-    // finished problems written concurrently, race on its temporary file: a short stable
-    // hash of the original id keeps altered names distinct.
-    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
-    format!("{safe}-{:08x}", hash >> 32)
-}
-
 /// Writes `bytes` to `path` via a temporary file in the same directory and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
@@ -492,11 +468,8 @@ mod tests {
 
     #[test]
     fn unsafe_ids_become_safe_file_names() {
-        assert_eq!(
-            safe_file_name("imo-bench-algebra-001"),
-            "imo-bench-algebra-001"
-        );
-        let altered = safe_file_name("a/b c");
+        assert_eq!(safe_name("imo-bench-algebra-001"), "imo-bench-algebra-001");
+        let altered = safe_name("a/b c");
         assert!(altered.starts_with("a_b_c-"), "{altered}");
         assert!(
             altered
@@ -504,9 +477,9 @@ mod tests {
                 .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         );
         // Ids that differ only in replaced characters still get their own files.
-        assert_ne!(safe_file_name("a/b"), safe_file_name("a_b"));
-        assert_ne!(safe_file_name("a/b"), safe_file_name("a b"));
-        assert_eq!(safe_file_name("a/b"), safe_file_name("a/b"));
-        assert!(!safe_file_name("").is_empty());
+        assert_ne!(safe_name("a/b"), safe_name("a_b"));
+        assert_ne!(safe_name("a/b"), safe_name("a b"));
+        assert_eq!(safe_name("a/b"), safe_name("a/b"));
+        assert!(!safe_name("").is_empty());
     }
 }

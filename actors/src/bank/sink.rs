@@ -78,7 +78,11 @@ impl JsonFileSink {
     }
 }
 
-fn safe_name(name: &str) -> String {
+/// `name` as one safe path component: characters other than ASCII letters, digits, `-`,
+/// `_` and `.` become `_`, an all-dots or empty name gets a `_` prefix, and an altered
+/// name gets a short stable hash of the original so distinct names stay distinct. Also
+/// names the run directory's `problems/<id>.json` files.
+pub fn safe_name(name: &str) -> String {
     let s: String = name
         .chars()
         .map(|c| {
