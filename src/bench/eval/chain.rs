@@ -71,11 +71,14 @@ fn read_timings(db: &Path) -> anyhow::Result<Vec<CallTiming>> {
 /// [`longest_chain`] and [`last_problem`] over the calls stored in the run store `db`.
 pub fn chain_figures(db: &Path) -> anyhow::Result<(f64, Option<LastProblem>)> {
     let calls = read_timings(db)?;
-    Ok((longest_chain(&calls), last_problem(&calls)))
+    let chains = problem_chains(&calls);
+    let longest = chains.values().copied().fold(0.0, f64::max);
+    Ok((longest, last_problem(&calls, &chains)))
 }
 
-/// The problem whose last call ended last, with its start, end and own chain.
-pub fn last_problem(calls: &[CallTiming]) -> Option<LastProblem> {
+/// The problem whose last call ended last, with its start, end and own chain (`chains`:
+/// [`problem_chains`] of the same calls).
+pub fn last_problem(calls: &[CallTiming], chains: &HashMap<&str, f64>) -> Option<LastProblem> {
     let start_ms = |c: &CallTiming| c.completed_at_ms - (c.seconds * 1000.0).round() as i64;
     let t0 = calls.iter().map(start_ms).min()?;
     let mut spans: HashMap<&str, (i64, i64)> = HashMap::new();
@@ -85,7 +88,7 @@ pub fn last_problem(calls: &[CallTiming]) -> Option<LastProblem> {
         span.1 = span.1.max(c.completed_at_ms);
     }
     let (&problem, &(start, end)) = spans.iter().max_by_key(|(id, (_, end))| (*end, *id))?;
-    let chain = problem_chains(calls).get(problem).copied().unwrap_or(0.0);
+    let chain = chains.get(problem).copied().unwrap_or(0.0);
     Some(LastProblem {
         problem: problem.to_owned(),
         start_s: (start - t0) as f64 / 1000.0,
@@ -103,7 +106,7 @@ pub fn longest_chain(calls: &[CallTiming]) -> f64 {
 }
 
 /// Each problem's dependency chain (see [`longest_chain`]).
-fn problem_chains(calls: &[CallTiming]) -> HashMap<&str, f64> {
+pub fn problem_chains(calls: &[CallTiming]) -> HashMap<&str, f64> {
     #[derive(Default)]
     struct Cand {
         solution: f64,
@@ -188,13 +191,13 @@ mod tests {
             timed("q", "solution", 2_000, 1.0),
             timed("q", "verification", 6_000, 1.0),
         ];
-        let last = last_problem(&calls).expect("two problems");
+        let last = last_problem(&calls, &problem_chains(&calls)).expect("two problems");
         assert_eq!(last.problem, "q");
         assert!((last.start_s - 1.0).abs() < 1e-9, "{last:?}");
         assert!((last.end_s - 6.0).abs() < 1e-9, "{last:?}");
         assert!((last.chain_s - 2.0).abs() < 1e-9, "{last:?}");
         assert!((last.waited_s() - 3.0).abs() < 1e-9, "{last:?}");
-        assert_eq!(last_problem(&[]), None);
+        assert_eq!(last_problem(&[], &HashMap::new()), None);
     }
 
     #[test]
