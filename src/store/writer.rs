@@ -30,8 +30,7 @@ pub const MAX_BATCH: usize = 1000;
 
 /// How long a batch stays open for more facts after its first one arrives (a `Close`
 /// fact ends it at once).
-pub const LINGER: Duration = Duration::from_millis(LINGER_MS);
-const LINGER_MS: u64 = 1;
+pub const LINGER: Duration = Duration::from_millis(1);
 
 /// Runs until a `Close` fact arrives or every sender is gone. `on_error` is told about
 /// each failed batch (the first one stops the run).
