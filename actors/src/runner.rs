@@ -23,17 +23,19 @@
 //! ```
 
 mod admission;
+mod priority;
 mod stats;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use ractor::Actor;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use admission::Admission;
+pub use priority::JobPriority;
 pub use stats::{RuntimeStats, StatsSnapshot};
 
 use crate::bank::{BankInit, BankSink};
@@ -57,39 +59,6 @@ impl RoleSettings {
             role: role.into(),
             group: group.into(),
             workers,
-        }
-    }
-}
-
-/// Order of calls waiting in a pool.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JobPriority {
-    /// Submission order.
-    #[default]
-    Fifo,
-    /// Calls of earlier-admitted problems first: drives problems to completion, which
-    /// frees their admission slots sooner.
-    OldestProblemFirst,
-    /// Calls of the problems that are least far along first — progress is (iteration,
-    /// position of the call's role in the role list) — then of earlier-admitted problems.
-    /// A problem held back by a slow call falls behind and then never queues behind
-    /// problems that are further along, so with long-tailed latencies the unluckiest
-    /// problem's dependency chain, not its waits, sets the end of the run
-    /// (docs/benchmarks.md, issue 6).
-    LeastProgressFirst,
-}
-
-impl JobPriority {
-    /// (base priority of a problem admitted `seq`-th, weight subtracted per step of
-    /// progress).
-    fn for_problem(self, seq: u64) -> (i64, i64) {
-        let older_first = i64::try_from(seq).map_or(i64::MIN / 2, |s| -s);
-        match self {
-            JobPriority::Fifo => (0, 0),
-            JobPriority::OldestProblemFirst => (older_first, 0),
-            // 2^32 per step dominates any admission rank below 2^32 problems.
-            JobPriority::LeastProgressFirst => (older_first, 1 << 32),
         }
     }
 }
@@ -254,7 +223,11 @@ impl Runner {
         loop {
             while !exhausted
                 && !cancel.is_cancelled()
-                && admission.admits(live.len(), self.stats.outstanding_calls())
+                && admission.admits(
+                    live.len(),
+                    self.stats.outstanding_calls(),
+                    waiting_problems(&problems),
+                )
             {
                 let Some(job) = problems.next() else {
                     exhausted = true;
@@ -386,6 +359,15 @@ impl Runner {
     }
 }
 
+/// Problems not yet admitted, when the iterator knows exactly (a `Vec`'s does; a lazy
+/// source that cannot tell gets no end-of-run admission, see [`Admission::admits`]).
+fn waiting_problems(problems: &impl Iterator) -> Option<usize> {
+    match problems.size_hint() {
+        (low, Some(high)) if low == high => Some(low),
+        _ => None,
+    }
+}
+
 /// A problem's span: the root of its own trace (a run of 100 problems × 20 iterations
 /// would be one unreadable trace otherwise), linked to the caller's span (the run) by
 /// `follows_from`, which an OpenTelemetry exporter turns into a span link.
@@ -416,32 +398,15 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::JobPriority;
-
-    /// The pool runs larger priorities first; this is the priority a call of problem
-    /// `seq` at progress step `step` gets (what the coordinator computes).
-    fn call(p: JobPriority, seq: u64, step: u32) -> i64 {
-        let (base, per_step) = p.for_problem(seq);
-        base - per_step * i64::from(step)
-    }
+    use super::waiting_problems;
 
     #[test]
-    fn least_progress_first_puts_earlier_steps_ahead_of_older_problems() {
-        let p = JobPriority::LeastProgressFirst;
-        // A newer problem one step behind beats an older one …
-        assert!(call(p, 150, 0) > call(p, 3, 1));
-        // … and at the same step the older problem goes first.
-        assert!(call(p, 3, 2) > call(p, 150, 2));
-        assert!(call(p, 0, 99) > call(p, 1, 99));
-    }
-
-    #[test]
-    fn oldest_problem_first_ignores_iterations_and_fifo_is_flat() {
-        let p = JobPriority::OldestProblemFirst;
-        assert!(call(p, 3, 4) > call(p, 150, 0));
-        assert_eq!(
-            call(JobPriority::Fifo, 3, 4),
-            call(JobPriority::Fifo, 150, 0)
-        );
+    fn waiting_problems_is_known_only_when_the_iterator_knows_its_length() {
+        let mut v = vec![1, 2, 3].into_iter();
+        assert_eq!(waiting_problems(&v), Some(3));
+        v.next();
+        assert_eq!(waiting_problems(&v), Some(2));
+        let lazy = vec![1, 2, 3].into_iter().filter(|x| x % 2 == 1);
+        assert_eq!(waiting_problems(&lazy), None);
     }
 }

@@ -14,6 +14,11 @@ pub enum Admission {
     /// Start another problem whenever fewer than `target_in_flight` calls are submitted
     /// and unfinished (queued + running, all roles), up to `max_active_problems`. Keeps
     /// endpoints busy through the tail of each problem's iterations.
+    ///
+    /// Once every problem still waiting fits under `max_active_problems`, all of them
+    /// start at once: holding them back would save no memory beyond that bound, and each
+    /// one started late adds its whole dependency chain to the end of the run (measured
+    /// in docs/benchmarks.md, issue 6).
     WorkConserving {
         max_active_problems: usize,
         target_in_flight: usize,
@@ -29,8 +34,14 @@ impl Default for Admission {
 }
 
 impl Admission {
-    /// True if one more problem may start now.
-    pub fn admits(&self, active_problems: usize, outstanding_calls: u64) -> bool {
+    /// True if one more problem may start now. `waiting_problems` counts the problems not
+    /// yet admitted, when known.
+    pub fn admits(
+        &self,
+        active_problems: usize,
+        outstanding_calls: u64,
+        waiting_problems: Option<usize>,
+    ) -> bool {
         match *self {
             Admission::Fixed {
                 max_concurrent_problems,
@@ -39,7 +50,10 @@ impl Admission {
                 max_active_problems,
                 target_in_flight,
             } => {
-                active_problems < max_active_problems && outstanding_calls < target_in_flight as u64
+                let rest_fits = waiting_problems
+                    .is_some_and(|w| active_problems.saturating_add(w) <= max_active_problems);
+                active_problems < max_active_problems
+                    && (outstanding_calls < target_in_flight as u64 || rest_fits)
             }
         }
     }
@@ -76,9 +90,9 @@ mod tests {
         let a = Admission::Fixed {
             max_concurrent_problems: 2,
         };
-        assert!(a.admits(0, 10_000));
-        assert!(a.admits(1, 10_000));
-        assert!(!a.admits(2, 0));
+        assert!(a.admits(0, 10_000, None));
+        assert!(a.admits(1, 10_000, Some(5)));
+        assert!(!a.admits(2, 0, Some(1)));
         assert!(!a.depends_on_calls());
     }
 
@@ -88,11 +102,27 @@ mod tests {
             max_active_problems: 3,
             target_in_flight: 10,
         };
-        assert!(a.admits(0, 0));
-        assert!(a.admits(2, 9));
-        assert!(!a.admits(2, 10));
-        assert!(!a.admits(3, 0));
+        assert!(a.admits(0, 0, None));
+        assert!(a.admits(2, 9, None));
+        assert!(!a.admits(2, 10, None));
+        assert!(!a.admits(3, 0, None));
         assert!(a.depends_on_calls());
+    }
+
+    #[test]
+    fn work_conserving_starts_the_last_problems_together_once_they_fit() {
+        let a = Admission::WorkConserving {
+            max_active_problems: 3,
+            target_in_flight: 10,
+        };
+        // Enough calls outstanding, but the 2 problems left fit beside the 1 active …
+        assert!(a.admits(1, 50, Some(2)));
+        // … and after one of them starts, the last one still does.
+        assert!(a.admits(2, 60, Some(1)));
+        // 3 left beside 1 active do not fit: wait for calls to drain.
+        assert!(!a.admits(1, 50, Some(3)));
+        // The problem cap always holds.
+        assert!(!a.admits(3, 0, Some(1)));
     }
 
     #[test]
