@@ -89,7 +89,7 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
     // (up to the millisecond rounding of stored latencies).
     assert!(v["wall_over_bound"].as_f64().unwrap() >= 0.99, "{text}");
     assert_eq!(v["admission"], "work-conserving", "{text}");
-    assert_eq!(v["call_priority"], "oldest-problem-first", "{text}");
+    assert_eq!(v["call_priority"], "least-progress-first", "{text}");
     // The last problem is one of the three, inside the run, and never shorter than its
     // own chain.
     let last = &v["last_problem"];
@@ -108,4 +108,53 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
     assert!(end - start >= chain - 0.01, "{text}");
     // --keep-run leaves the run's store in place.
     assert!(keep.join("run").join("run.sqlite").is_file());
+}
+
+/// `tmas bench schedule` (the zero-overhead scheduling model) prints one row per policy
+/// and writes its JSON: one workload, every admission × priority × gate.
+#[test]
+fn bench_schedule_compares_every_policy_and_writes_its_json() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_tmas"))
+        .current_dir(dir.path())
+        .args([
+            "bench",
+            "schedule",
+            "--problems",
+            "12",
+            "--iterations",
+            "2",
+            "--in-flight",
+            "40",
+            "--seeds",
+            "2",
+        ])
+        .output()
+        .expect("run tmas bench schedule");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let path = std::fs::read_dir(dir.path().join("bench-results"))
+        .expect("bench-results written")
+        .map(|e| e.expect("dir entry").path())
+        .find(|p| p.to_string_lossy().contains("schedule-"))
+        .expect("schedule-*.json");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+    let policies = v["policies"].as_array().expect("policies");
+    // 2 admissions × 2 priorities × 2 gate orders.
+    assert_eq!(policies.len(), 8, "{v}");
+    for p in policies {
+        let outcomes = p["outcomes"].as_array().expect("outcomes");
+        assert_eq!(outcomes.len(), 2);
+        for o in outcomes {
+            // 12 problems × 2 iterations × (8 + 64 + 8 + 2) calls.
+            assert_eq!(o["calls"], 12 * 2 * 82, "{o}");
+            let u = o["utilization"].as_f64().expect("utilization");
+            assert!(u > 0.0 && u <= 1.0 + 1e-9, "{o}");
+            let wall = o["wall_secs"].as_f64().expect("wall");
+            let bound = o["bound_secs"].as_f64().expect("bound");
+            assert!(wall + 1e-9 >= bound, "{o}");
+        }
+        assert!(stdout.contains(p["call_priority"].as_str().expect("name")));
+    }
 }

@@ -96,7 +96,7 @@ pub struct EvalBenchArgs {
     #[arg(long)]
     pub max_active_problems: Option<usize>,
     /// Which waiting call gets a free slot.
-    #[arg(long, value_enum, default_value_t = EvalCallPriority::OldestProblemFirst)]
+    #[arg(long, value_enum, default_value_t = EvalCallPriority::LeastProgressFirst)]
     pub call_priority: EvalCallPriority,
     /// Simulator latency: `fixed:200ms` or `lognormal:200ms:1.0`.
     #[arg(long, default_value = "fixed:200ms")]
@@ -517,7 +517,7 @@ mod tests {
         assert_eq!(c.run.admission, crate::config::Admission::Fixed);
         assert_eq!(
             c.run.call_priority,
-            crate::config::CallPriority::OldestProblemFirst
+            crate::config::CallPriority::LeastProgressFirst
         );
         assert_eq!(c.run.max_active_problems, Some(250));
         assert!(!c.judge.enabled);

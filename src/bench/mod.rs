@@ -4,6 +4,7 @@
 pub mod client;
 pub mod eval;
 pub mod resources;
+pub mod schedule;
 pub mod sim_process;
 
 /// Writes a benchmark result as pretty JSON to `bench-results/NAME-<unix time>.json`.

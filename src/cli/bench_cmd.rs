@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use crate::bench::client::{self, ClientBenchArgs};
 use crate::bench::eval::{self, EvalBenchArgs};
+use crate::bench::schedule::{self, ScheduleBenchArgs};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
@@ -14,6 +15,10 @@ pub enum BenchCommand {
     /// Run the whole engine (run store on) on a synthetic dataset against a separate
     /// simulator process; compare wall time with the workload's lower bound.
     Eval(EvalBenchArgs),
+    /// Zero-overhead model of the scheduling of `bench eval`'s workload: the utilization
+    /// each admission policy, call priority and gate order reaches when calls cost nothing
+    /// but their latency (the ceiling `bench eval` is measured against).
+    Schedule(ScheduleBenchArgs),
 }
 
 pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
@@ -26,6 +31,10 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        BenchCommand::Schedule(args) => {
+            schedule::run(args)?;
+            Ok(ExitCode::SUCCESS)
         }
         BenchCommand::Eval(args) => {
             let result = eval::run(args).await?;

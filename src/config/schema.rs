@@ -19,8 +19,9 @@ use crate::eval::judge::LlmJudgePolicy;
 pub enum Admission {
     /// Exactly `max_concurrent_problems` problems at once (the released runner's rule).
     Fixed,
-    /// Start another problem whenever calls in flight fall below the global cap (e.g. while
-    /// problems wait on their bank updates), up to `max_active_problems` at once.
+    /// Start another problem whenever calls queued or in flight fall below the global cap
+    /// (e.g. while problems wait on their bank updates), up to `max_active_problems` at
+    /// once; once all problems still waiting fit under that bound, start them together.
     WorkConserving,
 }
 
@@ -91,7 +92,7 @@ impl Default for RunConfig {
             ids: None,
             admission: Admission::Fixed,
             max_active_problems: None,
-            call_priority: CallPriority::OldestProblemFirst,
+            call_priority: CallPriority::LeastProgressFirst,
             shutdown_grace_secs: 30,
         }
     }

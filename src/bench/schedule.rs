@@ -1,0 +1,215 @@
+//! `tmas bench schedule`: the scheduling ceiling of `tmas bench eval`'s workload.
+//!
+//! Runs the zero-overhead model ([`model`]) for every admission policy × call priority ×
+//! gate order, over several latency draws, and prints the mean utilization and wall ÷
+//! bound of each. A figure here is what a policy reaches when the orchestrator costs
+//! nothing; `tmas bench eval` then shows how much of it the real engine keeps.
+
+pub mod model;
+
+use std::time::Duration;
+
+use anyhow::Context;
+use tmas_actors::runner::{Admission, JobPriority};
+
+use crate::sim::latency::LatencyModel;
+use model::{Gate, Outcome, Scenario, simulate};
+
+/// Knobs of the scheduling model (the workload of `tmas bench eval`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ScheduleBenchArgs {
+    /// Problems.
+    #[arg(long, default_value_t = 200)]
+    pub problems: usize,
+    /// N: candidates per iteration.
+    #[arg(long, default_value_t = 8)]
+    pub n: u32,
+    /// M: verifications per candidate.
+    #[arg(long, default_value_t = 8)]
+    pub m: u32,
+    /// T: iterations per problem.
+    #[arg(long, default_value_t = 5)]
+    pub iterations: u32,
+    /// Cap on calls in flight (global, and every role pool's workers).
+    #[arg(long, default_value_t = 800)]
+    pub in_flight: usize,
+    /// Window of the fixed policy (released: 100).
+    #[arg(long, default_value_t = 100)]
+    pub max_concurrent_problems: usize,
+    /// Bound of the work-conserving policy (default: 2 × --max-concurrent-problems).
+    #[arg(long)]
+    pub max_active_problems: Option<usize>,
+    /// Call latency: `fixed:200ms` or `lognormal:200ms:1.0`.
+    #[arg(long, default_value = "lognormal:200ms:1.0")]
+    pub latency: String,
+    /// Latency draws to average over (seeds 1..=K).
+    #[arg(long, default_value_t = 5)]
+    pub seeds: u64,
+    /// Do not write the JSON result under `bench-results/`.
+    #[arg(long)]
+    pub no_write: bool,
+}
+
+/// One policy's figures, averaged over the draws.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PolicyFigures {
+    pub admission: &'static str,
+    pub call_priority: &'static str,
+    pub gate: Gate,
+    pub utilization: f64,
+    pub wall_over_bound: f64,
+    pub wall_secs: f64,
+    /// Per draw.
+    pub outcomes: Vec<Outcome>,
+}
+
+/// What `tmas bench schedule` prints and writes.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ScheduleBenchResult {
+    pub problems: usize,
+    pub n: u32,
+    pub m: u32,
+    pub iterations: u32,
+    pub in_flight: usize,
+    pub max_concurrent_problems: usize,
+    pub max_active_problems: usize,
+    pub latency: String,
+    pub seeds: u64,
+    /// Mean over draws of busy ÷ (cap × max(busy ÷ cap, longest chain)): the most any
+    /// schedule could reach.
+    pub best_utilization: f64,
+    pub policies: Vec<PolicyFigures>,
+}
+
+const PRIORITIES: [(&str, JobPriority); 2] = [
+    ("oldest-problem-first", JobPriority::OldestProblemFirst),
+    ("least-progress-first", JobPriority::LeastProgressFirst),
+];
+
+pub fn run(args: ScheduleBenchArgs) -> anyhow::Result<ScheduleBenchResult> {
+    let latency: LatencyModel = args
+        .latency
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("--latency: {e}"))?;
+    anyhow::ensure!(args.in_flight > 0, "--in-flight must be at least 1");
+    anyhow::ensure!(args.seeds > 0, "--seeds must be at least 1");
+    anyhow::ensure!(
+        args.max_concurrent_problems > 0,
+        "--max-concurrent-problems must be at least 1"
+    );
+    let max_active = args
+        .max_active_problems
+        .unwrap_or(args.max_concurrent_problems.saturating_mul(2));
+    anyhow::ensure!(max_active > 0, "--max-active-problems must be at least 1");
+    let admissions = [
+        (
+            "fixed",
+            Admission::Fixed {
+                max_concurrent_problems: args.max_concurrent_problems,
+            },
+        ),
+        (
+            "work-conserving",
+            Admission::WorkConserving {
+                max_active_problems: max_active,
+                target_in_flight: args.in_flight,
+            },
+        ),
+    ];
+    let mut policies = Vec::new();
+    let mut best = 0.0;
+    for (admission_name, admission) in admissions {
+        for (priority_name, priority) in PRIORITIES {
+            for gate in [Gate::Fifo, Gate::Priority] {
+                let outcomes: Vec<Outcome> = (1..=args.seeds)
+                    .map(|seed| {
+                        simulate(&Scenario {
+                            problems: args.problems,
+                            n: args.n,
+                            m: args.m,
+                            iterations: args.iterations,
+                            cap: args.in_flight,
+                            pool_size: args.in_flight,
+                            admission,
+                            priority,
+                            gate,
+                            latency,
+                            seed,
+                        })
+                    })
+                    .collect();
+                let mean = |f: fn(&Outcome) -> f64| {
+                    outcomes.iter().map(f).sum::<f64>() / outcomes.len() as f64
+                };
+                best = mean(|o| o.best_utilization);
+                policies.push(PolicyFigures {
+                    admission: admission_name,
+                    call_priority: priority_name,
+                    gate,
+                    utilization: mean(|o| o.utilization),
+                    wall_over_bound: mean(|o| o.wall_over_bound),
+                    wall_secs: mean(|o| o.wall_secs),
+                    outcomes,
+                });
+            }
+        }
+    }
+    let result = ScheduleBenchResult {
+        problems: args.problems,
+        n: args.n,
+        m: args.m,
+        iterations: args.iterations,
+        in_flight: args.in_flight,
+        max_concurrent_problems: args.max_concurrent_problems,
+        max_active_problems: max_active,
+        latency: latency.to_string(),
+        seeds: args.seeds,
+        best_utilization: best,
+        policies,
+    };
+    print(&result);
+    if !args.no_write {
+        let value = serde_json::to_value(&result).context("encoding the result")?;
+        let path = super::write_result("schedule", &value)?;
+        println!("written to {}", path.display());
+    }
+    Ok(result)
+}
+
+fn print(r: &ScheduleBenchResult) {
+    println!(
+        "tmas bench schedule (zero-overhead model): P={} N={} M={} T={}, in-flight {}, window {}, max active {}, latency {}, {} draws",
+        r.problems,
+        r.n,
+        r.m,
+        r.iterations,
+        r.in_flight,
+        r.max_concurrent_problems,
+        r.max_active_problems,
+        r.latency,
+        r.seeds
+    );
+    println!(
+        "  best any schedule can reach: utilization {:.3} (busy ÷ (cap × max(busy ÷ cap, longest chain)))",
+        r.best_utilization
+    );
+    println!(
+        "  {:<16} {:<21} {:<9} {:>11} {:>10} {:>9}",
+        "admission", "call priority", "gate", "utilization", "wall/bound", "wall"
+    );
+    for p in &r.policies {
+        let gate = match p.gate {
+            Gate::Fifo => "fifo",
+            Gate::Priority => "priority",
+        };
+        println!(
+            "  {:<16} {:<21} {:<9} {:>11.3} {:>10.3} {:>8.2}s",
+            p.admission,
+            p.call_priority,
+            gate,
+            p.utilization,
+            p.wall_over_bound,
+            Duration::from_secs_f64(p.wall_secs.max(0.0)).as_secs_f64()
+        );
+    }
+}

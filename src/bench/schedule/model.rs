@@ -1,0 +1,475 @@
+//! A zero-overhead discrete-event model of the runtime's scheduling: TMAS's call graph
+//! per problem, the runner's admission policy and call priority, one pool per role and a
+//! global cap on calls in flight. Calls cost nothing but their drawn latency, so the
+//! model's utilization is the ceiling a policy can reach on a workload — what is left
+//! between it and `tmas bench eval` is the orchestrator's own cost.
+//!
+//! It uses the runtime's own policy code ([`Admission::admits`], [`JobPriority`]) so a
+//! policy measured here is the policy that runs.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+
+use tmas_actors::runner::{Admission, JobPriority};
+
+use crate::sim::latency::LatencyModel;
+use crate::sim::rng::SimRng;
+
+/// Roles in the runner's order (their index is the stage of a call).
+const SOLUTION: usize = 0;
+const VERIFICATION: usize = 1;
+const SUMMARY: usize = 2;
+const EXPERIENCE: usize = 3;
+const GUIDELINE: usize = 4;
+const STAGES: usize = 5;
+
+/// Where calls wait for the global cap once a role pool's worker has taken them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Gate {
+    /// First come, first served (a plain semaphore).
+    Fifo,
+    /// Highest call priority first (ties: first come).
+    Priority,
+}
+
+/// The workload and the policies.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub problems: usize,
+    pub n: u32,
+    pub m: u32,
+    pub iterations: u32,
+    /// Global cap on calls in flight.
+    pub cap: usize,
+    /// Workers of every role pool.
+    pub pool_size: usize,
+    pub admission: Admission,
+    pub priority: JobPriority,
+    pub gate: Gate,
+    pub latency: LatencyModel,
+    pub seed: u64,
+}
+
+/// What the model measured (seconds of model time).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Outcome {
+    pub calls: u64,
+    pub wall_secs: f64,
+    /// Sum of all calls' latencies.
+    pub busy_secs: f64,
+    /// Longest per-problem dependency chain (as `tmas bench eval` computes it).
+    pub chain_secs: f64,
+    /// busy ÷ (cap × wall).
+    pub utilization: f64,
+    /// max(busy ÷ cap, chain).
+    pub bound_secs: f64,
+    pub wall_over_bound: f64,
+    /// busy ÷ (cap × chain) when the chain binds: no schedule can do better.
+    pub best_utilization: f64,
+}
+
+/// One call waiting or running.
+#[derive(Debug, Clone, Copy)]
+struct Call {
+    problem: usize,
+    role: usize,
+    candidate: u32,
+    priority: i64,
+    latency: f64,
+}
+
+/// Per candidate of the current iteration.
+#[derive(Debug, Clone, Copy, Default)]
+struct Candidate {
+    verifications_left: u32,
+    solution_secs: f64,
+    slowest_verification_secs: f64,
+}
+
+struct ProblemState {
+    seq: u64,
+    iteration: u32,
+    candidates: Vec<Candidate>,
+    candidates_left: u32,
+    banks_left: u32,
+    slowest_candidate_secs: f64,
+    slowest_bank_secs: f64,
+    chain_secs: f64,
+    rng: SimRng,
+    done: bool,
+}
+
+/// A queue entry: highest priority first, then first submitted.
+struct Queued {
+    priority: i64,
+    order: u64,
+    call: Call,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.priority
+            .cmp(&other.priority)
+            .then_with(|| other.order.cmp(&self.order))
+    }
+}
+
+/// A running call's end: earliest first.
+#[derive(PartialEq)]
+struct Finish(f64, u64);
+impl Eq for Finish {}
+impl PartialOrd for Finish {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Finish {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0
+            .total_cmp(&other.0)
+            .then_with(|| self.1.cmp(&other.1))
+    }
+}
+
+struct Model<'a> {
+    s: &'a Scenario,
+    now: f64,
+    order: u64,
+    /// Per role: calls submitted, waiting for one of the pool's workers.
+    pools: Vec<BinaryHeap<Queued>>,
+    /// Per role: workers holding a call (waiting at the gate or running).
+    busy_workers: Vec<usize>,
+    gate: GateQueue,
+    running: BinaryHeap<Reverse<Finish>>,
+    running_calls: std::collections::HashMap<u64, Call>,
+    in_flight: usize,
+    outstanding: u64,
+    problems: Vec<ProblemState>,
+    admitted: usize,
+    active: usize,
+    busy_secs: f64,
+    calls: u64,
+}
+
+/// Calls holding a pool worker, waiting for the global cap.
+enum GateQueue {
+    Fifo(VecDeque<Call>),
+    Priority(BinaryHeap<Queued>),
+}
+
+impl GateQueue {
+    fn push(&mut self, call: Call, order: u64) {
+        match self {
+            GateQueue::Fifo(q) => q.push_back(call),
+            GateQueue::Priority(q) => q.push(Queued {
+                priority: call.priority,
+                order,
+                call,
+            }),
+        }
+    }
+
+    fn pop(&mut self) -> Option<Call> {
+        match self {
+            GateQueue::Fifo(q) => q.pop_front(),
+            GateQueue::Priority(q) => q.pop().map(|e| e.call),
+        }
+    }
+}
+
+/// Runs the scenario to the end.
+pub fn simulate(s: &Scenario) -> Outcome {
+    let mut model = Model {
+        s,
+        now: 0.0,
+        order: 0,
+        pools: (0..STAGES).map(|_| BinaryHeap::new()).collect(),
+        busy_workers: vec![0; STAGES],
+        gate: match s.gate {
+            Gate::Fifo => GateQueue::Fifo(VecDeque::new()),
+            Gate::Priority => GateQueue::Priority(BinaryHeap::new()),
+        },
+        running: BinaryHeap::new(),
+        running_calls: std::collections::HashMap::new(),
+        in_flight: 0,
+        outstanding: 0,
+        problems: Vec::with_capacity(s.problems),
+        admitted: 0,
+        active: 0,
+        busy_secs: 0.0,
+        calls: 0,
+    };
+    model.run();
+    let cap = s.cap.max(1) as f64;
+    let chain = model
+        .problems
+        .iter()
+        .map(|p| p.chain_secs)
+        .fold(0.0, f64::max);
+    let wall = model.now;
+    let bound = (model.busy_secs / cap).max(chain);
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    Outcome {
+        calls: model.calls,
+        wall_secs: wall,
+        busy_secs: model.busy_secs,
+        chain_secs: chain,
+        utilization: ratio(model.busy_secs, cap * wall),
+        bound_secs: bound,
+        wall_over_bound: ratio(wall, bound),
+        best_utilization: ratio(model.busy_secs, cap * bound),
+    }
+}
+
+impl Model<'_> {
+    fn run(&mut self) {
+        loop {
+            self.admit();
+            self.dispatch();
+            let Some(Reverse(Finish(at, id))) = self.running.pop() else {
+                break;
+            };
+            self.now = at;
+            if let Some(call) = self.running_calls.remove(&id) {
+                self.in_flight -= 1;
+                self.outstanding -= 1;
+                self.busy_workers[call.role] -= 1;
+                self.on_done(call);
+            }
+        }
+    }
+
+    fn admit(&mut self) {
+        while self.admitted < self.s.problems {
+            let waiting = self.s.problems - self.admitted;
+            if !self
+                .s
+                .admission
+                .admits(self.active, self.outstanding, Some(waiting))
+            {
+                break;
+            }
+            let seq = self.admitted as u64;
+            self.admitted += 1;
+            self.active += 1;
+            let rng = SimRng::new(crate::sim::rng::mix(self.s.seed, seq));
+            self.problems.push(ProblemState {
+                seq,
+                iteration: 0,
+                candidates: Vec::new(),
+                candidates_left: 0,
+                banks_left: 0,
+                slowest_candidate_secs: 0.0,
+                slowest_bank_secs: 0.0,
+                chain_secs: 0.0,
+                rng,
+                done: false,
+            });
+            self.start_iteration(self.problems.len() - 1);
+        }
+    }
+
+    /// Moves calls from pools to free workers, and from the gate into free slots.
+    fn dispatch(&mut self) {
+        for role in 0..STAGES {
+            while self.busy_workers[role] < self.s.pool_size {
+                let Some(q) = self.pools[role].pop() else {
+                    break;
+                };
+                self.busy_workers[role] += 1;
+                self.order += 1;
+                self.gate.push(q.call, self.order);
+            }
+        }
+        while self.in_flight < self.s.cap {
+            let Some(call) = self.gate.pop() else {
+                break;
+            };
+            self.in_flight += 1;
+            self.order += 1;
+            self.running_calls.insert(self.order, call);
+            self.running
+                .push(Reverse(Finish(self.now + call.latency, self.order)));
+        }
+    }
+
+    fn submit(&mut self, problem: usize, role: usize, candidate: u32) {
+        let p = &mut self.problems[problem];
+        let latency = self.s.latency.draw(&mut p.rng).as_secs_f64();
+        let step = i64::from(p.iteration) * STAGES as i64 + role as i64;
+        let priority = self.s.priority.of_call(p.seq, step);
+        self.busy_secs += latency;
+        self.calls += 1;
+        self.outstanding += 1;
+        self.order += 1;
+        self.pools[role].push(Queued {
+            priority,
+            order: self.order,
+            call: Call {
+                problem,
+                role,
+                candidate,
+                priority,
+                latency,
+            },
+        });
+    }
+
+    fn start_iteration(&mut self, problem: usize) {
+        let n = self.s.n;
+        let p = &mut self.problems[problem];
+        p.candidates = vec![Candidate::default(); n as usize];
+        p.candidates_left = n;
+        p.slowest_candidate_secs = 0.0;
+        p.slowest_bank_secs = 0.0;
+        if n == 0 {
+            self.start_banks(problem);
+            return;
+        }
+        for c in 0..n {
+            self.submit(problem, SOLUTION, c);
+        }
+    }
+
+    fn start_banks(&mut self, problem: usize) {
+        self.problems[problem].banks_left = 2;
+        self.submit(problem, EXPERIENCE, 0);
+        self.submit(problem, GUIDELINE, 0);
+    }
+
+    fn on_done(&mut self, call: Call) {
+        let m = self.s.m;
+        let problem = call.problem;
+        let c = call.candidate as usize;
+        match call.role {
+            SOLUTION => {
+                let cand = &mut self.problems[problem].candidates[c];
+                cand.solution_secs = call.latency;
+                cand.verifications_left = m;
+                if m == 0 {
+                    self.submit(problem, SUMMARY, call.candidate);
+                } else {
+                    for _ in 0..m {
+                        self.submit(problem, VERIFICATION, call.candidate);
+                    }
+                }
+            }
+            VERIFICATION => {
+                let cand = &mut self.problems[problem].candidates[c];
+                cand.verifications_left -= 1;
+                cand.slowest_verification_secs = cand.slowest_verification_secs.max(call.latency);
+                if cand.verifications_left == 0 {
+                    self.submit(problem, SUMMARY, call.candidate);
+                }
+            }
+            SUMMARY => {
+                let p = &mut self.problems[problem];
+                let cand = p.candidates[c];
+                let path = cand.solution_secs + cand.slowest_verification_secs + call.latency;
+                p.slowest_candidate_secs = p.slowest_candidate_secs.max(path);
+                p.candidates_left -= 1;
+                if p.candidates_left == 0 {
+                    self.start_banks(problem);
+                }
+            }
+            _ => {
+                let p = &mut self.problems[problem];
+                p.slowest_bank_secs = p.slowest_bank_secs.max(call.latency);
+                p.banks_left -= 1;
+                if p.banks_left == 0 {
+                    p.chain_secs += p.slowest_candidate_secs + p.slowest_bank_secs;
+                    p.iteration += 1;
+                    if p.iteration < self.s.iterations {
+                        self.start_iteration(problem);
+                    } else if !p.done {
+                        p.done = true;
+                        self.active -= 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn scenario(problems: usize, cap: usize) -> Scenario {
+        Scenario {
+            problems,
+            n: 8,
+            m: 8,
+            iterations: 5,
+            cap,
+            pool_size: cap,
+            admission: Admission::Fixed {
+                max_concurrent_problems: problems,
+            },
+            priority: JobPriority::OldestProblemFirst,
+            gate: Gate::Fifo,
+            latency: LatencyModel::Fixed(Duration::from_millis(200)),
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn one_problem_alone_runs_at_its_chain() {
+        let o = simulate(&scenario(1, 1_000));
+        assert_eq!(o.calls, 5 * (8 + 64 + 8 + 2));
+        // solution → verification → summary → bank, 5 times, 0.2 s each.
+        assert!((o.wall_secs - 4.0).abs() < 1e-9, "{o:?}");
+        assert!((o.chain_secs - 4.0).abs() < 1e-9);
+        assert!((o.wall_over_bound - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_cap_of_one_serializes_every_call() {
+        let o = simulate(&scenario(2, 1));
+        assert_eq!(o.calls, 2 * 5 * 82);
+        assert!((o.wall_secs - 0.2 * o.calls as f64).abs() < 1e-6, "{o:?}");
+        assert!((o.utilization - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_cap_and_the_problem_window_bound_the_run() {
+        // 10 problems one at a time: 10 chains back to back.
+        let mut s = scenario(10, 10_000);
+        s.admission = Admission::Fixed {
+            max_concurrent_problems: 1,
+        };
+        let o = simulate(&s);
+        assert!((o.wall_secs - 40.0).abs() < 1e-6, "{o:?}");
+        // All at once with room for every call: one chain.
+        let o = simulate(&scenario(10, 10_000));
+        assert!((o.wall_secs - 4.0).abs() < 1e-6, "{o:?}");
+    }
+
+    #[test]
+    fn same_seed_same_outcome_and_lognormal_draws_vary() {
+        let mut s = scenario(20, 100);
+        s.latency = LatencyModel::LogNormal {
+            median: Duration::from_millis(200),
+            sigma: 1.0,
+        };
+        let a = simulate(&s);
+        assert_eq!(a, simulate(&s));
+        assert!(a.chain_secs > 4.0, "{a:?}");
+        assert!(a.utilization > 0.0 && a.utilization <= 1.0 + 1e-9);
+        assert!(a.wall_secs + 1e-9 >= a.bound_secs);
+    }
+}
