@@ -261,3 +261,30 @@ async fn a_line_missing_from_results_jsonl_is_taken_from_the_store() {
     assert_eq!(outputs.problems_done, 2);
     store.close().await.unwrap();
 }
+
+/// The store writer holds finished-problem records back behind call rows; a flush (and a
+/// close) must still mean "everything sent before is committed", records included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_sent_without_waiting_are_committed_before_a_later_flush_returns() {
+    let (_tmp, _dir, store) = run_with_problems(3);
+    for i in 0..3 {
+        let record = make(i);
+        store.send(Fact::Done {
+            record_json: serde_json::to_string(&record).unwrap().into(),
+            record: Arc::new(record),
+            iterations: 3,
+        });
+    }
+    store.flush().await.unwrap();
+    let done = store.read(|r| r.done_problem_ids()).await.unwrap();
+    assert_eq!(done, vec!["p0", "p1", "p2"]);
+    for i in 0..3 {
+        let id = format!("p{i}");
+        let stored = store
+            .read(move |r| r.record_json(&id))
+            .await
+            .unwrap()
+            .expect("record stored");
+        assert_eq!(stored, serde_json::to_string(&make(i)).unwrap());
+    }
+}
