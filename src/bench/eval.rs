@@ -71,18 +71,8 @@ impl EvalCallPriority {
 /// Knobs of the evaluation benchmark.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EvalBenchArgs {
-    /// Problems in the synthetic dataset.
-    #[arg(long, default_value_t = 200)]
-    pub problems: usize,
-    /// N: candidates per iteration.
-    #[arg(long, default_value_t = 8)]
-    pub n: u32,
-    /// M: verifications per candidate.
-    #[arg(long, default_value_t = 8)]
-    pub m: u32,
-    /// T: iterations per problem (5 for a quick run, 20 for the full one).
-    #[arg(long, default_value_t = 5)]
-    pub iterations: u32,
+    #[command(flatten)]
+    pub workload: super::WorkloadArgs,
     /// Cap on calls in flight (global, endpoint and every role pool).
     #[arg(long, default_value_t = 800)]
     pub in_flight: usize,
@@ -168,10 +158,8 @@ pub struct EvalBenchResult {
 
 /// Runs the benchmark and prints its figures.
 pub async fn run(args: EvalBenchArgs) -> anyhow::Result<EvalBenchResult> {
-    anyhow::ensure!(args.problems > 0, "--problems must be at least 1");
+    args.workload.validate()?;
     anyhow::ensure!(args.in_flight > 0, "--in-flight must be at least 1");
-    anyhow::ensure!(args.iterations > 0, "--iterations must be at least 1");
-    anyhow::ensure!(args.n > 0, "--n must be at least 1");
     let max_active = args
         .max_active_problems
         .unwrap_or(args.max_concurrent_problems.saturating_mul(2));
@@ -211,7 +199,7 @@ async fn run_in(
     work: &Path,
 ) -> anyhow::Result<EvalBenchResult> {
     let dataset_path = work.join("dataset.jsonl");
-    write_dataset(&dataset_path, args.problems)?;
+    write_dataset(&dataset_path, args.workload.problems)?;
     let dataset = load_dataset(&DatasetSpec::new(&dataset_path))?;
     let run_dir = work.join("run");
     anyhow::ensure!(
@@ -273,10 +261,10 @@ async fn run_in(
     let bound_capacity = busy / cap;
     let lower_bound = bound_capacity.max(chain);
     Ok(EvalBenchResult {
-        problems: args.problems,
-        n: args.n,
-        m: args.m,
-        iterations: args.iterations,
+        problems: args.workload.problems,
+        n: args.workload.n,
+        m: args.workload.m,
+        iterations: args.workload.iterations,
         in_flight: args.in_flight,
         admission: args.admission,
         max_concurrent_problems: args.max_concurrent_problems,
@@ -402,9 +390,9 @@ context_window = 16777216
         admission = args.admission.config_value(),
         priority = args.call_priority.config_value(),
         out = work.display().to_string(),
-        n = args.n,
-        m = args.m,
-        t = args.iterations,
+        n = args.workload.n,
+        m = args.workload.m,
+        t = args.workload.iterations,
     );
     for role in [
         "solution",

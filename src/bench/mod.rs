@@ -7,6 +7,32 @@ pub mod resources;
 pub mod schedule;
 pub mod sim_process;
 
+/// The shape of the synthetic TMAS workload, shared by `bench eval` and `bench schedule`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WorkloadArgs {
+    /// Problems in the synthetic dataset.
+    #[arg(long, default_value_t = 200)]
+    pub problems: usize,
+    /// N: candidates per iteration.
+    #[arg(long, default_value_t = 8)]
+    pub n: u32,
+    /// M: verifications per candidate.
+    #[arg(long, default_value_t = 8)]
+    pub m: u32,
+    /// T: iterations per problem (5 for a quick run, 20 for the full one).
+    #[arg(long, default_value_t = 5)]
+    pub iterations: u32,
+}
+
+impl WorkloadArgs {
+    pub fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.problems > 0, "--problems must be at least 1");
+        anyhow::ensure!(self.iterations > 0, "--iterations must be at least 1");
+        anyhow::ensure!(self.n > 0, "--n must be at least 1");
+        Ok(())
+    }
+}
+
 /// Writes a benchmark result as pretty JSON to `bench-results/NAME-<unix time>.json`.
 pub fn write_result(name: &str, value: &serde_json::Value) -> anyhow::Result<std::path::PathBuf> {
     use anyhow::Context;

@@ -18,18 +18,8 @@ use model::{Gate, Outcome, Scenario, simulate};
 /// Knobs of the scheduling model (the workload of `tmas bench eval`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ScheduleBenchArgs {
-    /// Problems.
-    #[arg(long, default_value_t = 200)]
-    pub problems: usize,
-    /// N: candidates per iteration.
-    #[arg(long, default_value_t = 8)]
-    pub n: u32,
-    /// M: verifications per candidate.
-    #[arg(long, default_value_t = 8)]
-    pub m: u32,
-    /// T: iterations per problem.
-    #[arg(long, default_value_t = 5)]
-    pub iterations: u32,
+    #[command(flatten)]
+    pub workload: super::WorkloadArgs,
     /// Cap on calls in flight (global, and every role pool's workers).
     #[arg(long, default_value_t = 800)]
     pub in_flight: usize,
@@ -91,6 +81,7 @@ pub fn run(args: ScheduleBenchArgs) -> anyhow::Result<ScheduleBenchResult> {
         .latency
         .parse()
         .map_err(|e: String| anyhow::anyhow!("--latency: {e}"))?;
+    args.workload.validate()?;
     anyhow::ensure!(args.in_flight > 0, "--in-flight must be at least 1");
     anyhow::ensure!(args.seeds > 0, "--seeds must be at least 1");
     anyhow::ensure!(
@@ -124,10 +115,10 @@ pub fn run(args: ScheduleBenchArgs) -> anyhow::Result<ScheduleBenchResult> {
                 let outcomes: Vec<Outcome> = (1..=args.seeds)
                     .map(|seed| {
                         simulate(&Scenario {
-                            problems: args.problems,
-                            n: args.n,
-                            m: args.m,
-                            iterations: args.iterations,
+                            problems: args.workload.problems,
+                            n: args.workload.n,
+                            m: args.workload.m,
+                            iterations: args.workload.iterations,
                             cap: args.in_flight,
                             pool_size: args.in_flight,
                             admission,
@@ -155,10 +146,10 @@ pub fn run(args: ScheduleBenchArgs) -> anyhow::Result<ScheduleBenchResult> {
         }
     }
     let result = ScheduleBenchResult {
-        problems: args.problems,
-        n: args.n,
-        m: args.m,
-        iterations: args.iterations,
+        problems: args.workload.problems,
+        n: args.workload.n,
+        m: args.workload.m,
+        iterations: args.workload.iterations,
         in_flight: args.in_flight,
         max_concurrent_problems: args.max_concurrent_problems,
         max_active_problems: max_active,
