@@ -77,6 +77,7 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
         "bound_chain_s",
         "lower_bound_s",
         "wall_over_bound",
+        "model_utilization",
         "cpu_s_per_1k_calls",
         "peak_rss_mib",
     ] {
@@ -88,6 +89,12 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
     // The bound can never exceed what was measured, so the ratio is at least 1
     // (up to the millisecond rounding of stored latencies).
     assert!(v["wall_over_bound"].as_f64().unwrap() >= 0.99, "{text}");
+    // The modelled ceiling is a utilization.
+    assert!(
+        v["model_utilization"].as_f64().unwrap() <= 1.0 + 1e-9,
+        "{text}"
+    );
+    assert!(stdout.contains("model ceiling"), "{stdout}");
     assert_eq!(v["admission"], "work-conserving", "{text}");
     assert_eq!(v["call_priority"], "least-progress-first", "{text}");
     // The last problem is one of the three, inside the run, and never shorter than its

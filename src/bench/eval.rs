@@ -140,6 +140,10 @@ pub struct EvalBenchResult {
     pub bound_chain_s: f64,
     pub lower_bound_s: f64,
     pub wall_over_bound: f64,
+    /// `tmas bench schedule`'s utilization for this workload and policy at zero
+    /// orchestrator cost (mean of [`MODEL_DRAWS`] latency draws): the ceiling of the
+    /// scheduling alone. `None` when the latency model could not be read.
+    pub model_utilization: Option<f64>,
     /// The problem that finished last: start, end and own chain (what it waited for
     /// slots is end − start − chain).
     pub last_problem: Option<LastProblem>,
@@ -154,6 +158,38 @@ pub struct EvalBenchResult {
     /// 2-core machine are unreliable).
     pub load_before: Option<f64>,
     pub load_after: Option<f64>,
+}
+
+/// Latency draws the scheduling model averages over.
+pub const MODEL_DRAWS: u64 = 5;
+
+/// The zero-overhead model's utilization for this run's workload and policy.
+fn model_ceiling(args: &EvalBenchArgs, max_active: usize) -> Option<f64> {
+    use tmas_actors::runner::{Admission, JobPriority};
+    let latency = args.latency.parse().ok()?;
+    let admission = match args.admission {
+        EvalAdmission::Fixed => Admission::Fixed {
+            max_concurrent_problems: args.max_concurrent_problems,
+        },
+        EvalAdmission::WorkConserving => Admission::WorkConserving {
+            max_active_problems: max_active,
+            target_in_flight: args.in_flight,
+        },
+    };
+    let priority = match args.call_priority {
+        EvalCallPriority::LeastProgressFirst => JobPriority::LeastProgressFirst,
+        EvalCallPriority::OldestProblemFirst => JobPriority::OldestProblemFirst,
+    };
+    let policy = super::schedule::Policy {
+        in_flight: args.in_flight,
+        admission,
+        priority,
+        // The model client's global cap is a FIFO semaphore.
+        gate: super::schedule::model::Gate::Fifo,
+        latency,
+    };
+    let outcomes = super::schedule::draws(&args.workload, &policy, MODEL_DRAWS);
+    Some(super::schedule::mean_of(&outcomes, |o| o.utilization))
 }
 
 /// Runs the benchmark and prints its figures.
@@ -285,6 +321,8 @@ async fn run_in(
         bound_chain_s: chain,
         lower_bound_s: lower_bound,
         wall_over_bound: wall / lower_bound,
+        // After the measurement, so the model's CPU is not counted in the run's.
+        model_utilization: model_ceiling(args, max_active),
         last_problem,
         cpu_s: cpu,
         cpu_s_per_1k_calls: if calls > 0 {
@@ -449,6 +487,12 @@ fn print_result(r: &EvalBenchResult) {
         "  wall / bound     {:.3}  (target <= 1.15)",
         r.wall_over_bound
     );
+    if let Some(model) = r.model_utilization {
+        println!(
+            "  model ceiling    {model:.3}  (this policy at zero cost, tmas bench schedule, {MODEL_DRAWS} draws; this run keeps {:.0} %)",
+            100.0 * r.slot_utilization / model
+        );
+    }
     if let Some(p) = &r.last_problem {
         println!(
             "  last problem     {}: started at {:.1} s, ended at {:.1} s, own chain {:.1} s, waited {:.1} s",

@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tmas_actors::runner::{Admission, JobPriority};
 
+use super::WorkloadArgs;
 use crate::sim::latency::LatencyModel;
 use model::{Gate, Outcome, Scenario, simulate};
 
@@ -112,26 +113,15 @@ pub fn run(args: ScheduleBenchArgs) -> anyhow::Result<ScheduleBenchResult> {
     for (admission_name, admission) in admissions {
         for (priority_name, priority) in PRIORITIES {
             for gate in [Gate::Fifo, Gate::Priority] {
-                let outcomes: Vec<Outcome> = (1..=args.seeds)
-                    .map(|seed| {
-                        simulate(&Scenario {
-                            problems: args.workload.problems,
-                            n: args.workload.n,
-                            m: args.workload.m,
-                            iterations: args.workload.iterations,
-                            cap: args.in_flight,
-                            pool_size: args.in_flight,
-                            admission,
-                            priority,
-                            gate,
-                            latency,
-                            seed,
-                        })
-                    })
-                    .collect();
-                let mean = |f: fn(&Outcome) -> f64| {
-                    outcomes.iter().map(f).sum::<f64>() / outcomes.len() as f64
+                let policy = Policy {
+                    in_flight: args.in_flight,
+                    admission,
+                    priority,
+                    gate,
+                    latency,
                 };
+                let outcomes = draws(&args.workload, &policy, args.seeds);
+                let mean = |f: fn(&Outcome) -> f64| mean_of(&outcomes, f);
                 best = mean(|o| o.best_utilization);
                 policies.push(PolicyFigures {
                     admission: admission_name,
@@ -165,6 +155,46 @@ pub fn run(args: ScheduleBenchArgs) -> anyhow::Result<ScheduleBenchResult> {
         println!("written to {}", path.display());
     }
     Ok(result)
+}
+
+/// How a run is scheduled: everything of a [`Scenario`] but the workload and the seed.
+#[derive(Debug, Clone, Copy)]
+pub struct Policy {
+    pub in_flight: usize,
+    pub admission: Admission,
+    pub priority: JobPriority,
+    pub gate: Gate,
+    pub latency: LatencyModel,
+}
+
+/// The model's outcomes for latency draws (seeds) 1..=`seeds`.
+pub fn draws(workload: &WorkloadArgs, policy: &Policy, seeds: u64) -> Vec<Outcome> {
+    (1..=seeds)
+        .map(|seed| {
+            simulate(&Scenario {
+                problems: workload.problems,
+                n: workload.n,
+                m: workload.m,
+                iterations: workload.iterations,
+                cap: policy.in_flight,
+                // Every role pool has as many workers as the cap (as in `bench eval`).
+                pool_size: policy.in_flight,
+                admission: policy.admission,
+                priority: policy.priority,
+                gate: policy.gate,
+                latency: policy.latency,
+                seed,
+            })
+        })
+        .collect()
+}
+
+/// Mean of one figure over draws (0 when there are none).
+pub fn mean_of(outcomes: &[Outcome], f: impl Fn(&Outcome) -> f64) -> f64 {
+    if outcomes.is_empty() {
+        return 0.0;
+    }
+    outcomes.iter().map(f).sum::<f64>() / outcomes.len() as f64
 }
 
 fn print(r: &ScheduleBenchResult) {
