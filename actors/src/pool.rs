@@ -30,10 +30,10 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::task::JoinHandle;
 
 pub use counters::{PoolCounters, PoolSnapshot};
+pub use queue::{JobQueue, Ticket};
 pub use worker::WorkerReport;
 
 use crate::strategy::{CallExecutor, CallFailure, CallKey, CallOutcome, CallSpec};
-use queue::{JobQueue, Ticket};
 use worker::{PoolWorker, RunCall, WorkerArgs};
 
 /// Where a job's outcome goes. Called exactly once.

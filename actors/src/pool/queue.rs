@@ -3,13 +3,16 @@
 //! Every entry carries a sequence number fixed at first submission. A job that is put back
 //! after its worker crashed keeps that number, so it returns to the head of its priority
 //! class instead of queueing behind work submitted while it was running.
+//!
+//! Public so the scheduling model (`tmas bench schedule`) orders its pools exactly as the
+//! runtime does.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 /// Position of a job in the line; kept when the job is re-queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Ticket {
+pub struct Ticket {
     pub priority: i64,
     pub seq: u64,
 }
@@ -44,7 +47,7 @@ impl<T> Ord for Entry<T> {
 }
 
 /// Max-priority FIFO queue.
-pub(crate) struct JobQueue<T> {
+pub struct JobQueue<T> {
     heap: BinaryHeap<Entry<T>>,
     next_seq: u64,
 }

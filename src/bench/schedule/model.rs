@@ -10,6 +10,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 
+use tmas_actors::pool::JobQueue;
 use tmas_actors::runner::{Admission, JobPriority};
 
 use crate::sim::latency::LatencyModel;
@@ -100,35 +101,18 @@ struct ProblemState {
     done: bool,
 }
 
-/// A queue entry: highest priority first, then first submitted.
-struct Queued {
-    priority: i64,
-    order: u64,
+/// A running call's end: earliest first (`id` breaks ties by dispatch order).
+struct Finish {
+    at: f64,
+    id: u64,
     call: Call,
 }
 
-impl PartialEq for Queued {
+impl PartialEq for Finish {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal
     }
 }
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Queued {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.priority
-            .cmp(&other.priority)
-            .then_with(|| other.order.cmp(&self.order))
-    }
-}
-
-/// A running call's end: earliest first.
-#[derive(PartialEq)]
-struct Finish(f64, u64);
 impl Eq for Finish {}
 impl PartialOrd for Finish {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
@@ -137,23 +121,24 @@ impl PartialOrd for Finish {
 }
 impl Ord for Finish {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.0
-            .total_cmp(&other.0)
-            .then_with(|| self.1.cmp(&other.1))
+        self.at
+            .total_cmp(&other.at)
+            .then_with(|| self.id.cmp(&other.id))
     }
 }
 
 struct Model<'a> {
     s: &'a Scenario,
     now: f64,
-    order: u64,
-    /// Per role: calls submitted, waiting for one of the pool's workers.
-    pools: Vec<BinaryHeap<Queued>>,
+    /// Calls dispatched so far (breaks ties between equal finish times).
+    dispatched: u64,
+    /// Per role: calls submitted, waiting for one of the pool's workers (the pool's own
+    /// queue type).
+    pools: Vec<JobQueue<Call>>,
     /// Per role: workers holding a call (waiting at the gate or running).
     busy_workers: Vec<usize>,
     gate: GateQueue,
     running: BinaryHeap<Reverse<Finish>>,
-    running_calls: std::collections::HashMap<u64, Call>,
     in_flight: usize,
     outstanding: u64,
     problems: Vec<ProblemState>,
@@ -166,25 +151,23 @@ struct Model<'a> {
 /// Calls holding a pool worker, waiting for the global cap.
 enum GateQueue {
     Fifo(VecDeque<Call>),
-    Priority(BinaryHeap<Queued>),
+    Priority(JobQueue<Call>),
 }
 
 impl GateQueue {
-    fn push(&mut self, call: Call, order: u64) {
+    fn push(&mut self, call: Call) {
         match self {
             GateQueue::Fifo(q) => q.push_back(call),
-            GateQueue::Priority(q) => q.push(Queued {
-                priority: call.priority,
-                order,
-                call,
-            }),
+            GateQueue::Priority(q) => {
+                q.push(call.priority, call);
+            }
         }
     }
 
     fn pop(&mut self) -> Option<Call> {
         match self {
             GateQueue::Fifo(q) => q.pop_front(),
-            GateQueue::Priority(q) => q.pop().map(|e| e.call),
+            GateQueue::Priority(q) => q.pop().map(|(_, call)| call),
         }
     }
 }
@@ -194,15 +177,14 @@ pub fn simulate(s: &Scenario) -> Outcome {
     let mut model = Model {
         s,
         now: 0.0,
-        order: 0,
-        pools: (0..STAGES).map(|_| BinaryHeap::new()).collect(),
+        dispatched: 0,
+        pools: (0..STAGES).map(|_| JobQueue::default()).collect(),
         busy_workers: vec![0; STAGES],
         gate: match s.gate {
             Gate::Fifo => GateQueue::Fifo(VecDeque::new()),
-            Gate::Priority => GateQueue::Priority(BinaryHeap::new()),
+            Gate::Priority => GateQueue::Priority(JobQueue::default()),
         },
         running: BinaryHeap::new(),
-        running_calls: std::collections::HashMap::new(),
         in_flight: 0,
         outstanding: 0,
         problems: Vec::with_capacity(s.problems),
@@ -238,16 +220,14 @@ impl Model<'_> {
         loop {
             self.admit();
             self.dispatch();
-            let Some(Reverse(Finish(at, id))) = self.running.pop() else {
+            let Some(Reverse(Finish { at, call, .. })) = self.running.pop() else {
                 break;
             };
             self.now = at;
-            if let Some(call) = self.running_calls.remove(&id) {
-                self.in_flight -= 1;
-                self.outstanding -= 1;
-                self.busy_workers[call.role] -= 1;
-                self.on_done(call);
-            }
+            self.in_flight -= 1;
+            self.outstanding -= 1;
+            self.busy_workers[call.role] -= 1;
+            self.on_done(call);
         }
     }
 
@@ -285,12 +265,11 @@ impl Model<'_> {
     fn dispatch(&mut self) {
         for role in 0..STAGES {
             while self.busy_workers[role] < self.s.pool_size {
-                let Some(q) = self.pools[role].pop() else {
+                let Some((_, call)) = self.pools[role].pop() else {
                     break;
                 };
                 self.busy_workers[role] += 1;
-                self.order += 1;
-                self.gate.push(q.call, self.order);
+                self.gate.push(call);
             }
         }
         while self.in_flight < self.s.cap {
@@ -298,10 +277,12 @@ impl Model<'_> {
                 break;
             };
             self.in_flight += 1;
-            self.order += 1;
-            self.running_calls.insert(self.order, call);
-            self.running
-                .push(Reverse(Finish(self.now + call.latency, self.order)));
+            self.dispatched += 1;
+            self.running.push(Reverse(Finish {
+                at: self.now + call.latency,
+                id: self.dispatched,
+                call,
+            }));
         }
     }
 
@@ -313,18 +294,14 @@ impl Model<'_> {
         self.busy_secs += latency;
         self.calls += 1;
         self.outstanding += 1;
-        self.order += 1;
-        self.pools[role].push(Queued {
+        let call = Call {
+            problem,
+            role,
+            candidate,
             priority,
-            order: self.order,
-            call: Call {
-                problem,
-                role,
-                candidate,
-                priority,
-                latency,
-            },
-        });
+            latency,
+        };
+        self.pools[role].push(priority, call);
     }
 
     fn start_iteration(&mut self, problem: usize) {
