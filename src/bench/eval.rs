@@ -27,6 +27,7 @@ use crate::config::Config;
 use crate::engine::{self, RunRequest};
 use crate::eval::dataset::{DatasetSpec, load_dataset};
 use chain::{LastProblem, chain_figures};
+use tmas_actors::runner::RunnerSettings;
 
 pub mod chain;
 
@@ -163,30 +164,16 @@ pub struct EvalBenchResult {
 /// Latency draws the scheduling model averages over.
 pub const MODEL_DRAWS: u64 = 5;
 
-/// The zero-overhead model's utilization for this run's workload and policy.
-fn model_ceiling(args: &EvalBenchArgs, max_active: usize) -> Option<f64> {
-    use tmas_actors::runner::{Admission, JobPriority};
-    let latency = args.latency.parse().ok()?;
-    let admission = match args.admission {
-        EvalAdmission::Fixed => Admission::Fixed {
-            max_concurrent_problems: args.max_concurrent_problems,
-        },
-        EvalAdmission::WorkConserving => Admission::WorkConserving {
-            max_active_problems: max_active,
-            target_in_flight: args.in_flight,
-        },
-    };
-    let priority = match args.call_priority {
-        EvalCallPriority::LeastProgressFirst => JobPriority::LeastProgressFirst,
-        EvalCallPriority::OldestProblemFirst => JobPriority::OldestProblemFirst,
-    };
+/// The zero-overhead model's utilization for this run's workload and the admission and
+/// call priority the engine derived from its config.
+fn model_ceiling(args: &EvalBenchArgs, settings: &RunnerSettings) -> Option<f64> {
     let policy = super::schedule::Policy {
         in_flight: args.in_flight,
-        admission,
-        priority,
+        admission: settings.admission,
+        priority: settings.priority,
         // The model client's global cap is a FIFO semaphore.
         gate: super::schedule::model::Gate::Fifo,
-        latency,
+        latency: args.latency.parse().ok()?,
     };
     let outcomes = super::schedule::draws(&args.workload, &policy, MODEL_DRAWS);
     Some(super::schedule::mean_of(&outcomes, |o| o.utilization))
@@ -258,6 +245,7 @@ async fn run_in(
     ])
     .await?;
     let config = bench_config(args, max_active, &sim.base_url, work)?;
+    let settings = engine::runner_settings(&config);
 
     sim.reset().await?;
     let sim_cpu0 = sim.pid().and_then(process_cpu_seconds);
@@ -322,7 +310,7 @@ async fn run_in(
         lower_bound_s: lower_bound,
         wall_over_bound: wall / lower_bound,
         // After the measurement, so the model's CPU is not counted in the run's.
-        model_utilization: model_ceiling(args, max_active),
+        model_utilization: model_ceiling(args, &settings),
         last_problem,
         cpu_s: cpu,
         cpu_s_per_1k_calls: if calls > 0 {

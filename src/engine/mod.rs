@@ -374,7 +374,9 @@ async fn execute(
     })
 }
 
-fn runner_settings(config: &Config) -> RunnerSettings {
+/// The runner's roles, admission and call priority for `config` (also what
+/// `tmas bench eval` hands its scheduling model).
+pub fn runner_settings(config: &Config) -> RunnerSettings {
     let roles = [
         Role::Solution,
         Role::Verification,
