@@ -34,7 +34,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, Supervi
 
 use crate::bank::{BankActor, BankArgs, BankError, BankInit, BankMsg, BankSink};
 use crate::pool::{Job, RolePool};
-use crate::runner::RuntimeStats;
+use crate::runner::{RuntimeStats, priority};
 use crate::strategy::{
     BankVersion, CallFailure, CallKey, CallOutcome, CallSpec, Command, Strategy,
 };
@@ -246,9 +246,7 @@ impl<O: Send + 'static> CoordinatorState<O> {
             let _ = me.send_message(CoordinatorMsg::CallDone { key, outcome });
         });
         let step = i64::from(spec.key.iteration) * i64::from(self.stages) + i64::from(route.stage);
-        let priority = self
-            .priority
-            .saturating_sub(self.priority_per_step.saturating_mul(step));
+        let priority = priority::at_step(self.priority, self.priority_per_step, step);
         let job = Job::new(spec, route.group.clone(), reply)
             .with_priority(priority)
             .with_span(span);

@@ -23,7 +23,7 @@
 //! ```
 
 mod admission;
-mod priority;
+pub mod priority;
 mod stats;
 
 use std::collections::HashMap;

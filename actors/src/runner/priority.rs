@@ -41,8 +41,14 @@ impl JobPriority {
     /// The priority of a call `step` steps into the problem admitted `seq`-th.
     pub fn of_call(self, seq: u64, step: i64) -> i64 {
         let (base, per_step) = self.for_problem(seq);
-        base.saturating_sub(per_step.saturating_mul(step))
+        at_step(base, per_step, step)
     }
+}
+
+/// `base − per_step × step`, saturating: the priority of a call `step` steps into a
+/// problem whose calls start at `base` (what the coordinator computes at each dispatch).
+pub fn at_step(base: i64, per_step: i64, step: i64) -> i64 {
+    base.saturating_sub(per_step.saturating_mul(step))
 }
 
 #[cfg(test)]
