@@ -155,18 +155,11 @@ impl StoreReader {
     /// Ids of the problems [`StoreReader::records`] returns, in the same (dataset) order,
     /// without reading the records themselves.
     pub fn done_problem_ids(&self) -> Result<Vec<String>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT problem_id FROM problems \
-                 WHERE status = 'done' AND record_json IS NOT NULL ORDER BY ordinal",
-            )
-            .map_err(|e| self.err("listing done problems", e))?;
-        let rows = stmt
-            .query_map([], |r| r.get::<_, String>(0))
-            .map_err(|e| self.err("listing done problems", e))?;
-        rows.collect::<Result<_, _>>()
-            .map_err(|e| self.err("listing done problems", e))
+        self.strings(
+            "SELECT problem_id FROM problems \
+             WHERE status = 'done' AND record_json IS NOT NULL ORDER BY ordinal",
+            "listing done problems",
+        )
     }
 
     /// The stored record of one problem as its compact JSON text, unparsed (`None`: no
@@ -184,15 +177,21 @@ impl StoreReader {
 
     /// Keys of every stored call (to skip the lookup for calls never made).
     pub fn call_keys(&self) -> Result<HashSet<String>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT call_key FROM calls")
-            .map_err(|e| self.err("listing calls", e))?;
+        self.strings("SELECT call_key FROM calls", "listing calls")
+    }
+
+    /// The first column of every row of `sql`, as text; `what` names the step in errors.
+    fn strings<C: FromIterator<String>>(
+        &self,
+        sql: &str,
+        what: &'static str,
+    ) -> Result<C, StoreError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(what, e))?;
         let rows = stmt
             .query_map([], |r| r.get::<_, String>(0))
-            .map_err(|e| self.err("listing calls", e))?;
+            .map_err(|e| self.err(what, e))?;
         rows.collect::<Result<_, _>>()
-            .map_err(|e| self.err("listing calls", e))
+            .map_err(|e| self.err(what, e))
     }
 
     pub fn call_count(&self) -> Result<u64, StoreError> {
