@@ -148,8 +148,8 @@ fn bench_schedule_compares_every_policy_and_writes_its_json() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
     let policies = v["policies"].as_array().expect("policies");
-    // 2 admissions × 2 priorities × 2 gate orders.
-    assert_eq!(policies.len(), 8, "{v}");
+    // 2 admissions × 3 call orders (two runtime priorities and the oracle) × 2 gates.
+    assert_eq!(policies.len(), 12, "{v}");
     for p in policies {
         let outcomes = p["outcomes"].as_array().expect("outcomes");
         assert_eq!(outcomes.len(), 2);
@@ -164,4 +164,23 @@ fn bench_schedule_compares_every_policy_and_writes_its_json() {
         }
         assert!(stdout.contains(p["call_priority"].as_str().expect("name")));
     }
+    // Every order meets the same latencies, so each draw's busy time and longest chain
+    // are the same in every row.
+    let first = &policies[0]["outcomes"];
+    for p in policies {
+        for (o, f) in p["outcomes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(first.as_array().unwrap())
+        {
+            let (a, b) = (
+                o["busy_secs"].as_f64().unwrap(),
+                f["busy_secs"].as_f64().unwrap(),
+            );
+            assert!((a - b).abs() < 1e-6, "{o} vs {f}");
+            assert_eq!(o["chain_secs"], f["chain_secs"], "{o} vs {f}");
+        }
+    }
+    assert!(stdout.contains("critical-path (oracle)"), "{stdout}");
 }

@@ -170,7 +170,7 @@ fn model_ceiling(args: &EvalBenchArgs, settings: &RunnerSettings) -> Option<f64>
     let policy = super::schedule::Policy {
         in_flight: args.in_flight,
         admission: settings.admission,
-        priority: settings.priority,
+        priority: super::schedule::model::CallOrder::Runtime(settings.priority),
         // The model client's global cap is a FIFO semaphore.
         gate: super::schedule::model::Gate::Fifo,
         latency: args.latency.parse().ok()?,

@@ -5,7 +5,10 @@
 //! between it and `tmas bench eval` is the orchestrator's own cost.
 //!
 //! It uses the runtime's own policy code ([`Admission::admits`], [`JobPriority`]) so a
-//! policy measured here is the policy that runs.
+//! policy measured here is the policy that runs. Every call's latency is drawn from its
+//! identity (problem, iteration, role, candidate, slot), not from the order calls are
+//! issued in, so every policy meets exactly the same latencies (common random numbers),
+//! and [`CallOrder::CriticalPath`] can know them in advance.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
@@ -34,6 +37,19 @@ pub enum Gate {
     Priority,
 }
 
+/// How calls waiting in the pools (and at a priority gate) are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOrder {
+    /// The runtime's call priority.
+    Runtime(JobPriority),
+    /// Clairvoyant: longest remaining critical path first — the call's own latency plus
+    /// the longest dependency chain after it in its problem, computed from latencies no
+    /// runtime can know before the call ends (classic critical-path list scheduling).
+    /// Not a policy; an estimate of what perfect foresight of every latency would buy,
+    /// which bounds how far any online policy could get above the runtime's.
+    CriticalPath,
+}
+
 /// The workload and the policies.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -46,7 +62,7 @@ pub struct Scenario {
     /// Workers of every role pool.
     pub pool_size: usize,
     pub admission: Admission,
-    pub priority: JobPriority,
+    pub priority: CallOrder,
     pub gate: Gate,
     pub latency: LatencyModel,
     pub seed: u64,
@@ -97,8 +113,38 @@ struct ProblemState {
     slowest_candidate_secs: f64,
     slowest_bank_secs: f64,
     chain_secs: f64,
-    rng: SimRng,
+    /// Every call's latency, by [`CallIndex::of`].
+    latencies: Vec<f64>,
+    /// Every call's remaining critical path ([`CallOrder::CriticalPath`] only).
+    critical_paths: Vec<f64>,
     done: bool,
+}
+
+/// Where a call's latency (and critical path) lies in its problem's tables: per
+/// iteration, the N solutions, the N × M verifications, the N summaries, then the two
+/// bank calls.
+#[derive(Debug, Clone, Copy)]
+struct CallIndex {
+    n: usize,
+    m: usize,
+}
+
+impl CallIndex {
+    fn per_iteration(self) -> usize {
+        2 * self.n + self.n * self.m + 2
+    }
+
+    fn of(self, iteration: u32, role: usize, candidate: u32, slot: u32) -> usize {
+        let (c, v) = (candidate as usize, slot as usize);
+        let within = match role {
+            SOLUTION => c,
+            VERIFICATION => self.n + c * self.m + v,
+            SUMMARY => self.n + self.n * self.m + c,
+            EXPERIENCE => 2 * self.n + self.n * self.m,
+            _ => 2 * self.n + self.n * self.m + 1,
+        };
+        iteration as usize * self.per_iteration() + within
+    }
 }
 
 /// A running call's end: earliest first (`id` breaks ties by dispatch order).
@@ -129,6 +175,7 @@ impl Ord for Finish {
 
 struct Model<'a> {
     s: &'a Scenario,
+    index: CallIndex,
     now: f64,
     /// Calls dispatched so far (breaks ties between equal finish times).
     dispatched: u64,
@@ -174,25 +221,7 @@ impl GateQueue {
 
 /// Runs the scenario to the end.
 pub fn simulate(s: &Scenario) -> Outcome {
-    let mut model = Model {
-        s,
-        now: 0.0,
-        dispatched: 0,
-        pools: (0..STAGES).map(|_| JobQueue::default()).collect(),
-        busy_workers: vec![0; STAGES],
-        gate: match s.gate {
-            Gate::Fifo => GateQueue::Fifo(VecDeque::new()),
-            Gate::Priority => GateQueue::Priority(JobQueue::default()),
-        },
-        running: BinaryHeap::new(),
-        in_flight: 0,
-        outstanding: 0,
-        problems: Vec::with_capacity(s.problems),
-        admitted: 0,
-        active: 0,
-        busy_secs: 0.0,
-        calls: 0,
-    };
+    let mut model = Model::new(s);
     model.run();
     let cap = s.cap.max(1) as f64;
     let chain = model
@@ -215,7 +244,33 @@ pub fn simulate(s: &Scenario) -> Outcome {
     }
 }
 
-impl Model<'_> {
+impl<'a> Model<'a> {
+    fn new(s: &'a Scenario) -> Self {
+        Model {
+            s,
+            index: CallIndex {
+                n: s.n as usize,
+                m: s.m as usize,
+            },
+            now: 0.0,
+            dispatched: 0,
+            pools: (0..STAGES).map(|_| JobQueue::default()).collect(),
+            busy_workers: vec![0; STAGES],
+            gate: match s.gate {
+                Gate::Fifo => GateQueue::Fifo(VecDeque::new()),
+                Gate::Priority => GateQueue::Priority(JobQueue::default()),
+            },
+            running: BinaryHeap::new(),
+            in_flight: 0,
+            outstanding: 0,
+            problems: Vec::with_capacity(s.problems),
+            admitted: 0,
+            active: 0,
+            busy_secs: 0.0,
+            calls: 0,
+        }
+    }
+
     fn run(&mut self) {
         loop {
             self.admit();
@@ -244,7 +299,11 @@ impl Model<'_> {
             let seq = self.admitted as u64;
             self.admitted += 1;
             self.active += 1;
-            let rng = SimRng::new(crate::sim::rng::mix(self.s.seed, seq));
+            let latencies = self.draw_latencies(seq);
+            let critical_paths = match self.s.priority {
+                CallOrder::CriticalPath => self.critical_paths(&latencies),
+                CallOrder::Runtime(_) => Vec::new(),
+            };
             self.problems.push(ProblemState {
                 seq,
                 iteration: 0,
@@ -254,11 +313,62 @@ impl Model<'_> {
                 slowest_candidate_secs: 0.0,
                 slowest_bank_secs: 0.0,
                 chain_secs: 0.0,
-                rng,
+                latencies,
+                critical_paths,
                 done: false,
             });
             self.start_iteration(self.problems.len() - 1);
         }
+    }
+
+    /// The latency of every call of the problem admitted `seq`-th, each drawn from the
+    /// call's identity.
+    fn draw_latencies(&self, seq: u64) -> Vec<f64> {
+        let per_problem = crate::sim::rng::mix(self.s.seed, seq);
+        let total = self.index.per_iteration() * self.s.iterations as usize;
+        (0..total as u64)
+            .map(|i| {
+                let mut rng = SimRng::new(crate::sim::rng::mix(per_problem, i));
+                self.s.latency.draw(&mut rng).as_secs_f64()
+            })
+            .collect()
+    }
+
+    /// Each call's latency plus the longest chain of calls after it, last iteration
+    /// first: a bank call leads to every solution of the next iteration, a summary to
+    /// both bank calls, a verification to its summary, a solution to its verifications.
+    fn critical_paths(&self, latencies: &[f64]) -> Vec<f64> {
+        let (n, m, ix) = (self.s.n, self.s.m, self.index);
+        let mut paths = vec![0.0; latencies.len()];
+        let mut next_iteration = 0.0_f64;
+        for it in (0..self.s.iterations).rev() {
+            let mut after_summaries = 0.0_f64;
+            for role in [EXPERIENCE, GUIDELINE] {
+                let i = ix.of(it, role, 0, 0);
+                paths[i] = latencies[i] + next_iteration;
+                after_summaries = after_summaries.max(paths[i]);
+            }
+            let mut longest_solution = 0.0_f64;
+            for c in 0..n {
+                let summary = ix.of(it, SUMMARY, c, 0);
+                paths[summary] = latencies[summary] + after_summaries;
+                let mut after_solution = if m == 0 { paths[summary] } else { 0.0 };
+                for v in 0..m {
+                    let i = ix.of(it, VERIFICATION, c, v);
+                    paths[i] = latencies[i] + paths[summary];
+                    after_solution = after_solution.max(paths[i]);
+                }
+                let solution = ix.of(it, SOLUTION, c, 0);
+                paths[solution] = latencies[solution] + after_solution;
+                longest_solution = longest_solution.max(paths[solution]);
+            }
+            next_iteration = if n == 0 {
+                after_summaries
+            } else {
+                longest_solution
+            };
+        }
+        paths
     }
 
     /// Moves calls from pools to free workers, and from the gate into free slots.
@@ -286,11 +396,16 @@ impl Model<'_> {
         }
     }
 
-    fn submit(&mut self, problem: usize, role: usize, candidate: u32) {
-        let p = &mut self.problems[problem];
-        let latency = self.s.latency.draw(&mut p.rng).as_secs_f64();
+    fn submit(&mut self, problem: usize, role: usize, candidate: u32, slot: u32) {
+        let p = &self.problems[problem];
+        let i = self.index.of(p.iteration, role, candidate, slot);
+        let latency = p.latencies[i];
         let step = i64::from(p.iteration) * STAGES as i64 + role as i64;
-        let priority = self.s.priority.of_call(p.seq, step);
+        let priority = match self.s.priority {
+            CallOrder::Runtime(order) => order.of_call(p.seq, step),
+            // Microseconds of remaining path: longer first.
+            CallOrder::CriticalPath => (p.critical_paths[i] * 1e6) as i64,
+        };
         self.busy_secs += latency;
         self.calls += 1;
         self.outstanding += 1;
@@ -316,14 +431,14 @@ impl Model<'_> {
             return;
         }
         for c in 0..n {
-            self.submit(problem, SOLUTION, c);
+            self.submit(problem, SOLUTION, c, 0);
         }
     }
 
     fn start_banks(&mut self, problem: usize) {
         self.problems[problem].banks_left = 2;
-        self.submit(problem, EXPERIENCE, 0);
-        self.submit(problem, GUIDELINE, 0);
+        self.submit(problem, EXPERIENCE, 0, 0);
+        self.submit(problem, GUIDELINE, 0, 0);
     }
 
     fn on_done(&mut self, call: Call) {
@@ -336,10 +451,10 @@ impl Model<'_> {
                 cand.solution_secs = call.latency;
                 cand.verifications_left = m;
                 if m == 0 {
-                    self.submit(problem, SUMMARY, call.candidate);
+                    self.submit(problem, SUMMARY, call.candidate, 0);
                 } else {
-                    for _ in 0..m {
-                        self.submit(problem, VERIFICATION, call.candidate);
+                    for v in 0..m {
+                        self.submit(problem, VERIFICATION, call.candidate, v);
                     }
                 }
             }
@@ -348,7 +463,7 @@ impl Model<'_> {
                 cand.verifications_left -= 1;
                 cand.slowest_verification_secs = cand.slowest_verification_secs.max(call.latency);
                 if cand.verifications_left == 0 {
-                    self.submit(problem, SUMMARY, call.candidate);
+                    self.submit(problem, SUMMARY, call.candidate, 0);
                 }
             }
             SUMMARY => {
@@ -397,7 +512,7 @@ mod tests {
             admission: Admission::Fixed {
                 max_concurrent_problems: problems,
             },
-            priority: JobPriority::OldestProblemFirst,
+            priority: CallOrder::Runtime(JobPriority::OldestProblemFirst),
             gate: Gate::Fifo,
             latency: LatencyModel::Fixed(Duration::from_millis(200)),
             seed: 1,
@@ -434,6 +549,61 @@ mod tests {
         // All at once with room for every call: one chain.
         let o = simulate(&scenario(10, 10_000));
         assert!((o.wall_secs - 4.0).abs() < 1e-6, "{o:?}");
+    }
+
+    #[test]
+    fn a_lone_problems_first_call_has_the_whole_chain_as_its_critical_path() {
+        let mut s = scenario(1, 1_000);
+        s.priority = CallOrder::CriticalPath;
+        let model = Model::new(&s);
+        let latencies = model.draw_latencies(0);
+        assert_eq!(latencies.len(), 5 * 82);
+        let paths = model.critical_paths(&latencies);
+        let ix = model.index;
+        // solution → verification → summary → bank, 5 times, 0.2 s each.
+        assert!((paths[ix.of(0, SOLUTION, 3, 0)] - 4.0).abs() < 1e-9);
+        assert!((paths[ix.of(0, VERIFICATION, 3, 7)] - 3.8).abs() < 1e-9);
+        assert!((paths[ix.of(4, GUIDELINE, 0, 0)] - 0.2).abs() < 1e-9);
+        assert!((paths[ix.of(4, SUMMARY, 7, 0)] - 0.4).abs() < 1e-9);
+        // Alone, it runs at its chain like any other order.
+        let o = simulate(&s);
+        assert!((o.wall_secs - 4.0).abs() < 1e-9, "{o:?}");
+    }
+
+    #[test]
+    fn every_call_order_meets_the_same_latencies() {
+        let mut s = scenario(30, 200);
+        s.latency = LatencyModel::LogNormal {
+            median: Duration::from_millis(200),
+            sigma: 1.0,
+        };
+        s.admission = Admission::WorkConserving {
+            max_active_problems: 30,
+            target_in_flight: 200,
+        };
+        let orders = [
+            CallOrder::Runtime(JobPriority::OldestProblemFirst),
+            CallOrder::Runtime(JobPriority::LeastProgressFirst),
+            CallOrder::CriticalPath,
+        ];
+        let outcomes: Vec<Outcome> = orders
+            .iter()
+            .map(|&order| {
+                simulate(&Scenario {
+                    priority: order,
+                    ..s.clone()
+                })
+            })
+            .collect();
+        for o in &outcomes {
+            assert_eq!(o.calls, outcomes[0].calls);
+            assert!((o.busy_secs - outcomes[0].busy_secs).abs() < 1e-6, "{o:?}");
+            assert!(
+                (o.chain_secs - outcomes[0].chain_secs).abs() < 1e-9,
+                "{o:?}"
+            );
+            assert!(o.wall_secs + 1e-9 >= o.bound_secs);
+        }
     }
 
     #[test]
