@@ -29,6 +29,10 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
             "3000",
             "--summary-bytes",
             "500",
+            "--sim-worker-threads",
+            "1",
+            "--worker-threads",
+            "2",
             "--keep-run",
         ])
         .arg(&keep)
@@ -96,6 +100,9 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
     );
     assert!(stdout.contains("model ceiling"), "{stdout}");
     assert_eq!(v["admission"], "work-conserving", "{text}");
+    // The thread counts asked for are the ones that ran.
+    assert_eq!(v["engine_worker_threads"], 2, "{text}");
+    assert_eq!(v["sim_worker_threads"], 1, "{text}");
     assert_eq!(v["call_priority"], "least-progress-first", "{text}");
     // The last problem is one of the three, inside the run, and never shorter than its
     // own chain.

@@ -101,6 +101,10 @@ pub struct EvalBenchArgs {
     /// Seed of the run and the simulator.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Worker threads of the simulator child (default: half the cores, at least 1; the
+    /// engine's own are the global `--worker-threads`, with the same default).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub sim_worker_threads: Option<u16>,
     /// Keep the run directory (store, results) here instead of deleting a temporary one.
     #[arg(long, value_name = "DIR")]
     pub keep_run: Option<PathBuf>,
@@ -122,6 +126,9 @@ pub struct EvalBenchResult {
     pub max_active_problems: usize,
     pub call_priority: EvalCallPriority,
     pub latency: String,
+    /// Worker threads of the engine's runtime and of the simulator child.
+    pub engine_worker_threads: usize,
+    pub sim_worker_threads: usize,
     pub solution_bytes: usize,
     pub summary_bytes: usize,
     pub problems_done: usize,
@@ -159,6 +166,15 @@ pub struct EvalBenchResult {
     /// 2-core machine are unreliable).
     pub load_before: Option<f64>,
     pub load_after: Option<f64>,
+}
+
+/// Worker threads `bench eval` gives the engine and the simulator child by default: half
+/// the cores each (at least one), so the two processes' runtimes do not contend for the
+/// same cores. On the 2-core reference machine two workers per process cost ~12 % more
+/// CPU per call with lognormal latency (docs/benchmarks.md): spread-out completions
+/// kept waking the second worker.
+pub fn half_the_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }
 
 /// Latency draws the scheduling model averages over.
@@ -231,7 +247,12 @@ async fn run_in(
         run_dir.display()
     );
 
+    let sim_worker_threads = args
+        .sim_worker_threads
+        .map_or_else(half_the_cores, usize::from);
     let sim = SimProcess::spawn(&[
+        "--worker-threads".into(),
+        sim_worker_threads.to_string(),
         "--latency".into(),
         args.latency.clone(),
         "--solution-bytes".into(),
@@ -295,6 +316,8 @@ async fn run_in(
         max_active_problems: max_active,
         call_priority: args.call_priority,
         latency: args.latency.clone(),
+        engine_worker_threads: tokio::runtime::Handle::current().metrics().num_workers(),
+        sim_worker_threads,
         solution_bytes: args.solution_bytes,
         summary_bytes: args.summary_bytes,
         problems_done: result.problems_done,
@@ -452,6 +475,10 @@ fn print_result(r: &EvalBenchResult) {
         r.latency,
         r.solution_bytes,
         r.summary_bytes
+    );
+    println!(
+        "  worker threads   {} engine, {} simulator",
+        r.engine_worker_threads, r.sim_worker_threads
     );
     println!(
         "  problems         {} done, {} failed",

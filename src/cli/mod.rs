@@ -19,6 +19,10 @@ pub struct Cli {
     /// Log filter (tracing `EnvFilter` syntax); `RUST_LOG` is used when absent.
     #[arg(long, global = true)]
     pub log: Option<String>,
+    /// Worker threads of the async runtime (default: `TOKIO_WORKER_THREADS`, else one
+    /// per core; `bench eval` gives itself and its simulator child half the cores each).
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub worker_threads: Option<u16>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -48,10 +52,21 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     tmas_observability::init_logging(cli.log.as_deref());
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    let worker_threads = cli
+        .worker_threads
+        .map(usize::from)
+        .or_else(|| match &cli.command {
+            Command::Bench(bench_cmd::BenchCommand::Eval(_)) => {
+                Some(crate::bench::eval::half_the_cores())
+            }
+            _ => None,
+        });
+    if let Some(n) = worker_threads {
+        builder.worker_threads(n);
+    }
+    let runtime = match builder.build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
