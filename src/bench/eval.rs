@@ -156,6 +156,9 @@ pub struct EvalBenchResult {
     /// slots is end − start − chain).
     pub last_problem: Option<LastProblem>,
     pub cpu_s: f64,
+    /// Of `cpu_s`, what the run store's writer thread used (SQLite, chunking and hashing
+    /// prompts, file writes). `None` off Linux.
+    pub store_writer_cpu_s: Option<f64>,
     pub cpu_s_per_1k_calls: f64,
     pub peak_rss_mib: f64,
     pub sim_peak_in_flight: u64,
@@ -272,6 +275,7 @@ async fn run_in(
     let sim_cpu0 = sim.pid().and_then(process_cpu_seconds);
     let load_before = load_average();
     let (started, cpu0) = (Instant::now(), resources::cpu_seconds());
+    let store_cpu0 = crate::store::stopped_writers_cpu_seconds();
     let outcome = engine::run(RunRequest {
         config,
         config_source: PathBuf::from("(tmas bench eval)"),
@@ -285,6 +289,8 @@ async fn run_in(
         started.elapsed().as_secs_f64(),
         resources::cpu_seconds() - cpu0,
     );
+    // engine::run has closed its store, so its writer thread has stopped and counted.
+    let store_cpu = crate::store::stopped_writers_cpu_seconds() - store_cpu0;
     let load_after = load_average();
     let stats = sim.stats().await;
     let sim_cpu = match (sim_cpu0, sim.pid().and_then(process_cpu_seconds)) {
@@ -336,6 +342,7 @@ async fn run_in(
         model_utilization: model_ceiling(args, &settings),
         last_problem,
         cpu_s: cpu,
+        store_writer_cpu_s: (cfg!(target_os = "linux") && store_cpu > 0.0).then_some(store_cpu),
         cpu_s_per_1k_calls: if calls > 0 {
             cpu / calls as f64 * 1000.0
         } else {
@@ -522,6 +529,14 @@ fn print_result(r: &EvalBenchResult) {
         "  CPU-s / 1k calls {:.3}  ({:.1} CPU-s; target <= 0.3, run store included)",
         r.cpu_s_per_1k_calls, r.cpu_s
     );
+    if let Some(store) = r.store_writer_cpu_s {
+        let share = if r.cpu_s > 0.0 { store / r.cpu_s } else { 0.0 };
+        println!(
+            "    of which      {store:.1} s run store writer thread ({:.0} %), {:.1} s the rest",
+            share * 100.0,
+            r.cpu_s - store
+        );
+    }
     println!(
         "  peak RSS         {:.1} MiB  (target <= 1024)",
         r.peak_rss_mib

@@ -41,6 +41,7 @@ pub use lock::{LockError, RunLock};
 pub use read::{StoreReader, StoredCall, StoredProblem};
 pub use rows::{CallRow, Envelope, Fact, ProblemRow, StatusRow, WriteResult};
 pub use schema::{SCHEMA_VERSION, SchemaError};
+pub use writer::stopped_writers_cpu_seconds;
 
 /// File name of the database inside a run directory.
 pub const DB_FILE: &str = "run.sqlite";

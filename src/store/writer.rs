@@ -14,6 +14,7 @@
 //! (not a power cut), which is what resume needs.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -32,9 +33,54 @@ pub const MAX_BATCH: usize = 1000;
 /// fact ends it at once).
 pub const LINGER: Duration = Duration::from_millis(1);
 
+/// CPU microseconds used by the writer threads of this process that have stopped.
+static STOPPED_WRITERS_CPU_MICROS: AtomicU64 = AtomicU64::new(0);
+
+/// CPU seconds (user + system) used by every run store writer thread of this process that
+/// has stopped: what the run store cost, apart from the callers' encoding. `tmas bench
+/// eval` reports it beside the process total.
+pub fn stopped_writers_cpu_seconds() -> f64 {
+    STOPPED_WRITERS_CPU_MICROS.load(Ordering::Relaxed) as f64 / 1e6
+}
+
+/// CPU microseconds the calling thread has used, if the platform says (Linux).
+fn this_thread_cpu_micros() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: getrusage writes into the zeroed struct we pass; RUSAGE_THREAD is valid
+        // on Linux.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+            return None;
+        }
+        let micros = |t: libc::timeval| {
+            u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000 + u64::try_from(t.tv_usec).unwrap_or(0)
+        };
+        Some(micros(usage.ru_utime) + micros(usage.ru_stime))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
 /// Runs until a `Close` fact arrives or every sender is gone. `on_error` is told about
 /// each failed batch (the first one stops the run).
-pub fn run(mut conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn(&str)) {
+pub fn run(conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn(&str)) {
+    let batches = write_batches(conn, rx, on_error);
+    let cpu_micros = this_thread_cpu_micros();
+    if let Some(micros) = cpu_micros {
+        STOPPED_WRITERS_CPU_MICROS.fetch_add(micros, Ordering::Relaxed);
+    }
+    tracing::debug!(
+        batches,
+        cpu_s = cpu_micros.map(|m| m as f64 / 1e6),
+        "run store writer stopped"
+    );
+}
+
+/// The writer's loop; returns how many batches it committed or tried to.
+fn write_batches(mut conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn(&str)) -> u64 {
     let mut cache = PromptCache::default();
     let mut batches: u64 = 0;
     loop {
@@ -69,7 +115,7 @@ pub fn run(mut conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn(&str)
             break;
         }
     }
-    tracing::debug!(batches, "run store writer stopped");
+    batches
 }
 
 /// A message that says what to do about the common failures.
