@@ -102,7 +102,9 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
     assert_eq!(v["admission"], "work-conserving", "{text}");
     // The store writer's CPU is part of the process's.
     if cfg!(target_os = "linux") {
-        let store = v["store_writer_cpu_s"].as_f64().expect("store_writer_cpu_s");
+        let store = v["store_writer_cpu_s"]
+            .as_f64()
+            .expect("store_writer_cpu_s");
         let total = v["cpu_s"].as_f64().expect("cpu_s");
         assert!(store > 0.0 && store <= total + 1e-6, "{text}");
     }

@@ -101,8 +101,8 @@ pub struct EvalBenchArgs {
     /// Seed of the run and the simulator.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Worker threads of the simulator child (default: half the cores, at least 1; the
-    /// engine's own are the global `--worker-threads`, with the same default).
+    /// Worker threads of the simulator child (default: as many as the engine's runtime
+    /// has, which the global `--worker-threads` sets).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub sim_worker_threads: Option<u16>,
     /// Keep the run directory (store, results) here instead of deleting a temporary one.
@@ -169,15 +169,6 @@ pub struct EvalBenchResult {
     /// 2-core machine are unreliable).
     pub load_before: Option<f64>,
     pub load_after: Option<f64>,
-}
-
-/// Worker threads `bench eval` gives the engine and the simulator child by default: half
-/// the cores each (at least one), so the two processes' runtimes do not contend for the
-/// same cores. On the 2-core reference machine two workers per process cost ~12 % more
-/// CPU per call with lognormal latency (docs/benchmarks.md): spread-out completions
-/// kept waking the second worker.
-pub fn half_the_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }
 
 /// Latency draws the scheduling model averages over.
@@ -250,9 +241,10 @@ async fn run_in(
         run_dir.display()
     );
 
+    let engine_worker_threads = tokio::runtime::Handle::current().metrics().num_workers();
     let sim_worker_threads = args
         .sim_worker_threads
-        .map_or_else(half_the_cores, usize::from);
+        .map_or(engine_worker_threads, usize::from);
     let sim = SimProcess::spawn(&[
         "--worker-threads".into(),
         sim_worker_threads.to_string(),
@@ -322,7 +314,7 @@ async fn run_in(
         max_active_problems: max_active,
         call_priority: args.call_priority,
         latency: args.latency.clone(),
-        engine_worker_threads: tokio::runtime::Handle::current().metrics().num_workers(),
+        engine_worker_threads,
         sim_worker_threads,
         solution_bytes: args.solution_bytes,
         summary_bytes: args.summary_bytes,

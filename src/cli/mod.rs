@@ -20,7 +20,7 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub log: Option<String>,
     /// Worker threads of the async runtime (default: `TOKIO_WORKER_THREADS`, else one
-    /// per core; `bench eval` gives itself and its simulator child half the cores each).
+    /// per core).
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub worker_threads: Option<u16>,
     #[command(subcommand)]
@@ -54,17 +54,8 @@ pub fn main() -> ExitCode {
     tmas_observability::init_logging(cli.log.as_deref());
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
-    let worker_threads = cli
-        .worker_threads
-        .map(usize::from)
-        .or_else(|| match &cli.command {
-            Command::Bench(bench_cmd::BenchCommand::Eval(_)) => {
-                Some(crate::bench::eval::half_the_cores())
-            }
-            _ => None,
-        });
-    if let Some(n) = worker_threads {
-        builder.worker_threads(n);
+    if let Some(n) = cli.worker_threads {
+        builder.worker_threads(usize::from(n));
     }
     let runtime = match builder.build() {
         Ok(rt) => rt,
