@@ -519,6 +519,14 @@ mod tests {
         }
     }
 
+    /// The long-tailed latency of `tmas bench eval --latency lognormal:200ms:1.0`.
+    fn lognormal() -> LatencyModel {
+        LatencyModel::LogNormal {
+            median: Duration::from_millis(200),
+            sigma: 1.0,
+        }
+    }
+
     #[test]
     fn one_problem_alone_runs_at_its_chain() {
         let o = simulate(&scenario(1, 1_000));
@@ -573,10 +581,7 @@ mod tests {
     #[test]
     fn every_call_order_meets_the_same_latencies() {
         let mut s = scenario(30, 200);
-        s.latency = LatencyModel::LogNormal {
-            median: Duration::from_millis(200),
-            sigma: 1.0,
-        };
+        s.latency = lognormal();
         s.admission = Admission::WorkConserving {
             max_active_problems: 30,
             target_in_flight: 200,
@@ -609,10 +614,7 @@ mod tests {
     #[test]
     fn same_seed_same_outcome_and_lognormal_draws_vary() {
         let mut s = scenario(20, 100);
-        s.latency = LatencyModel::LogNormal {
-            median: Duration::from_millis(200),
-            sigma: 1.0,
-        };
+        s.latency = lognormal();
         let a = simulate(&s);
         assert_eq!(a, simulate(&s));
         assert!(a.chain_secs > 4.0, "{a:?}");
