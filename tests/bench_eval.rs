@@ -99,6 +99,12 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
         "{text}"
     );
     assert!(stdout.contains("model ceiling"), "{stdout}");
+    // The oracle order (foresight of every latency) is modelled too.
+    let oracle = v["model_oracle_utilization"]
+        .as_f64()
+        .expect("model_oracle_utilization");
+    assert!(oracle > 0.0 && oracle <= 1.0 + 1e-9, "{text}");
+    assert!(stdout.contains("model oracle"), "{stdout}");
     assert_eq!(v["admission"], "work-conserving", "{text}");
     // The store writer's CPU is part of the process's.
     if cfg!(target_os = "linux") {

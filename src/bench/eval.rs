@@ -152,6 +152,10 @@ pub struct EvalBenchResult {
     /// orchestrator cost (mean of [`MODEL_DRAWS`] latency draws): the ceiling of the
     /// scheduling alone. `None` when the latency model could not be read.
     pub model_utilization: Option<f64>,
+    /// The same model with the same admission, ordering calls by their true remaining
+    /// critical path (known only to the model) at a priority gate: what foresight of every
+    /// latency would add to the ceiling above.
+    pub model_oracle_utilization: Option<f64>,
     /// The problem that finished last: start, end and own chain (what it waited for
     /// slots is end − start − chain).
     pub last_problem: Option<LastProblem>,
@@ -175,18 +179,29 @@ pub struct EvalBenchResult {
 pub const MODEL_DRAWS: u64 = 5;
 
 /// The zero-overhead model's utilization for this run's workload and the admission and
-/// call priority the engine derived from its config.
-fn model_ceiling(args: &EvalBenchArgs, settings: &RunnerSettings) -> Option<f64> {
+/// call priority the engine derived from its config, then with the oracle's call order
+/// under the same admission.
+fn model_ceilings(args: &EvalBenchArgs, settings: &RunnerSettings) -> Option<(f64, f64)> {
+    use super::schedule::model::{CallOrder, Gate};
     let policy = super::schedule::Policy {
         in_flight: args.in_flight,
         admission: settings.admission,
-        priority: super::schedule::model::CallOrder::Runtime(settings.priority),
+        priority: CallOrder::Runtime(settings.priority),
         // The model client's global cap is a FIFO semaphore.
-        gate: super::schedule::model::Gate::Fifo,
+        gate: Gate::Fifo,
         latency: args.latency.parse().ok()?,
     };
-    let outcomes = super::schedule::draws(&args.workload, &policy, MODEL_DRAWS);
-    Some(super::schedule::mean_of(&outcomes, |o| o.utilization))
+    let oracle = super::schedule::Policy {
+        priority: CallOrder::CriticalPath,
+        // The oracle's best gate (docs/benchmarks.md).
+        gate: Gate::Priority,
+        ..policy
+    };
+    let utilization = |policy: &super::schedule::Policy| {
+        let outcomes = super::schedule::draws(&args.workload, policy, MODEL_DRAWS);
+        super::schedule::mean_of(&outcomes, |o| o.utilization)
+    };
+    Some((utilization(&policy), utilization(&oracle)))
 }
 
 /// Runs the benchmark and prints its figures.
@@ -303,6 +318,8 @@ async fn run_in(
     let calls = result.calls_sent;
     let bound_capacity = busy / cap;
     let lower_bound = bound_capacity.max(chain);
+    // After the measurement, so the model's CPU is outside it.
+    let ceilings = model_ceilings(args, &settings);
     Ok(EvalBenchResult {
         problems: args.workload.problems,
         n: args.workload.n,
@@ -331,7 +348,8 @@ async fn run_in(
         lower_bound_s: lower_bound,
         wall_over_bound: wall / lower_bound,
         // After the measurement, so the model's CPU is not counted in the run's.
-        model_utilization: model_ceiling(args, &settings),
+        model_utilization: ceilings.map(|(online, _)| online),
+        model_oracle_utilization: ceilings.map(|(_, oracle)| oracle),
         last_problem,
         cpu_s: cpu,
         store_writer_cpu_s: (cfg!(target_os = "linux") && store_cpu > 0.0).then_some(store_cpu),
@@ -505,6 +523,11 @@ fn print_result(r: &EvalBenchResult) {
         println!(
             "  model ceiling    {model:.3}  (this policy at zero cost, tmas bench schedule, {MODEL_DRAWS} draws; this run keeps {:.0} %)",
             100.0 * r.slot_utilization / model
+        );
+    }
+    if let Some(oracle) = r.model_oracle_utilization {
+        println!(
+            "  model oracle     {oracle:.3}  (same admission, calls ordered by their true remaining chain: what knowing latencies in advance would add)"
         );
     }
     if let Some(p) = &r.last_problem {
