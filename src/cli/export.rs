@@ -1,6 +1,8 @@
 //! `tmas export DIR --format jsonl|csv [--out FILE]`: a run's store as JSONL (one line per
 //! problem) or its per-iteration Pass@1 table as CSV. Reads only; works on a run that is
-//! still going or was interrupted.
+//! still going or was interrupted. It streams, one problem's record in memory at a time
+//! (a long run's records are hundreds of MB); with `--out` the file appears only
+//! complete.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -8,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::engine::run_dir::write_atomic;
+use crate::engine::run_dir::write_atomic_with;
 use crate::store::export::{write_csv, write_jsonl};
 use crate::store::{DB_FILE, StoreReader};
 
@@ -36,26 +38,23 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let path = args.dir.join(DB_FILE);
     let (format, out) = (args.format, args.out.clone());
     // SQLite reads block: keep them off the async workers.
-    let bytes = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<u8>> {
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
         let reader = StoreReader::open_read_only(&path)?;
-        let mut buf = Vec::new();
-        match format {
-            Format::Jsonl => write_jsonl(&reader, &mut buf)?,
-            Format::Csv => write_csv(&reader, &mut buf)?,
+        let export = |w: &mut dyn Write| match format {
+            Format::Jsonl => write_jsonl(&reader, w),
+            Format::Csv => write_csv(&reader, w),
+        };
+        match out {
+            Some(file) => write_atomic_with(&file, export),
+            None => {
+                let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+                export(&mut stdout)
+                    .and_then(|()| Ok(stdout.flush()?))
+                    .context("exporting to standard output")
+            }
         }
-        Ok(buf)
     })
     .await
     .context("export task failed")??;
-    match out {
-        Some(file) => write_atomic(&file, &bytes)?,
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(&bytes)
-                .and_then(|()| stdout.flush())
-                .context("writing to standard output")?;
-        }
-    }
     Ok(ExitCode::SUCCESS)
 }

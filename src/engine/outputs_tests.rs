@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::engine::run_dir::ProblemRecord;
+use crate::engine::run_dir::{ProblemRecord, pass_at_1_csv};
 use crate::method::{CallCounts, ProblemInput, StopReason, TmasOutcome};
 use crate::store::export::pass_at_1_table;
 use crate::store::{Fact, ProblemRow, StatusRow};
@@ -287,4 +287,64 @@ async fn records_sent_without_waiting_are_committed_before_a_later_flush_returns
             .expect("record stored");
         assert_eq!(stored, serde_json::to_string(&make(i)).unwrap());
     }
+}
+
+/// Exports read one done record at a time: `done_record` gives a done problem's record
+/// and nothing for a pending or unknown one, and the exported CSV equals the table built
+/// from every record at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exports_read_done_records_one_at_a_time() {
+    let (_tmp, _dir, store) = run_with_problems(3);
+    store.send(Fact::Meta(vec![(
+        crate::store::export::META_ITERATIONS.into(),
+        "3".into(),
+    )]));
+    for i in [0, 2] {
+        store_done(&store, &make(i)).await;
+    }
+    let (p0, p1, unknown) = store
+        .read(|r| {
+            Ok((
+                r.done_record("p0")?,
+                r.done_record("p1")?,
+                r.done_record("nope")?,
+            ))
+        })
+        .await
+        .unwrap();
+    assert!(p1.is_none(), "p1 is still pending");
+    assert!(unknown.is_none());
+
+    let (problems, stored) = store
+        .read(|r| Ok((r.problems()?, r.records()?)))
+        .await
+        .unwrap();
+    // The same record as the whole-store read gives (both parse the stored JSON).
+    assert_eq!(
+        serde_json::to_string(&p0.expect("p0 is done")).unwrap(),
+        serde_json::to_string(&stored[0]).unwrap()
+    );
+    assert_eq!(stored[0].problem_id, "p0");
+    let whole = pass_at_1_table(&problems, &stored, 3).unwrap();
+    let (csv, jsonl) = store
+        .read(|r| {
+            let (mut csv, mut jsonl) = (Vec::new(), Vec::new());
+            crate::store::export::write_csv(r, &mut csv).expect("csv export");
+            crate::store::export::write_jsonl(r, &mut jsonl).expect("jsonl export");
+            Ok((csv, jsonl))
+        })
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8(csv).unwrap(), pass_at_1_csv(&whole));
+    let lines: Vec<serde_json::Value> = jsonl
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    // Done problems carry their record's stop reason; the pending one has none.
+    assert_eq!(lines[0]["stop"]["reason"], "completed");
+    assert!(lines[1]["stop"].is_null());
+    assert_eq!(lines[2]["stop"]["reason"], "completed");
+    store.close().await.unwrap();
 }

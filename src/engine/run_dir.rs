@@ -372,13 +372,34 @@ pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
 
 /// Writes `bytes` to `path` via a temporary file in the same directory and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_atomic_with(path, |out| Ok(out.write_all(bytes)?))
+}
+
+/// [`write_atomic`] for output produced piece by piece: `write` fills a buffered
+/// temporary file, which replaces `path` only once `write` succeeded and the data is
+/// synced. On failure the temporary file is removed and `path` is left as it was.
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
-    let mut file =
+    let file =
         fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-    file.write_all(bytes)
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    file.sync_data()
-        .with_context(|| format!("cannot sync {}", tmp.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    let written = write(&mut out)
+        .and_then(|()| out.flush().map_err(anyhow::Error::from))
+        .with_context(|| format!("cannot write {}", tmp.display()))
+        .and_then(|()| {
+            out.get_ref()
+                .sync_data()
+                .with_context(|| format!("cannot sync {}", tmp.display()))
+        });
+    if let Err(e) = written {
+        drop(out);
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    drop(out);
     fs::rename(&tmp, path)
         .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
 }
@@ -424,6 +445,33 @@ fn utc_stamp(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_atomic_write_that_fails_midway_leaves_the_old_file_and_no_temporary() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("export.jsonl");
+        fs::write(&path, "old\n").unwrap();
+        let err = write_atomic_with(&path, |out| {
+            out.write_all(b"half of a line")?;
+            anyhow::bail!("the store went away")
+        })
+        .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("the store went away"),
+            "{err:#}"
+        );
+        assert_eq!(fs::read_to_string(&path).unwrap(), "old\n");
+        assert!(!path.with_extension("tmp").exists());
+        // Written piece by piece, it replaces the file whole.
+        write_atomic_with(&path, |out| {
+            for line in ["a\n", "b\n"] {
+                out.write_all(line.as_bytes())?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "a\nb\n");
+    }
 
     #[test]
     fn utc_stamp_matches_known_dates() {

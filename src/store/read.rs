@@ -142,14 +142,36 @@ impl StoreReader {
         let mut out = Vec::new();
         for row in rows {
             let (id, text) = row.map_err(|e| self.err("reading problem records", e))?;
-            let record = serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
-                path: self.path.clone(),
-                what: format!("problems.record_json of `{id}`"),
-                reason: e.to_string(),
-            })?;
-            out.push(record);
+            out.push(self.parse_record(&id, &text)?);
         }
         Ok(out)
+    }
+
+    /// The judged record of one problem if it is `done` (what [`StoreReader::records`]
+    /// would return for it), read alone: exports walk a long run's records one at a time
+    /// instead of holding hundreds of MB of them.
+    pub fn done_record(&self, problem_id: &str) -> Result<Option<ProblemRecord>, StoreError> {
+        let text = self
+            .conn
+            .prepare_cached(
+                "SELECT record_json FROM problems \
+                 WHERE problem_id = ?1 AND status = 'done' AND record_json IS NOT NULL",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row([problem_id], |r| r.get::<_, String>(0))
+                    .optional()
+            })
+            .map_err(|e| self.err("reading a problem record", e))?;
+        text.map(|text| self.parse_record(problem_id, &text))
+            .transpose()
+    }
+
+    fn parse_record(&self, problem_id: &str, text: &str) -> Result<ProblemRecord, StoreError> {
+        serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+            path: self.path.clone(),
+            what: format!("problems.record_json of `{problem_id}`"),
+            reason: e.to_string(),
+        })
     }
 
     /// Ids of the problems [`StoreReader::records`] returns, in the same (dataset) order,
