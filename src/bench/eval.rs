@@ -347,12 +347,12 @@ async fn run_in(
         bound_chain_s: chain,
         lower_bound_s: lower_bound,
         wall_over_bound: wall / lower_bound,
-        // After the measurement, so the model's CPU is not counted in the run's.
         model_utilization: ceilings.map(|(online, _)| online),
         model_oracle_utilization: ceilings.map(|(_, oracle)| oracle),
         last_problem,
         cpu_s: cpu,
-        store_writer_cpu_s: (cfg!(target_os = "linux") && store_cpu > 0.0).then_some(store_cpu),
+        // Zero where the platform cannot measure a thread's CPU (only Linux can).
+        store_writer_cpu_s: (store_cpu > 0.0).then_some(store_cpu),
         cpu_s_per_1k_calls: if calls > 0 {
             cpu / calls as f64 * 1000.0
         } else {

@@ -2,14 +2,31 @@
 
 /// User + system CPU seconds this process has used so far.
 pub fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage writes into the zeroed struct we pass; RUSAGE_SELF is always valid.
+    rusage_seconds(libc::RUSAGE_SELF).unwrap_or(f64::NAN)
+}
+
+/// User + system CPU seconds the calling thread has used so far (Linux only).
+pub fn this_thread_cpu_seconds() -> Option<f64> {
+    #[cfg(target_os = "linux")]
+    {
+        rusage_seconds(libc::RUSAGE_THREAD)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// User + system seconds of `getrusage(who)`.
+fn rusage_seconds(who: libc::c_int) -> Option<f64> {
+    // SAFETY: getrusage writes into the zeroed struct we pass; callers pass a `who` the
+    // platform defines.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    if rc != 0 {
-        return f64::NAN;
+    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
+        return None;
     }
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    Some(tv(usage.ru_utime) + tv(usage.ru_stime))
 }
 
 /// Peak resident set size of this process in bytes (`VmHWM`), if the platform reports it.
@@ -36,6 +53,10 @@ mod tests {
         std::hint::black_box(x);
         let b = cpu_seconds();
         assert!(a >= 0.0 && b >= a, "{a} then {b}");
+        if let Some(thread) = this_thread_cpu_seconds() {
+            // This thread did the loop; the process total includes it.
+            assert!(thread > 0.0 && thread <= cpu_seconds() + 1e-6, "{thread}");
+        }
     }
 
     #[test]

@@ -394,12 +394,11 @@ pub fn write_atomic_with(
                 .sync_data()
                 .with_context(|| format!("cannot sync {}", tmp.display()))
         });
+    drop(out);
     if let Err(e) = written {
-        drop(out);
         let _ = fs::remove_file(&tmp);
         return Err(e);
     }
-    drop(out);
     fs::rename(&tmp, path)
         .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
 }

@@ -3,6 +3,7 @@
 //! Reads through a read-only connection, so it works on a finished run, an interrupted
 //! one, or one still running (WAL readers see the last committed state).
 
+use std::borrow::Borrow;
 use std::io::Write;
 
 use anyhow::Context;
@@ -15,32 +16,25 @@ use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
 /// Meta key holding the run's iteration count T.
 pub const META_ITERATIONS: &str = "iterations";
 
-/// The Pass@1 table over the judged records of a selection of problems.
-pub fn pass_at_1_table(
+/// The Pass@1 table over the judged records of a selection of problems. `records` may be
+/// read one at a time (the first error stops the table).
+pub fn pass_at_1_table<R: Borrow<ProblemRecord>>(
     problems: &[StoredProblem],
-    records: &[ProblemRecord],
+    records: impl IntoIterator<Item = anyhow::Result<R>>,
     iterations: usize,
 ) -> anyhow::Result<PassAt1Table> {
     let mut builder =
         PassAt1Builder::new(problems.iter().map(|p| p.problem_id.clone()), iterations);
     for record in records {
-        add_judgments(&mut builder, record, iterations)?;
-    }
-    Ok(builder.build())
-}
-
-/// Adds one record's judge verdicts of the first `iterations` iterations.
-fn add_judgments(
-    builder: &mut PassAt1Builder,
-    record: &ProblemRecord,
-    iterations: usize,
-) -> anyhow::Result<()> {
-    for (t, candidates) in record.judgments.iter().enumerate().take(iterations) {
-        for judged in candidates.iter().flatten() {
-            builder.record(&record.problem_id, t, judged)?;
+        let record = record?;
+        let record = record.borrow();
+        for (t, candidates) in record.judgments.iter().enumerate().take(iterations) {
+            for judged in candidates.iter().flatten() {
+                builder.record(&record.problem_id, t, judged)?;
+            }
         }
     }
-    Ok(())
+    Ok(builder.build())
 }
 
 fn stored_iterations(reader: &StoreReader) -> anyhow::Result<usize> {
@@ -126,14 +120,13 @@ pub fn write_jsonl(reader: &StoreReader, out: &mut dyn Write) -> anyhow::Result<
 /// Writes the per-iteration Pass@1 table as CSV, one record in memory at a time.
 pub fn write_csv(reader: &StoreReader, out: &mut dyn Write) -> anyhow::Result<()> {
     let problems = reader.problems()?;
-    let iterations = stored_iterations(reader)?;
-    let mut builder =
-        PassAt1Builder::new(problems.iter().map(|p| p.problem_id.clone()), iterations);
-    for problem in &problems {
-        if let Some(record) = reader.done_record(&problem.problem_id)? {
-            add_judgments(&mut builder, &record, iterations)?;
-        }
-    }
-    out.write_all(pass_at_1_csv(&builder.build()).as_bytes())?;
+    let records = problems.iter().filter_map(|p| {
+        reader
+            .done_record(&p.problem_id)
+            .map_err(anyhow::Error::from)
+            .transpose()
+    });
+    let table = pass_at_1_table(&problems, records, stored_iterations(reader)?)?;
+    out.write_all(pass_at_1_csv(&table).as_bytes())?;
     Ok(())
 }

@@ -43,40 +43,15 @@ pub fn stopped_writers_cpu_seconds() -> f64 {
     STOPPED_WRITERS_CPU_MICROS.load(Ordering::Relaxed) as f64 / 1e6
 }
 
-/// CPU microseconds the calling thread has used, if the platform says (Linux).
-fn this_thread_cpu_micros() -> Option<u64> {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: getrusage writes into the zeroed struct we pass; RUSAGE_THREAD is valid
-        // on Linux.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
-            return None;
-        }
-        let micros = |t: libc::timeval| {
-            u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000 + u64::try_from(t.tv_usec).unwrap_or(0)
-        };
-        Some(micros(usage.ru_utime) + micros(usage.ru_stime))
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        None
-    }
-}
-
 /// Runs until a `Close` fact arrives or every sender is gone. `on_error` is told about
 /// each failed batch (the first one stops the run).
 pub fn run(conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn(&str)) {
     let batches = write_batches(conn, rx, on_error);
-    let cpu_micros = this_thread_cpu_micros();
-    if let Some(micros) = cpu_micros {
-        STOPPED_WRITERS_CPU_MICROS.fetch_add(micros, Ordering::Relaxed);
+    let cpu_s = crate::bench::resources::this_thread_cpu_seconds();
+    if let Some(secs) = cpu_s {
+        STOPPED_WRITERS_CPU_MICROS.fetch_add((secs * 1e6).round() as u64, Ordering::Relaxed);
     }
-    tracing::debug!(
-        batches,
-        cpu_s = cpu_micros.map(|m| m as f64 / 1e6),
-        "run store writer stopped"
-    );
+    tracing::debug!(batches, cpu_s, "run store writer stopped");
 }
 
 /// The writer's loop; returns how many batches it committed or tried to.
