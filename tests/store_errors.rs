@@ -144,3 +144,23 @@ fn a_run_directory_that_is_not_writable_gives_a_clear_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn export_into_a_reader_that_stops_early_ends_quietly() {
+    // `tmas export DIR | head -1`: the reader closes the pipe before the export is done.
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, exported) = finished_run(tmp.path());
+    assert!(!exported.is_empty());
+    let mut child = std::process::Command::new(BIN)
+        .args(["export", &dir.display().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Closed before the export writes its first byte, so every write meets a closed pipe.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(!stderr.to_lowercase().contains("broken pipe"), "{stderr}");
+}

@@ -48,13 +48,30 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some(file) => write_atomic_with(&file, export),
             None => {
                 let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-                export(&mut stdout)
-                    .and_then(|()| Ok(stdout.flush()?))
-                    .context("exporting to standard output")
+                let written = export(&mut stdout).and_then(|()| Ok(stdout.flush()?));
+                match written {
+                    // The reader stopped early (`tmas export DIR | head`): what it read is
+                    // what it asked for, as with any Unix filter, so no error.
+                    Err(e) if is_broken_pipe(&e) => Ok(()),
+                    other => other.context("exporting to standard output"),
+                }
             }
         }
     })
     .await
     .context("export task failed")??;
     Ok(ExitCode::SUCCESS)
+}
+
+/// True when `err` comes from writing to a pipe whose reader has gone.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    let broken = Some(std::io::ErrorKind::BrokenPipe);
+    err.chain().any(|cause| {
+        // serde_json wraps the writer's error in its own (and its `source` skips it).
+        cause.downcast_ref::<std::io::Error>().map(|io| io.kind()) == broken
+            || cause
+                .downcast_ref::<serde_json::Error>()
+                .and_then(|json| json.io_error_kind())
+                == broken
+    })
 }
