@@ -5,9 +5,10 @@
 //! retries: a 350 KB rollout context is not re-encoded on every attempt.
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-use crate::wire::{ChatMessage, ChatRequest, Usage};
+use super::json_string::write_escaped;
+use crate::wire::{ChatRequest, Usage};
 
 /// What a finished completion contains, before the client adds endpoint/latency data.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -18,47 +19,47 @@ pub struct Completion {
     pub finish_reason: Option<String>,
 }
 
-#[derive(Serialize)]
-struct WireRequest<'a> {
-    model: &'a str,
-    messages: &'a [ChatMessage],
-    temperature: f32,
-    top_p: f32,
-    max_tokens: u32,
-    stream: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stream_options: Option<StreamOptions>,
-}
-
-#[derive(Serialize)]
-struct StreamOptions {
-    include_usage: bool,
-}
-
 /// Serialize the request for one endpoint (its model name, the fitted `max_tokens`).
+///
+/// The bytes are exactly `serde_json`'s encoding of [`WireRequest`] (the tests compare
+/// them), written by hand so that the message texts go through the word-at-a-time
+/// escaper of [`super::json_string`] instead of `serde_json`'s byte loop.
 pub fn encode_request(
     model: &str,
     request: &ChatRequest,
     max_tokens: u32,
 ) -> Result<Bytes, serde_json::Error> {
-    let wire = WireRequest {
-        model,
-        messages: &request.messages,
-        temperature: request.sampling.temperature,
-        top_p: request.sampling.top_p,
-        max_tokens,
-        stream: request.stream,
-        // Ask for a final usage chunk; vLLM and SGLang both honour it.
-        stream_options: request.stream.then_some(StreamOptions {
-            include_usage: true,
-        }),
-    };
     // Sized up front: growing a Vec by doubling to hold a 350 KB prompt copies it ~7
     // times and, above glibc's mmap threshold, faults every new block in page by page
     // (tmas bench eval profile, docs/benchmarks.md). Escaping rarely adds more than 1/16.
     let prompt = request.prompt_bytes();
     let mut buf = Vec::with_capacity(prompt + prompt / 16 + 256 + model.len());
-    serde_json::to_writer(&mut buf, &wire)?;
+    buf.extend_from_slice(b"{\"model\":");
+    write_escaped(&mut buf, model);
+    buf.extend_from_slice(b",\"messages\":[");
+    for (i, message) in request.messages.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        buf.extend_from_slice(b"{\"role\":");
+        write_escaped(&mut buf, &message.role);
+        buf.extend_from_slice(b",\"content\":");
+        write_escaped(&mut buf, &message.content);
+        buf.push(b'}');
+    }
+    // Numbers through serde_json, so they are formatted as it formats them.
+    buf.extend_from_slice(b"],\"temperature\":");
+    serde_json::to_writer(&mut buf, &request.sampling.temperature)?;
+    buf.extend_from_slice(b",\"top_p\":");
+    serde_json::to_writer(&mut buf, &request.sampling.top_p)?;
+    buf.extend_from_slice(b",\"max_tokens\":");
+    serde_json::to_writer(&mut buf, &max_tokens)?;
+    buf.extend_from_slice(if request.stream {
+        // Ask for a final usage chunk; vLLM and SGLang both honour it.
+        b",\"stream\":true,\"stream_options\":{\"include_usage\":true}}".as_slice()
+    } else {
+        b",\"stream\":false}".as_slice()
+    });
     Ok(Bytes::from(buf))
 }
 
@@ -156,7 +157,7 @@ pub fn check_not_empty(c: Completion) -> Result<Completion, BodyProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{CallTags, Sampling};
+    use crate::wire::{CallTags, ChatMessage, Sampling};
 
     fn request(stream: bool) -> ChatRequest {
         ChatRequest {
@@ -169,6 +170,75 @@ mod tests {
             tags: CallTags::default(),
             stream,
         }
+    }
+
+    /// The body as `serde_json` writes it: the reference [`encode_request`] must match.
+    #[derive(serde::Serialize)]
+    struct WireRequest<'a> {
+        model: &'a str,
+        messages: &'a [ChatMessage],
+        temperature: f32,
+        top_p: f32,
+        max_tokens: u32,
+        stream: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stream_options: Option<StreamOptions>,
+    }
+
+    #[derive(serde::Serialize)]
+    struct StreamOptions {
+        include_usage: bool,
+    }
+
+    fn reference(model: &str, request: &ChatRequest, max_tokens: u32) -> Vec<u8> {
+        serde_json::to_vec(&WireRequest {
+            model,
+            messages: &request.messages,
+            temperature: request.sampling.temperature,
+            top_p: request.sampling.top_p,
+            max_tokens,
+            stream: request.stream,
+            stream_options: request.stream.then_some(StreamOptions {
+                include_usage: true,
+            }),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn request_body_is_byte_for_byte_serde_jsons() {
+        let texts = [
+            "",
+            "hi",
+            "Solve: \"x\" \\ y\n\tz\r\u{1}\u{1f} ünï ∑ 数学 \u{10ffff}",
+            &"a long line of a rollout with \\boxed{42} and \"quotes\"\n".repeat(500),
+        ];
+        for stream in [false, true] {
+            for (temperature, top_p) in [(1.0, 0.95), (0.0, 1.0), (0.7, 0.1), (1e-7, 0.333_333)] {
+                for text in texts {
+                    let mut r = request(stream);
+                    r.messages = vec![
+                        ChatMessage::system(format!("sys {text}")),
+                        ChatMessage::user(text),
+                    ];
+                    r.sampling.temperature = temperature;
+                    r.sampling.top_p = top_p;
+                    for (model, max_tokens) in [("m1", 42), ("Qwen/Qwen3-8B \"q\"", u32::MAX)] {
+                        let ours = encode_request(model, &r, max_tokens).unwrap();
+                        assert_eq!(
+                            String::from_utf8_lossy(&ours),
+                            String::from_utf8_lossy(&reference(model, &r, max_tokens)),
+                        );
+                    }
+                }
+            }
+        }
+        let mut empty = request(false);
+        empty.messages.clear();
+        assert_eq!(
+            encode_request("m", &empty, 1).unwrap(),
+            reference("m", &empty, 1)
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ mod endpoint;
 pub mod error;
 pub mod handle;
 pub mod health;
+mod json_string;
 mod router;
 mod sse;
 pub mod supervisor;
