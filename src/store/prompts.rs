@@ -6,7 +6,7 @@
 //! digests already in the store are not inserted again. The database stays the truth:
 //! every insert is `INSERT OR IGNORE`, so an empty cache (a resumed run) is only slower.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
@@ -16,34 +16,58 @@ use super::chunks::{self, Digest};
 /// What the writer knows is committed (or in the open transaction).
 #[derive(Default)]
 pub struct PromptCache {
-    /// Recent prompt texts by identity of the shared `Arc`, with their id.
-    recent: VecDeque<(Arc<str>, String)>,
+    /// Prompt ids by the address of the shared text, for as long as anyone besides this
+    /// cache holds the text. A fixed number of recent entries was not enough: with
+    /// long-tailed latencies the M verifications of one candidate finish seconds apart,
+    /// thousands of other calls in between, so their shared prompt was split and hashed
+    /// again (issue 6). Holding the `Arc` keeps its address from being reused by another
+    /// text while the entry exists.
+    live: HashMap<usize, (Arc<str>, String)>,
+    /// Entries added since [`Self::sweep`] last ran.
+    added_since_sweep: usize,
     prompts: HashSet<Digest>,
     chunks: HashSet<Digest>,
 }
 
 impl PromptCache {
-    const RECENT: usize = 512;
-
     /// Forgets everything: after a failed (rolled back) transaction the cache may name
     /// rows that were never committed.
     pub fn clear(&mut self) {
         *self = Self::default();
     }
 
+    fn address(text: &Arc<str>) -> usize {
+        Arc::as_ptr(text).cast::<u8>() as usize
+    }
+
     fn recent(&self, text: &Arc<str>) -> Option<String> {
-        self.recent
-            .iter()
-            .find(|(t, _)| Arc::ptr_eq(t, text))
+        self.live
+            .get(&Self::address(text))
+            .filter(|(t, _)| Arc::ptr_eq(t, text))
             .map(|(_, id)| id.clone())
     }
 
     fn remember(&mut self, text: &Arc<str>, id: &str) {
-        if self.recent.len() == Self::RECENT {
-            self.recent.pop_front();
+        // Sweeping after a quarter more entries keeps the texts held only by this cache
+        // to a fraction of the live ones, at a constant cost per entry.
+        if self.added_since_sweep >= self.live.len() / 4 + 64 {
+            self.sweep();
         }
-        // Holding the Arc keeps its address from being reused by another text.
-        self.recent.push_back((text.clone(), id.to_owned()));
+        self.live
+            .insert(Self::address(text), (text.clone(), id.to_owned()));
+        self.added_since_sweep += 1;
+    }
+
+    /// Drops the entries whose text nobody else holds any more: no later call can share
+    /// them (a copy of the text is a different allocation).
+    fn sweep(&mut self) {
+        self.live.retain(|_, (text, _)| Arc::strong_count(text) > 1);
+        self.added_since_sweep = 0;
+    }
+
+    #[cfg(test)]
+    fn holds(&self, text: &Arc<str>) -> bool {
+        self.recent(text).is_some()
     }
 }
 
@@ -254,6 +278,37 @@ mod tests {
             read(&conn, &chunks::prompt_id(&p)).unwrap().as_deref(),
             Some(&*p)
         );
+    }
+
+    #[test]
+    fn a_shared_prompt_stays_cached_while_held_elsewhere_and_is_dropped_after() {
+        let mut conn = db();
+        let mut cache = PromptCache::default();
+        let shared: Arc<str> = text(8, 5_000).into();
+        let tx = conn.transaction().unwrap();
+        insert(&tx, &shared, &mut cache).unwrap();
+        // Far more one-off prompts in between than any fixed window would keep.
+        let mut last_one_off = None;
+        for i in 0..2_000 {
+            let one_off: Arc<str> = format!("one-off prompt {i}").into();
+            insert(&tx, &one_off, &mut cache).unwrap();
+            last_one_off = Some(one_off);
+        }
+        tx.commit().unwrap();
+        assert!(
+            cache.holds(&shared),
+            "still held by the test, so still cached"
+        );
+        assert!(
+            cache.live.len() < 1_000,
+            "dropped one-off prompts are swept: {} entries",
+            cache.live.len()
+        );
+        let last = last_one_off.unwrap();
+        drop(shared);
+        cache.sweep();
+        assert_eq!(cache.live.len(), 1, "only the prompt still held elsewhere");
+        assert!(cache.holds(&last));
     }
 
     #[test]
