@@ -44,13 +44,21 @@ impl TmasStrategy {
         rollouts: &[Rollout],
     ) -> Vec<Command> {
         let q = &self.problem.question;
+        // Both memory agents see the same rollouts: rendered once (~350 KB with 40 KB
+        // solutions), and only if one of them runs.
+        let any = self.params.experience_enabled() || self.params.use_guideline;
+        let shown = if any {
+            render::bank_rollouts(&self.prompts, rollouts)
+        } else {
+            String::new()
+        };
         let mut tasks = Vec::new();
         if self.params.experience_enabled() {
-            let prompt = render::experience(&self.prompts, q, &self.experience, rollouts);
+            let prompt = render::experience(&self.prompts, q, &self.experience, &shown);
             tasks.push((EXPERIENCE_BANK, ROLE_EXPERIENCE, prompt));
         }
         if self.params.use_guideline {
-            let prompt = render::guideline(&self.prompts, q, &self.guidelines, rollouts);
+            let prompt = render::guideline(&self.prompts, q, &self.guidelines, &shown);
             tasks.push((GUIDELINE_BANK, ROLE_GUIDELINE, prompt));
         }
         let mut commands = Vec::new();

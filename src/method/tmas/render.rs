@@ -91,7 +91,7 @@ impl SolutionContext<'_> {
                 guideline_items: 0,
             };
         }
-        let mut context = String::new();
+        let mut context = String::with_capacity(rollouts_capacity(rollouts));
         for (i, r) in rollouts.iter().enumerate() {
             if i > 0 {
                 context.push('\n');
@@ -174,9 +174,20 @@ pub(crate) fn summary(
         .into()
 }
 
-/// This iteration's rollouts as the memory agents see them.
-fn bank_rollouts(prompts: &PromptSet, rollouts: &[Rollout]) -> String {
-    let mut out = String::new();
+/// Room for `rollouts` as rendered blocks: their texts plus a template's worth each, so
+/// the context is not regrown (and recopied) as blocks are appended.
+fn rollouts_capacity(rollouts: &[&Rollout]) -> usize {
+    rollouts
+        .iter()
+        .map(|r| r.solution.len() + r.summary.as_ref().map_or(NO_SUMMARY.len(), |s| s.len()))
+        .sum::<usize>()
+        + 512 * rollouts.len()
+}
+
+/// This iteration's rollouts as the memory agents see them (one rendering for both).
+pub(crate) fn bank_rollouts(prompts: &PromptSet, rollouts: &[Rollout]) -> String {
+    let all: Vec<&Rollout> = rollouts.iter().collect();
+    let mut out = String::with_capacity(rollouts_capacity(&all));
     for (i, r) in rollouts.iter().enumerate() {
         if i > 0 {
             out.push('\n');
@@ -194,11 +205,12 @@ fn bank_rollouts(prompts: &PromptSet, rollouts: &[Rollout]) -> String {
     out
 }
 
+/// The experience agent's prompt; `rollouts` as [`bank_rollouts`] renders them.
 pub(crate) fn experience(
     prompts: &PromptSet,
     question: &str,
     bank: &[String],
-    rollouts: &[Rollout],
+    rollouts: &str,
 ) -> Arc<str> {
     let (anchors, heuristics) = split_experience(bank);
     prompts
@@ -208,26 +220,23 @@ pub(crate) fn experience(
                 question,
                 &bullet_list(&anchors),
                 &bullet_list(&heuristics),
-                &bank_rollouts(prompts, rollouts),
+                rollouts,
             ],
         )
         .into()
 }
 
+/// The guideline agent's prompt; `rollouts` as [`bank_rollouts`] renders them.
 pub(crate) fn guideline(
     prompts: &PromptSet,
     question: &str,
     bank: &[String],
-    rollouts: &[Rollout],
+    rollouts: &str,
 ) -> Arc<str> {
     prompts
         .render(
             TemplateKind::Guideline,
-            &[
-                question,
-                &bullet_list(bank),
-                &bank_rollouts(prompts, rollouts),
-            ],
+            &[question, &bullet_list(bank), rollouts],
         )
         .into()
 }
