@@ -138,6 +138,90 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
     assert!(keep.join("run").join("run.sqlite").is_file());
 }
 
+/// `--runs 2`: two runs, each in its own process, their figures and a median-and-range
+/// summary in one JSON.
+#[test]
+fn bench_eval_repeats_a_run_in_separate_processes_and_summarizes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_tmas"))
+        .current_dir(dir.path())
+        .args([
+            "bench",
+            "eval",
+            "--runs",
+            "2",
+            "--settle-secs",
+            "0",
+            "--problems",
+            "2",
+            "--n",
+            "2",
+            "--m",
+            "1",
+            "--iterations",
+            "1",
+            "--in-flight",
+            "4",
+            "--latency",
+            "fixed:1ms",
+            "--solution-bytes",
+            "500",
+            "--summary-bytes",
+            "100",
+            "--sim-worker-threads",
+            "1",
+            "--worker-threads",
+            "1",
+        ])
+        .output()
+        .expect("run tmas bench eval --runs 2");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(stdout.contains("== run 2 of 2"), "{stdout}");
+    assert!(
+        stdout.contains("2 runs, each in its own process"),
+        "{stdout}"
+    );
+    // One JSON for the whole command (the children write none of their own).
+    let results: Vec<_> = std::fs::read_dir(dir.path().join("bench-results"))
+        .expect("bench-results written")
+        .map(|e| e.expect("dir entry").path())
+        .collect();
+    assert_eq!(results.len(), 1, "{results:?}");
+    let text = std::fs::read_to_string(&results[0]).expect("read result");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("well-formed JSON");
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2, "{text}");
+    for r in runs {
+        // 2 problems × (2 solutions + 2 verifications + 2 summaries + 2 bank calls).
+        assert_eq!(r["calls"], 16, "{text}");
+        assert_eq!(r["problems_failed"], 0, "{text}");
+        // The global option reached the child.
+        assert_eq!(r["engine_worker_threads"], 1, "{text}");
+    }
+    let s = &v["summary"];
+    assert_eq!(s["runs"], 2, "{text}");
+    for key in ["slot_utilization", "cpu_s_per_1k_calls", "peak_rss_mib"] {
+        let (median, min, max) = (
+            s[key]["median"].as_f64().expect("median"),
+            s[key]["min"].as_f64().expect("min"),
+            s[key]["max"].as_f64().expect("max"),
+        );
+        assert!(min <= median && median <= max, "{key}: {text}");
+        let values: Vec<f64> = runs.iter().map(|r| r[key].as_f64().unwrap()).collect();
+        assert_eq!(min, values.iter().copied().fold(f64::INFINITY, f64::min));
+        assert_eq!(
+            max,
+            values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        );
+    }
+}
+
 /// `tmas bench schedule` (the zero-overhead scheduling model) prints one row per policy
 /// and writes its JSON: one workload, every admission × priority × gate.
 #[test]

@@ -30,9 +30,12 @@ use chain::{LastProblem, chain_figures};
 use tmas_actors::runner::RunnerSettings;
 
 pub mod chain;
+pub mod repeat;
 
 /// Admission policy (`run.admission`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum EvalAdmission {
     /// At most `--max-concurrent-problems` at once (the released runner's window).
@@ -51,7 +54,9 @@ impl EvalAdmission {
 }
 
 /// Call priority (`run.call_priority`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum EvalCallPriority {
     /// Calls of the problems least far along first, then older problems.
@@ -111,10 +116,20 @@ pub struct EvalBenchArgs {
     /// Do not write the JSON result under `bench-results/`.
     #[arg(long)]
     pub no_write: bool,
+    /// Run the benchmark this many times, each in its own process, and print the median
+    /// and range of its figures (one run's CPU varies by ±5 % on a busy 2-core machine).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub runs: u16,
+    /// Pause between runs, so the previous run's disk writeback and load settle.
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    pub settle_secs: u64,
+    /// Also write this run's result here (used by `--runs` for its child processes).
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub result_json: Option<PathBuf>,
 }
 
 /// Figures of one evaluation-benchmark run.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct EvalBenchResult {
     pub problems: usize,
     pub n: u32,
@@ -204,9 +219,24 @@ fn model_ceilings(args: &EvalBenchArgs, settings: &RunnerSettings) -> Option<(f6
     Some((utilization(&policy), utilization(&oracle)))
 }
 
-/// Runs the benchmark and prints its figures.
-pub async fn run(args: EvalBenchArgs) -> anyhow::Result<EvalBenchResult> {
+/// Runs the benchmark (`--runs` times) and prints its figures; the results of every run.
+pub async fn run(args: EvalBenchArgs) -> anyhow::Result<Vec<EvalBenchResult>> {
     args.workload.validate()?;
+    if args.runs > 1 {
+        let results = repeat::run_repeated(&args).await?;
+        if !args.no_write {
+            let summary = repeat::EvalSummary::of(&results);
+            let path =
+                super::write_result("eval", &json!({ "runs": results, "summary": summary }))?;
+            println!("written to {}", path.display());
+        }
+        return Ok(results);
+    }
+    run_once(args).await.map(|r| vec![r])
+}
+
+/// One run in this process.
+async fn run_once(args: EvalBenchArgs) -> anyhow::Result<EvalBenchResult> {
     anyhow::ensure!(args.in_flight > 0, "--in-flight must be at least 1");
     let max_active = args
         .max_active_problems
@@ -234,6 +264,9 @@ pub async fn run(args: EvalBenchArgs) -> anyhow::Result<EvalBenchResult> {
     }
     let result = outcome?;
     print_result(&result);
+    if let Some(path) = &args.result_json {
+        repeat::write_result_json(path, &result)?;
+    }
     if !args.no_write {
         let path = super::write_result("eval", &json!(result))?;
         println!("written to {}", path.display());

@@ -37,18 +37,18 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         BenchCommand::Eval(args) => {
-            let result = eval::run(args).await?;
-            // A cap violation or a failed problem is a correctness failure.
-            Ok(
-                if result.sim_peak_in_flight as usize > result.in_flight
-                    || result.problems_failed > 0
-                    || result.problems_done < result.problems
-                {
-                    ExitCode::from(1)
-                } else {
-                    ExitCode::SUCCESS
-                },
-            )
+            let results = eval::run(args).await?;
+            // A cap violation or a failed problem (in any run) is a correctness failure.
+            let failed = results.iter().any(|r| {
+                r.sim_peak_in_flight as usize > r.in_flight
+                    || r.problems_failed > 0
+                    || r.problems_done < r.problems
+            });
+            Ok(if failed {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
     }
 }

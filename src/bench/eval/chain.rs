@@ -20,7 +20,7 @@ pub struct CallTiming {
 }
 
 /// The problem that finished last, and whether its own chain or waiting made it last.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LastProblem {
     pub problem: String,
     /// First call's start, seconds after the run's first call started.
