@@ -1,8 +1,8 @@
 //! The single writer: a dedicated thread that owns the read-write connection and commits
 //! facts in batches (group commit).
 //!
-//! It blocks for the first fact, then keeps the batch open for [`LINGER`] (up to
-//! [`MAX_BATCH`] facts) and commits all of it in one transaction. Without the linger,
+//! It blocks for the first fact, then sleeps for [`LINGER`], takes every fact that arrived
+//! meanwhile (up to [`MAX_BATCH`]) and commits all of it in one transaction. Without the linger,
 //! completions that arrive evenly spread (long-tailed latencies) were committed a few at
 //! a time — ~38,000 transactions for 82,000 calls in `tmas bench eval` with lognormal
 //! latency — each rewriting its B-tree pages into the WAL and waking this thread. 1 ms
@@ -16,7 +16,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rusqlite::{Connection, Transaction, params};
 use serde::Serialize;
@@ -60,13 +60,15 @@ fn write_batches(mut conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn
     let mut batches: u64 = 0;
     loop {
         let Ok(first) = rx.recv() else { break };
-        let linger_until = Instant::now() + LINGER;
         let mut batch = vec![first];
-        while batch.len() < MAX_BATCH && !matches!(batch[batch.len() - 1].fact, Fact::Close) {
-            match rx.recv_timeout(linger_until.saturating_duration_since(Instant::now())) {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
-            }
+        take_queued(&rx, &mut batch);
+        if batch.len() < MAX_BATCH && !ends_with_close(&batch) {
+            // The linger is a sleep, not a wait on the channel: a thread waiting on the
+            // channel is woken (a futex wake and a context switch) by every fact sent, a
+            // sleeping one is not. With spread-out completions that was one wake-up per
+            // call (issue 6).
+            std::thread::sleep(LINGER);
+            take_queued(&rx, &mut batch);
         }
         batches += 1;
         let closing = batch.iter().any(|e| matches!(e.fact, Fact::Close));
@@ -91,6 +93,21 @@ fn write_batches(mut conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn
         }
     }
     batches
+}
+
+fn ends_with_close(batch: &[Envelope]) -> bool {
+    batch.last().is_some_and(|e| matches!(e.fact, Fact::Close))
+}
+
+/// Moves the facts already queued into `batch`, up to [`MAX_BATCH`] and never past a
+/// `Close`.
+fn take_queued(rx: &Receiver<Envelope>, batch: &mut Vec<Envelope>) {
+    while batch.len() < MAX_BATCH && !ends_with_close(batch) {
+        match rx.try_recv() {
+            Ok(next) => batch.push(next),
+            Err(_) => break,
+        }
+    }
 }
 
 /// A message that says what to do about the common failures.
