@@ -22,9 +22,14 @@ impl SimProcess {
     /// `tmas-sim listening on URL` line.
     pub async fn spawn(extra_args: &[String]) -> anyhow::Result<Self> {
         let exe = std::env::current_exe().context("cannot locate the tmas executable")?;
-        let mut child = Command::new(exe)
-            .arg("sim-server")
-            .args(["--port", "0"])
+        let mut command = Command::new(exe);
+        command.arg("sim-server").args(["--port", "0"]);
+        // Its log lines would interleave with the benchmark's figures: warnings only,
+        // unless `RUST_LOG` asks for more.
+        if std::env::var_os("RUST_LOG").is_none() {
+            command.args(["--log", "warn"]);
+        }
+        let mut child = command
             .args(extra_args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
