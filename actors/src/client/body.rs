@@ -278,6 +278,30 @@ mod tests {
     }
 
     #[test]
+    fn reply_texts_decode_as_serde_json_decodes_them() {
+        let body = serde_json::json!({
+            "choices": [{
+                "message": {
+                    "content": "Step 1:\n\t\"x\" \\ y ü 数 \u{1}",
+                    "reasoning_content": "think\r\nmore"
+                },
+                "finish_reason": "stop"
+            }]
+        })
+        .to_string();
+        let c = parse_response(body.as_bytes()).unwrap();
+        assert_eq!(c.content, "Step 1:\n\t\"x\" \\ y ü 数 \u{1}");
+        assert_eq!(c.reasoning.as_deref(), Some("think\r\nmore"));
+        // Escapes serde_json would not write itself.
+        let body = br#"{"choices":[{"message":{"content":"a\/b \u00e9 \ud83d\ude00"}}]}"#;
+        assert_eq!(parse_response(body).unwrap().content, "a/b é 😀");
+        // Content that is not a string (some servers send a list of parts).
+        let body = br#"{"choices":[{"message":{"content":[{"type":"text","text":"a"}]}}]}"#;
+        let err = parse_response(body).unwrap_err();
+        assert!(err.contains("expected a string"), "{err}");
+    }
+
+    #[test]
     fn malformed_bodies_are_rejected() {
         assert!(parse_response(b"").is_err());
         assert!(parse_response(b"{not json").is_err());
