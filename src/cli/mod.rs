@@ -51,15 +51,7 @@ pub enum Command {
 /// Parses arguments, sets up logging and a runtime, and runs the subcommand.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Benchmarks print their figures on standard output; an INFO line per problem started
-    // would bury them, so they log warnings only unless `--log` or `RUST_LOG` says more.
-    let quiet_default =
-        matches!(cli.command, Command::Bench(_)) && std::env::var_os("RUST_LOG").is_none();
-    let filter = cli
-        .log
-        .clone()
-        .or_else(|| quiet_default.then(|| "warn".to_owned()));
-    tmas_observability::init_logging(filter.as_deref());
+    tmas_observability::init_logging(cli.log.as_deref());
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
     if let Some(n) = cli.worker_threads {
