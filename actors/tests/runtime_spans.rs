@@ -32,8 +32,10 @@ impl Write for Buffer {
 async fn calls_run_in_call_spans_under_their_problem_span() {
     let buffer = Buffer::default();
     let writer = buffer.clone();
+    // Without an exporter the per-call spans are DEBUG (created only when a log level
+    // asks for them), so this log is at DEBUG.
     let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::new("info,ractor=warn"))
+        .with_env_filter(EnvFilter::new("debug,ractor=warn"))
         .with_ansi(false)
         .with_writer(move || writer.clone())
         .finish();
@@ -81,14 +83,14 @@ async fn calls_run_in_call_spans_under_their_problem_span() {
     let call = line_with("content=p0/it0/solve/c1/a0");
     assert!(
         call.contains(
-            "problem{problem=p0}:iteration{iteration=0}:call{problem=p0 iteration=0 role=solve candidate=1 attempt=0 "
+            "problem{problem=p0}:iteration{iteration=0}:call{problem=p0 iteration=0 role=solve candidate=1 attempt=0"
         ),
         "{call}"
     );
     let review = line_with("content=p0/it0/review/a0");
     assert!(
         review
-            .contains("problem{problem=p0}:iteration{iteration=0}:call{problem=p0 iteration=0 role=review attempt=0 "),
+            .contains("problem{problem=p0}:iteration{iteration=0}:call{problem=p0 iteration=0 role=review attempt=0"),
         "{review}"
     );
     let started = line_with("problem started");

@@ -373,7 +373,9 @@ impl Shared {
                 counted >= policy.max_attempts.max(1)
             };
             if exhausted || attempts >= hard_cap {
-                tracing::warn!(group = %group.name, attempts, error = %error, "call failed after retries");
+                // Named here: the call's own span exists only at DEBUG or when exporting.
+                let call = request.tags.call.as_deref().unwrap_or("");
+                tracing::warn!(call, group = %group.name, attempts, error = %error, "call failed after retries");
                 return Err(error);
             }
             let delay = failure

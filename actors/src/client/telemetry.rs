@@ -36,10 +36,10 @@ impl fmt::Display for ChatName<'_> {
 
 /// The span of one HTTP attempt; its parent is the current span (the agent call).
 ///
-/// Without an exporter the span only gives log lines their context, so it carries just
-/// the fields a reader of the log needs: the log layer formats every field of every span
-/// into text when the span opens, and the 17 OpenTelemetry fields of ~80,000 attempts were
-/// ~1 % of the orchestrator's CPU in `tmas bench eval` (issue 6). Recording a field the
+/// Without an exporter the span only gives log lines their context: it is a DEBUG span
+/// (not created at the default INFO log level, as the agent call's span; see
+/// `coordinator::spans::call_span`) with just the fields a reader of the log needs, not
+/// the 17 OpenTelemetry ones the log layer would format into text. Recording a field the
 /// lean span lacks does nothing.
 pub(crate) fn attempt_span(
     ep: &Endpoint,
@@ -48,7 +48,7 @@ pub(crate) fn attempt_span(
     attempt: u32,
 ) -> tracing::Span {
     if !span_ext::exporting() {
-        return tracing::info_span!(
+        return tracing::debug_span!(
             "chat",
             tmas.endpoint = %ep.name(),
             tmas.role = %request.tags.role,

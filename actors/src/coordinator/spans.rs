@@ -42,13 +42,20 @@ pub(crate) fn call_span(
     labels: Vec<(&'static str, Arc<str>)>,
     messages: &[ChatMessage],
 ) -> tracing::Span {
+    if !span_ext::exporting() {
+        // Without an exporter the span only gives log lines their context, and a span
+        // per call (entered on every poll of the call) cost ~5 % of the orchestrator's
+        // CPU in `tmas bench eval` (issue 6, docs/benchmarks.md "Log level"). At DEBUG
+        // it is not even created under the default INFO log level; `--log debug` brings
+        // it back. The problem and iteration spans stay INFO.
+        return tracing::debug_span!(parent: parent, "call",
+            problem = %key.problem, iteration = key.iteration, role = %key.role,
+            candidate = key.candidate, index = key.index, attempt = key.attempt);
+    }
     let span = tracing::info_span!(parent: parent, "call",
         problem = %key.problem, iteration = key.iteration, role = %key.role,
         candidate = key.candidate, index = key.index, attempt = key.attempt,
         otel.name = %AgentName(&key.role));
-    if !span_ext::exporting() {
-        return span;
-    }
     let set = |k: &'static str, v: span_ext::Value| span_ext::set_attribute(&span, k, v);
     set("gen_ai.operation.name", "invoke_agent".into());
     set("gen_ai.agent.name", key.role.clone().into());
