@@ -2,17 +2,52 @@
 //! (engine, run store, simulator child) and writes well-formed JSON. No timing is
 //! asserted: benchmarks measure, tests do not.
 
+use std::path::Path;
 use std::process::Command;
+
+/// Runs `tmas bench eval ARGS` in `dir`, asserts it succeeded and returns its stdout.
+fn bench_eval(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_tmas"))
+        .current_dir(dir)
+        .args(["bench", "eval"])
+        .args(args)
+        .output()
+        .expect("run tmas bench eval");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    stdout
+}
+
+/// The one JSON file under `dir/bench-results`: its name, text and value.
+fn only_result(dir: &Path) -> (String, String, serde_json::Value) {
+    let results: Vec<_> = std::fs::read_dir(dir.join("bench-results"))
+        .expect("bench-results written")
+        .map(|e| e.expect("dir entry").path())
+        .collect();
+    assert_eq!(results.len(), 1, "{results:?}");
+    let name = results[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let text = std::fs::read_to_string(&results[0]).expect("read result");
+    let value = serde_json::from_str(&text).expect("well-formed JSON");
+    (name, text, value)
+}
 
 #[test]
 fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
     let dir = tempfile::tempdir().expect("temp dir");
     let keep = dir.path().join("kept-run");
-    let out = Command::new(env!("CARGO_BIN_EXE_tmas"))
-        .current_dir(dir.path())
-        .args([
-            "bench",
-            "eval",
+    let keep_arg = keep.display().to_string();
+    let stdout = bench_eval(
+        dir.path(),
+        &[
             "--problems",
             "3",
             "--n",
@@ -34,35 +69,15 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
             "--worker-threads",
             "2",
             "--keep-run",
-        ])
-        .arg(&keep)
-        .output()
-        .expect("run tmas bench eval");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "exit {:?}\n{stdout}\n{stderr}",
-        out.status
+            &keep_arg,
+        ],
     );
     assert!(stdout.contains("slot utilization"), "{stdout}");
-
-    let results: Vec<_> = std::fs::read_dir(dir.path().join("bench-results"))
-        .expect("bench-results written")
-        .map(|e| e.expect("dir entry").path())
-        .collect();
-    assert_eq!(results.len(), 1, "{results:?}");
-    let name = results[0]
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .to_string();
+    let (name, text, v) = only_result(dir.path());
     assert!(
         name.starts_with("eval-") && name.ends_with(".json"),
         "{name}"
     );
-    let text = std::fs::read_to_string(&results[0]).expect("read result");
-    let v: serde_json::Value = serde_json::from_str(&text).expect("well-formed JSON");
 
     // 3 problems × 2 iterations × (2 solutions + 2×2 verifications + 2 summaries + 2 bank
     // calls) = 60 calls, none failed, and the cap held.
@@ -143,11 +158,9 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
 #[test]
 fn bench_eval_repeats_a_run_in_separate_processes_and_summarizes() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = Command::new(env!("CARGO_BIN_EXE_tmas"))
-        .current_dir(dir.path())
-        .args([
-            "bench",
-            "eval",
+    let stdout = bench_eval(
+        dir.path(),
+        &[
             "--runs",
             "2",
             "--settle-secs",
@@ -172,15 +185,7 @@ fn bench_eval_repeats_a_run_in_separate_processes_and_summarizes() {
             "1",
             "--worker-threads",
             "1",
-        ])
-        .output()
-        .expect("run tmas bench eval --runs 2");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "exit {:?}\n{stdout}\n{stderr}",
-        out.status
+        ],
     );
     assert!(stdout.contains("== run 2 of 2"), "{stdout}");
     assert!(
@@ -188,13 +193,7 @@ fn bench_eval_repeats_a_run_in_separate_processes_and_summarizes() {
         "{stdout}"
     );
     // One JSON for the whole command (the children write none of their own).
-    let results: Vec<_> = std::fs::read_dir(dir.path().join("bench-results"))
-        .expect("bench-results written")
-        .map(|e| e.expect("dir entry").path())
-        .collect();
-    assert_eq!(results.len(), 1, "{results:?}");
-    let text = std::fs::read_to_string(&results[0]).expect("read result");
-    let v: serde_json::Value = serde_json::from_str(&text).expect("well-formed JSON");
+    let (_, text, v) = only_result(dir.path());
     let runs = v["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 2, "{text}");
     for r in runs {
