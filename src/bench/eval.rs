@@ -265,7 +265,7 @@ async fn run_once(args: EvalBenchArgs) -> anyhow::Result<EvalBenchResult> {
     let result = outcome?;
     print_result(&result);
     if let Some(path) = &args.result_json {
-        repeat::write_result_json(path, &result)?;
+        super::write_json(path, &result)?;
     }
     if !args.no_write {
         let path = super::write_result("eval", &json!(result))?;

@@ -43,9 +43,15 @@ pub fn write_result(name: &str, value: &serde_json::Value) -> anyhow::Result<std
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let path = dir.join(format!("{name}-{secs}.json"));
-    let text = serde_json::to_string_pretty(value)?;
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    write_json(&path, value)?;
     Ok(path)
+}
+
+/// Writes `value` as pretty JSON to `path`.
+pub fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let text = serde_json::to_string_pretty(value)?;
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Prints the simulator's peak in-flight against the cap, flagging a violation.

@@ -1,17 +1,17 @@
 //! The single writer: a dedicated thread that owns the read-write connection and commits
 //! facts in batches (group commit).
 //!
-//! It blocks for the first fact, then sleeps for [`LINGER`], takes every fact that arrived
-//! meanwhile (up to [`MAX_BATCH`]) and commits all of it in one transaction. Without the linger,
-//! completions that arrive evenly spread (long-tailed latencies) were committed a few at
-//! a time — ~38,000 transactions for 82,000 calls in `tmas bench eval` with lognormal
-//! latency — each rewriting its B-tree pages into the WAL and waking this thread. 1 ms
-//! cut the writer's share of CPU by ~7 % of the orchestrator's total while a caller
-//! waiting for its acknowledgement waits at most 1 ms longer (no throughput loss
+//! It blocks for the first fact, then sleeps for [`LINGER`], takes every fact that
+//! arrived meanwhile (up to [`MAX_BATCH`]) and commits all of it in one transaction.
+//! Without the linger, completions that arrive evenly spread (long-tailed latencies) were
+//! committed a few at a time — ~38,000 transactions for 82,000 calls in `tmas bench eval`
+//! with lognormal latency — each rewriting its B-tree pages into the WAL and waking this
+//! thread. 1 ms cut the writer's share of CPU by ~7 % of the orchestrator's total while a
+//! caller waiting for its acknowledgement waits at most 1 ms longer (no throughput loss
 //! measurable in `tmas bench client --store`; 2 ms cost 1.5 %, 5 ms 4.5 %;
-//! docs/benchmarks.md). With WAL and `synchronous=NORMAL` a
-//! commit is a write to the WAL file without fsync: it survives the process being killed
-//! (not a power cut), which is what resume needs.
+//! docs/benchmarks.md). With WAL and `synchronous=NORMAL` a commit is a write to the WAL
+//! file without fsync: it survives the process being killed (not a power cut), which is
+//! what resume needs.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,7 +71,7 @@ fn write_batches(mut conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn
             take_queued(&rx, &mut batch);
         }
         batches += 1;
-        let closing = batch.iter().any(|e| matches!(e.fact, Fact::Close));
+        let closing = ends_with_close(&batch);
         let result: WriteResult = commit(&mut conn, &batch, &mut cache).map_err(|e| {
             // The batch was rolled back: the cache may name prompts it never committed.
             cache.clear();

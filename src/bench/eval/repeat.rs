@@ -79,13 +79,15 @@ pub fn child_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     while let Some(arg) = args.next() {
         let text = arg.to_string_lossy();
         if WITH_VALUE.contains(&text.as_ref()) {
+            // The option's value is the next argument: drop both.
             args.next();
-        } else if text == "--no-write"
+            continue;
+        }
+        let dropped = text == "--no-write"
             || WITH_VALUE
                 .iter()
-                .any(|o| text.starts_with(&format!("{o}=")))
-        {
-        } else {
+                .any(|o| text.starts_with(&format!("{o}=")));
+        if !dropped {
             out.push(arg);
         }
     }
@@ -179,12 +181,6 @@ fn print_summary(s: &EvalSummary) {
     );
     row("store writer CPU-s", s.store_writer_cpu_s, 1, "");
     row("peak RSS MiB", s.peak_rss_mib, 1, "  target <= 1024");
-}
-
-/// Where a run's result goes when `--result-json` is given (the parent of `--runs`).
-pub fn write_result_json(path: &Path, result: &EvalBenchResult) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(result)?;
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]
