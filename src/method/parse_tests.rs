@@ -22,6 +22,64 @@ fn strip_think_removes_blocks_unclosed_and_stray_close() {
     assert_eq!(strip_think("<think>only thinking"), "");
 }
 
+/// The `str::find` implementation `strip_think` replaced (issue 6), kept as the
+/// reference its faster form must match.
+fn strip_think_reference(text: &str) -> String {
+    let mut rest = text;
+    if let Some(close) = rest.find(THINK_CLOSE) {
+        let open = rest.find(THINK_OPEN);
+        if open.is_none_or(|o| o > close) {
+            rest = &rest[close + THINK_CLOSE.len()..];
+        }
+    }
+    let mut out = String::with_capacity(rest.len());
+    while let Some(open) = rest.find(THINK_OPEN) {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + THINK_OPEN.len()..];
+        match after.find(THINK_CLOSE) {
+            Some(close) => rest = &after[close + THINK_CLOSE.len()..],
+            None => {
+                rest = "";
+                break;
+            }
+        }
+    }
+    out.push_str(rest);
+    out.trim().to_string()
+}
+
+#[test]
+fn strip_think_matches_the_reference_on_every_arrangement_of_tags() {
+    let pieces = [
+        "<think>", "</think>", " ", "é", "x\\boxed{1}", "\n", "<thi", "nk>", "</", "∑ ",
+    ];
+    let mut checked = 0;
+    // Every sequence of up to five pieces (10^5 texts): tags split, doubled, unbalanced.
+    let mut text = String::new();
+    for n in 0..100_000u32 {
+        text.clear();
+        let mut k = n;
+        for _ in 0..5 {
+            text.push_str(pieces[(k % 10) as usize]);
+            k /= 10;
+        }
+        assert_eq!(strip_think(&text), strip_think_reference(&text), "{text:?}");
+        checked += 1;
+    }
+    assert_eq!(checked, 100_000);
+}
+
+#[test]
+fn strip_think_borrows_a_reply_without_blocks() {
+    let reply = "  Answer \\boxed{3}\n";
+    assert!(matches!(strip_think(reply), Cow::Borrowed("Answer \\boxed{3}")));
+    assert!(matches!(
+        strip_think("why</think> final "),
+        Cow::Borrowed("final")
+    ));
+    assert!(matches!(strip_think("a<think>b</think>c"), Cow::Owned(_)));
+}
+
 #[test]
 fn last_boxed_handles_nesting_and_truncation() {
     assert_eq!(
