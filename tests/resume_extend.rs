@@ -106,3 +106,56 @@ fn a_simulator_killed_and_restarted_mid_run_loses_no_problem() {
     // calls as the first one would have: the results match the uninterrupted run.
     assert_eq!(export(&dir), base.export);
 }
+
+/// Every file under `dir`, by path relative to it.
+fn files_under(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// `problems/<id>.json` and the `banks/` files are not synced (the run store holds the
+/// same content): what a power cut can leave of them (empty, garbled, missing) is restored
+/// byte for byte by resuming, without a call.
+#[test]
+fn resuming_restores_damaged_problem_and_bank_files_from_the_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write_config(tmp.path(), "embedded-sim", 3, 2);
+    let run = tmp.path().join("run");
+    let run_s = run.display().to_string();
+    ok(run_fresh(&config, &run), "2-iteration run");
+    let problems = files_under(&run.join("problems"));
+    let banks = files_under(&run.join("banks"));
+    assert_eq!(problems.len(), 3, "{:?}", problems.keys());
+    // 3 problems × 2 banks × versions 0..=2.
+    assert_eq!(banks.len(), 3 * 2 * 3, "{:?}", banks.keys());
+
+    let mut bank_files = banks.keys();
+    let emptied = run.join("banks").join(bank_files.next().unwrap());
+    let removed = run.join("banks").join(bank_files.next().unwrap());
+    std::fs::write(&emptied, b"").unwrap();
+    std::fs::remove_file(&removed).unwrap();
+    let (problem_file, bytes) = problems.iter().next().unwrap();
+    let mut garbled = bytes.clone();
+    garbled[1] ^= 0x20;
+    std::fs::write(run.join("problems").join(problem_file), garbled).unwrap();
+
+    let out = ok(
+        tmas(&["run", "--resume", &run_s, "--status-every", "0"]),
+        "resume of a damaged finished run",
+    );
+    assert_eq!(sent_and_replayed(&out), (0, 0), "{out}");
+    assert_eq!(files_under(&run.join("problems")), problems);
+    assert_eq!(files_under(&run.join("banks")), banks);
+}

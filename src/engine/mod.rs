@@ -227,7 +227,8 @@ async fn execute(
         store_executor.stopping(),
     );
     let sink = StoreBankSink {
-        json: JsonFileSink::new(dir.banks_dir()),
+        // The store holds every version; resume restores files a power cut damaged.
+        json: JsonFileSink::unsynced(dir.banks_dir()),
         store: store.clone(),
     };
     let runner =

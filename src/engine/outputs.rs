@@ -186,6 +186,7 @@ fn assemble(
                     })?
                     .add_to(&mut builder, id, iterations)?;
                 dir.ensure_problem_file(id, &json)?;
+                dir.ensure_bank_files(id, &reader.bank_versions(id)?)?;
             }
         }
         if let Some(w) = mine {

@@ -51,7 +51,16 @@ fn strip_think_reference(text: &str) -> String {
 #[test]
 fn strip_think_matches_the_reference_on_every_arrangement_of_tags() {
     let pieces = [
-        "<think>", "</think>", " ", "é", "x\\boxed{1}", "\n", "<thi", "nk>", "</", "∑ ",
+        "<think>",
+        "</think>",
+        " ",
+        "é",
+        "x\\boxed{1}",
+        "\n",
+        "<thi",
+        "nk>",
+        "</",
+        "∑ ",
     ];
     let mut checked = 0;
     // Every sequence of up to five pieces (10^5 texts): tags split, doubled, unbalanced.
@@ -72,7 +81,10 @@ fn strip_think_matches_the_reference_on_every_arrangement_of_tags() {
 #[test]
 fn strip_think_borrows_a_reply_without_blocks() {
     let reply = "  Answer \\boxed{3}\n";
-    assert!(matches!(strip_think(reply), Cow::Borrowed("Answer \\boxed{3}")));
+    assert!(matches!(
+        strip_think(reply),
+        Cow::Borrowed("Answer \\boxed{3}")
+    ));
     assert!(matches!(
         strip_think("why</think> final "),
         Cow::Borrowed("final")

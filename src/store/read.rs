@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
-use tmas_actors::strategy::{CallFailure, CallOutcome};
+use tmas_actors::strategy::{BankVersion, CallFailure, CallOutcome};
 use tmas_actors::wire::{ChatResponse, Usage};
 
 use super::StoreError;
@@ -299,6 +299,56 @@ impl StoreReader {
             .map_err(|e| self.err("summing usage", e))?;
         rows.collect::<Result<_, _>>()
             .map_err(|e| self.err("summing usage", e))
+    }
+
+    /// Every stored version of every bank of `problem`, with the iteration that made it,
+    /// by bank and version.
+    pub fn bank_versions(
+        &self,
+        problem: &str,
+    ) -> Result<Vec<(Option<u32>, BankVersion)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT bank, version, iteration, items_json, rejected_json FROM bank_versions \
+                 WHERE problem_id = ?1 ORDER BY bank, version",
+            )
+            .map_err(|e| self.err("reading bank versions", e))?;
+        let rows = stmt
+            .query_map([problem], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, Option<u32>>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                ))
+            })
+            .map_err(|e| self.err("reading bank versions", e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (bank, version, iteration, items, rejected) =
+                row.map_err(|e| self.err("reading bank versions", e))?;
+            let corrupt = |column: &str, e: serde_json::Error| StoreError::Corrupt {
+                path: self.path.clone(),
+                what: format!("bank_versions.{column} of `{problem}`/{bank} v{version}"),
+                reason: e.to_string(),
+            };
+            let items: Vec<String> =
+                serde_json::from_str(&items).map_err(|e| corrupt("items_json", e))?;
+            let rejected =
+                serde_json::from_str(&rejected).map_err(|e| corrupt("rejected_json", e))?;
+            out.push((
+                iteration,
+                BankVersion {
+                    bank: bank.as_str().into(),
+                    version,
+                    items: items.into(),
+                    rejected,
+                },
+            ));
+        }
+        Ok(out)
     }
 
     /// The last version of each bank of `problem` (bank → items).

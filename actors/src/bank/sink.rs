@@ -46,12 +46,19 @@ impl BankSink for NoopSink {
 /// Writes `dir/<problem>/<bank>-v<N>.json`, atomically (temporary file, then rename), so
 /// a crash mid-write never leaves a truncated version behind.
 ///
+/// [`JsonFileSink::new`] syncs each file to disk before renaming it, for when the files
+/// are the only copy. [`JsonFileSink::unsynced`] does not, for when another store holds
+/// every version and can restore the files with [`JsonFileSink::ensure`] (the `tmas` run
+/// store): a sync per version, two per problem and iteration, was a synchronous disk write
+/// on every bank update (issue 6).
+///
 /// Characters other than ASCII letters, digits, `-`, `_` and `.` in problem and bank names
 /// are replaced by `_` to keep paths safe, and such a name gets a short hash of the
 /// original appended so that `a/b` and `a_b` stay apart.
 #[derive(Debug, Clone)]
 pub struct JsonFileSink {
     dir: PathBuf,
+    sync: bool,
 }
 
 /// The JSON document of one version.
@@ -66,8 +73,46 @@ struct Record<'a> {
 }
 
 impl JsonFileSink {
+    /// A sink whose files survive a power cut on their own (each is synced before it
+    /// replaces anything).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self {
+            dir: dir.into(),
+            sync: true,
+        }
+    }
+
+    /// A sink whose files survive the process being killed but not necessarily a power
+    /// cut: for a caller that stores every version elsewhere and restores the files from
+    /// there with [`JsonFileSink::ensure`].
+    pub fn unsynced(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            sync: false,
+        }
+    }
+
+    /// Makes the file of `version` hold exactly what [`BankSink::persist`] writes,
+    /// rewriting it when it is missing or differs. Returns whether it wrote.
+    pub fn ensure(
+        &self,
+        problem: &str,
+        iteration: Option<u32>,
+        version: &BankVersion,
+    ) -> Result<bool, BankSinkError> {
+        let err = sink_error(problem, version);
+        let bytes = encode(problem, iteration, version).map_err(&err)?;
+        let path = self.path_of(problem, &version.bank, version.version);
+        let same = match fs::metadata(&path) {
+            Ok(meta) if meta.len() == bytes.len() as u64 => fs::read(&path)
+                .map_err(|e| err(format!("reading {}: {e}", path.display())))?
+                .eq(&bytes),
+            _ => false,
+        };
+        if !same {
+            write_atomically(&path, &bytes, self.sync).map_err(err)?;
+        }
+        Ok(!same)
     }
 
     /// The file a version is written to.
@@ -108,7 +153,32 @@ pub fn safe_name(name: &str) -> String {
     format!("{s}-{:08x}", hash >> 32)
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+/// The document [`JsonFileSink`] writes for one version (pretty JSON).
+fn encode(problem: &str, iteration: Option<u32>, version: &BankVersion) -> Result<Vec<u8>, String> {
+    let record = Record {
+        problem,
+        bank: &version.bank,
+        version: version.version,
+        iteration,
+        items: &version.items,
+        rejected: &version.rejected,
+    };
+    serde_json::to_vec_pretty(&record).map_err(|e| format!("encoding: {e}"))
+}
+
+fn sink_error<'a>(
+    problem: &'a str,
+    version: &'a BankVersion,
+) -> impl Fn(String) -> BankSinkError + 'a {
+    move |message| BankSinkError {
+        problem: problem.to_owned(),
+        bank: version.bank.to_string(),
+        version: version.version,
+        message,
+    }
+}
+
+fn write_atomically(path: &Path, bytes: &[u8], sync: bool) -> Result<(), String> {
     let parent = path
         .parent()
         .ok_or_else(|| format!("{} has no parent directory", path.display()))?;
@@ -121,7 +191,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let write = || -> std::io::Result<()> {
         let mut f = fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()
+        if sync { f.sync_all() } else { Ok(()) }
     };
     write().map_err(|e| format!("writing {}: {e}", tmp.display()))?;
     fs::rename(&tmp, path)
@@ -135,24 +205,10 @@ impl BankSink for JsonFileSink {
         iteration: Option<u32>,
         version: &BankVersion,
     ) -> Result<(), BankSinkError> {
-        let err = |message: String| BankSinkError {
-            problem: problem.to_owned(),
-            bank: version.bank.to_string(),
-            version: version.version,
-            message,
-        };
-        let record = Record {
-            problem,
-            bank: &version.bank,
-            version: version.version,
-            iteration,
-            items: &version.items,
-            rejected: &version.rejected,
-        };
-        let bytes =
-            serde_json::to_vec_pretty(&record).map_err(|e| err(format!("encoding: {e}")))?;
+        let err = sink_error(problem, version);
+        let bytes = encode(problem, iteration, version).map_err(&err)?;
         let path = self.path_of(problem, &version.bank, version.version);
-        write_atomically(&path, &bytes).map_err(err)
+        write_atomically(&path, &bytes, self.sync).map_err(err)
     }
 }
 
@@ -216,6 +272,44 @@ mod tests {
             .collect();
         assert!(leftovers.is_empty());
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn ensure_restores_a_missing_or_damaged_version_and_leaves_a_good_one() {
+        let dir = scratch_dir("ensure");
+        let sink = JsonFileSink::unsynced(&dir);
+        let v1 = version(1, &["a", "b"]);
+        sink.persist("p", Some(0), &v1).unwrap();
+        let path = sink.path_of("p", "guide/line", 1);
+        let written = fs::read(&path).unwrap();
+        // The synced sink writes the same bytes: only durability differs.
+        let synced_dir = scratch_dir("ensure-synced");
+        let synced = JsonFileSink::new(&synced_dir);
+        synced.persist("p", Some(0), &v1).unwrap();
+        assert_eq!(
+            fs::read(synced.path_of("p", "guide/line", 1)).unwrap(),
+            written
+        );
+
+        assert!(
+            !sink.ensure("p", Some(0), &v1).unwrap(),
+            "intact file left alone"
+        );
+        // What a power cut can leave of an unsynced file: empty, or the old length with
+        // other bytes.
+        fs::write(&path, b"").unwrap();
+        assert!(sink.ensure("p", Some(0), &v1).unwrap());
+        assert_eq!(fs::read(&path).unwrap(), written);
+        let mut garbled = written.clone();
+        garbled[3] ^= 0x20;
+        fs::write(&path, &garbled).unwrap();
+        assert!(sink.ensure("p", Some(0), &v1).unwrap());
+        assert_eq!(fs::read(&path).unwrap(), written);
+        fs::remove_file(&path).unwrap();
+        assert!(sink.ensure("p", Some(0), &v1).unwrap());
+        assert_eq!(fs::read(&path).unwrap(), written);
+        fs::remove_dir_all(&dir).unwrap();
+        fs::remove_dir_all(&synced_dir).unwrap();
     }
 
     #[test]
