@@ -126,7 +126,14 @@ async fn run_children(
     let mut results = Vec::with_capacity(usize::from(args.runs));
     for i in 1..=args.runs {
         if i > 1 {
-            // Lets the previous run's disk writeback and the load average settle.
+            // Writes back what the previous run left dirty (its deleted run directory
+            // included), then lets the load average settle. On ext4 without a journal a
+            // new file skips inodes freed less than 60 s ago, or 360 s while their inode
+            // table block is still dirty: without the sync and the pause, each run's ~2,600
+            // file creations paid for the previous run's deletions (docs/benchmarks.md,
+            // session 6).
+            // SAFETY: sync(2) takes no arguments and cannot fail.
+            unsafe { libc::sync() };
             tokio::time::sleep(Duration::from_secs(args.settle_secs)).await;
         }
         println!("== run {i} of {}", args.runs);
