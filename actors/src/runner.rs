@@ -272,8 +272,7 @@ impl Runner {
                     // Unreachable while `tx` lives; treat like "nothing left to wait for".
                     None => break,
                 },
-                _ = self.stats.calls_changed().notified(),
-                    if !exhausted && !cancel.is_cancelled() && admission.waits_on_calls(live.len()) => {}
+                _ = self.stats.calls_changed().notified(), if admission.depends_on_calls() => {}
                 _ = cancel.cancelled(), if !cancel.is_cancelled() => {
                     tracing::info!(active = live.len(), "cancelled: no further problems are admitted");
                 }

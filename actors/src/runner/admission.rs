@@ -58,20 +58,9 @@ impl Admission {
         }
     }
 
-    /// Whether, with `active_problems` running, a change in outstanding calls can let a
-    /// problem in, so the runner must watch call starts and completions. Not at the
-    /// problem cap (only a problem ending can open room then), never under the fixed
-    /// policy. The runner also stops watching once every problem is admitted: it was
-    /// woken for every call start and end of the run for nothing, ~0.6 context switches
-    /// per call on the thread that drives the runner (issue 6).
-    pub fn waits_on_calls(&self, active_problems: usize) -> bool {
-        match *self {
-            Admission::Fixed { .. } => false,
-            Admission::WorkConserving {
-                max_active_problems,
-                ..
-            } => active_problems < max_active_problems,
-        }
+    /// Whether a call finishing can open a slot (so the runner must watch call completions).
+    pub fn depends_on_calls(&self) -> bool {
+        matches!(self, Admission::WorkConserving { .. })
     }
 
     pub fn validate(&self) -> Result<(), String> {
@@ -104,8 +93,7 @@ mod tests {
         assert!(a.admits(0, 10_000, None));
         assert!(a.admits(1, 10_000, Some(5)));
         assert!(!a.admits(2, 0, Some(1)));
-        assert!(!a.waits_on_calls(0));
-        assert!(!a.waits_on_calls(1));
+        assert!(!a.depends_on_calls());
     }
 
     #[test]
@@ -118,10 +106,7 @@ mod tests {
         assert!(a.admits(2, 9, None));
         assert!(!a.admits(2, 10, None));
         assert!(!a.admits(3, 0, None));
-        // Below the problem cap a call ending can let one in; at the cap it cannot.
-        assert!(a.waits_on_calls(0));
-        assert!(a.waits_on_calls(2));
-        assert!(!a.waits_on_calls(3));
+        assert!(a.depends_on_calls());
     }
 
     #[test]
