@@ -18,7 +18,7 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::Instrument;
 
-pub use sink::{BankSink, BankSinkError, JsonFileSink, NoopSink, safe_name};
+pub use sink::{BankSink, BankSinkError, JsonFileSink, NoopSink, file_holds, safe_name};
 
 use crate::strategy::{BankVersion, MergePolicy};
 

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use tmas_actors::bank::{JsonFileSink, safe_name};
+use tmas_actors::bank::{JsonFileSink, file_holds, safe_name};
 use tmas_actors::strategy::BankVersion;
 
 use crate::eval::judge::JudgeRecord;
@@ -169,12 +169,8 @@ impl RunDir {
     /// one. Returns whether it wrote.
     pub fn ensure_problem_file(&self, problem_id: &str, json: &str) -> anyhow::Result<bool> {
         let path = self.problem_path(problem_id);
-        let same = match fs::metadata(&path) {
-            Ok(meta) if meta.len() == json.len() as u64 => fs::read(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?
-                .eq(json.as_bytes()),
-            _ => false,
-        };
+        let same = file_holds(&path, json.as_bytes())
+            .with_context(|| format!("cannot read {}", path.display()))?;
         if !same {
             write_atomic_unsynced(&path, json.as_bytes())?;
         }

@@ -103,12 +103,8 @@ impl JsonFileSink {
         let err = sink_error(problem, version);
         let bytes = encode(problem, iteration, version).map_err(&err)?;
         let path = self.path_of(problem, &version.bank, version.version);
-        let same = match fs::metadata(&path) {
-            Ok(meta) if meta.len() == bytes.len() as u64 => fs::read(&path)
-                .map_err(|e| err(format!("reading {}: {e}", path.display())))?
-                .eq(&bytes),
-            _ => false,
-        };
+        let same = file_holds(&path, &bytes)
+            .map_err(|e| err(format!("reading {}: {e}", path.display())))?;
         if !same {
             write_atomically(&path, &bytes, self.sync).map_err(err)?;
         }
@@ -151,6 +147,16 @@ pub fn safe_name(name: &str) -> String {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     });
     format!("{s}-{:08x}", hash >> 32)
+}
+
+/// Whether the file at `path` holds exactly `bytes`. A missing file, or one of another
+/// length, does not (its contents are not read); an unreadable one is an error. Also
+/// checks the run directory's `problems/<id>.json` files.
+pub fn file_holds(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    match fs::metadata(path) {
+        Ok(meta) if meta.len() == bytes.len() as u64 => Ok(fs::read(path)? == bytes),
+        _ => Ok(false),
+    }
 }
 
 /// The document [`JsonFileSink`] writes for one version (pretty JSON).

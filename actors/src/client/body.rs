@@ -22,8 +22,9 @@ pub struct Completion {
 /// Serialize the request for one endpoint (its model name, the fitted `max_tokens`).
 ///
 /// The bytes are exactly what `serde_json` writes for the OpenAI request object (the
-/// tests compare them with a serialized struct of its fields), written by hand so that the message texts go through the word-at-a-time
-/// escaper of [`super::json_string`] instead of `serde_json`'s byte loop.
+/// tests compare them with a serialized struct of its fields), written by hand so that
+/// the message texts go through the word-at-a-time escaper of [`super::json_string`]
+/// instead of `serde_json`'s byte loop.
 pub fn encode_request(
     model: &str,
     request: &ChatRequest,
