@@ -132,8 +132,11 @@ async fn run_children(
             // table block is still dirty: without the sync and the pause, each run's ~2,600
             // file creations paid for the previous run's deletions (docs/benchmarks.md,
             // session 6).
+            // sync(2) blocks until the writeback is done: off the async runtime.
             // SAFETY: sync(2) takes no arguments and cannot fail.
-            unsafe { libc::sync() };
+            tokio::task::spawn_blocking(|| unsafe { libc::sync() })
+                .await
+                .context("sync before the next run")?;
             tokio::time::sleep(Duration::from_secs(args.settle_secs)).await;
         }
         println!("== run {i} of {}", args.runs);
