@@ -225,13 +225,13 @@ impl<O: Send + 'static> CoordinatorState<O> {
         let span = spans::call_span(&parent, key, labels, &spec.request.messages);
         self.call_spans.insert(key.clone(), span.clone());
         let Some(route) = self.routes.get(&key.role) else {
-            let failure = CallFailure {
-                kind: "unknown_role".into(),
-                message: format!(
+            let failure = CallFailure::new(
+                "unknown_role",
+                format!(
                     "problem `{}`: no worker pool for role `{}`",
                     self.problem, key.role
                 ),
-            };
+            );
             let msg = CoordinatorMsg::CallDone {
                 key: spec.key,
                 outcome: Err(failure),

@@ -109,10 +109,7 @@ impl Job {
     }
 
     fn fail(mut self, kind: &str, message: String) {
-        self.complete(Err(CallFailure {
-            kind: kind.to_owned(),
-            message,
-        }));
+        self.complete(Err(CallFailure::new(kind, message)));
     }
 }
 
@@ -122,10 +119,7 @@ impl Drop for Job {
             let role = self.spec.key.role.clone();
             let message =
                 format!("role `{role}`: the worker pool stopped before the call finished");
-            self.complete(Err(CallFailure {
-                kind: "pool_stopped".into(),
-                message,
-            }));
+            self.complete(Err(CallFailure::new("pool_stopped", message)));
         }
     }
 }

@@ -51,9 +51,25 @@ pub struct CallSpec {
 /// Why a call produced no response (after the client's own retries were exhausted).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallFailure {
-    /// Short machine-readable kind (`timeout`, `status`, `malformed`, `outage`, …).
+    /// Short machine-readable kind (`timeout`, `status`, `permanent`, `malformed`,
+    /// `outage`, …).
     pub kind: String,
     pub message: String,
+    /// The endpoint that gave the last failed answer, when one did (none for an outage, a
+    /// refused call or a failure before routing): failure accounting groups by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<Arc<str>>,
+}
+
+impl CallFailure {
+    /// A failure not tied to an endpoint.
+    pub fn new(kind: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            kind: kind.into(),
+            message: message.into(),
+            endpoint: None,
+        }
+    }
 }
 
 /// The result of one call, as fed back to the strategy.

@@ -327,6 +327,7 @@ async fn run_in(
         run_dir: run_dir.clone(),
         env: Vec::new(),
         status_every: None,
+        preflight: false,
     })
     .await;
     let (wall, cpu) = (

@@ -5,9 +5,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use crate::engine::accounting::Accounting;
 use crate::engine::run_dir::RunDir;
 use crate::eval::chart::{Series, write_pass_at_1_chart};
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
+use crate::store::{DB_FILE, StoreReader};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -20,8 +22,15 @@ pub struct Args {
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let dir = RunDir::open(&args.dir)?;
-    let table = load_table(&dir)?;
+    let mut table = load_table(&dir)?;
+    let accounting = load_accounting(&dir, table.rows.len())?;
+    if let Some(accounting) = &accounting {
+        table.set_calls_lost(&accounting.lost_by_iteration);
+    }
     println!("{}", table.render_text());
+    if let Some(accounting) = &accounting {
+        print!("{}", accounting.render_text());
+    }
     let title = args.title.clone().unwrap_or_else(|| {
         let name = args
             .dir
@@ -43,6 +52,22 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     write_pass_at_1_chart(&title, &series, &png, &svg)?;
     println!("chart: {} and {}", png.display(), svg.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Lost calls and problem states from the run's store (`None` for a directory without
+/// one, e.g. a copy of the outputs only).
+fn load_accounting(dir: &RunDir, iterations: usize) -> anyhow::Result<Option<Accounting>> {
+    let path = dir.root.join(DB_FILE);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let reader = StoreReader::open_read_only(&path)?;
+    Ok(Some(Accounting::build(
+        &reader.problems()?,
+        &reader.lost_calls()?,
+        &reader.answered_calls()?,
+        iterations,
+    )))
 }
 
 /// The stored table, or one rebuilt from `problems/*.json` when the run was interrupted

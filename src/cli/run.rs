@@ -1,7 +1,10 @@
 //! `tmas run`: run an evaluation (or resume one) and print its per-iteration Pass@1 table.
 //!
-//! Exit codes: 0 done; 1 error; 2 config error; 3 some problems failed; 130 stopped by
-//! SIGINT/SIGTERM (resume it); 137 aborted by a second signal.
+//! Exit codes (README, "Exit codes"): 0 every call answered and every problem complete;
+//! 1 error; 2 config or start-up check failed (nothing created); 3 some calls lost (a
+//! problem degraded or failed); 4 stopped because an endpoint kept answering with
+//! permanent errors (resume it after the fix); 130 stopped by SIGINT/SIGTERM (resume it);
+//! 137 aborted by a second signal.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,6 +15,7 @@ use anyhow::Context;
 use crate::config::ConfigArgs;
 use crate::config::loader::load_str;
 use crate::config::resolve::process_env;
+use crate::engine::preflight::StartupError;
 use crate::engine::{
     self, RequestedConfig, ResumeRequest, RunControl, RunRequest, RunResult, run_dir, shutdown,
 };
@@ -39,6 +43,10 @@ pub struct Args {
     /// With --resume: accept result-affecting config differences (listed as warnings).
     #[arg(long, requires = "resume")]
     pub force: bool,
+    /// With --resume: replay calls stored as failures as failures (by default a resume
+    /// sends them again and recomputes what depends on them).
+    #[arg(long, requires = "resume")]
+    pub keep_failed: bool,
     /// The run directory to create (default: a new `run-YYYYMMDD-HHMMSS` under
     /// `run.out_dir`).
     #[arg(long, value_name = "DIR")]
@@ -71,6 +79,10 @@ pub struct Args {
     /// No progress bars or status lines.
     #[arg(long)]
     pub quiet: bool,
+    /// Skip the start-up check of the endpoints (`GET /models` and a one-token chat
+    /// completion on each endpoint the run uses).
+    #[arg(long)]
+    pub no_preflight: bool,
     /// Seconds between plain status lines when stderr is not a terminal (default:
     /// --status-every). On a terminal, progress bars are drawn instead.
     #[arg(long, value_name = "SECS")]
@@ -94,17 +106,31 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 run_dir: dir.clone(),
                 config: requested_config(&args.config),
                 force: args.force,
+                keep_failed: args.keep_failed,
                 env: process_env(),
                 status_every,
+                preflight: !args.no_preflight,
             };
-            engine::resume(request, control).await?
+            engine::resume(request, control).await
         }
         None => match fresh_request(&args, status_every)? {
-            Ok(request) => engine::run_with(request, control).await?,
+            Ok(request) => engine::run_with(request, control).await,
             Err(code) => return Ok(code),
         },
     };
-    Ok(report(&result))
+    match result {
+        Ok(result) => Ok(report(&result)),
+        Err(e) => match e.downcast_ref::<StartupError>() {
+            Some(startup) => {
+                for problem in &startup.problems {
+                    eprintln!("error: {problem}");
+                }
+                eprintln!("nothing was created; fix the above and run again");
+                Ok(ExitCode::from(2))
+            }
+            None => Err(e),
+        },
+    }
 }
 
 /// The config a resume asks for: the stored one with the environment and command-line
@@ -121,33 +147,52 @@ fn requested_config(args: &ConfigArgs) -> RequestedConfig {
     })
 }
 
+/// Exit code: some calls were lost (a problem degraded or failed).
+pub const EXIT_DEGRADED: u8 = 3;
+/// Exit code: stopped because an endpoint kept answering with permanent errors.
+pub const EXIT_PERMANENT_ERRORS: u8 = 4;
+
 /// Prints the outcome; the exit code says how the run ended.
 fn report(result: &RunResult) -> ExitCode {
     println!("{}", result.table.render_text());
+    print!("{}", result.accounting.render_text());
     println!(
-        "{} problems done, {} failed, in {:.1} s ({} calls sent, {} replayed from the store); results in {}",
-        result.problems_done,
-        result.problems_failed.len(),
+        "{:.1} s ({} calls sent, {} replayed from the store); results in {}",
         result.wall_seconds,
         result.calls_sent,
         result.calls_replayed,
         result.run_dir.display()
     );
-    for failed in &result.problems_failed {
+    for failed in &result.accounting.problems_failed {
         eprintln!("problem {} failed: {}", failed.problem_id, failed.error);
     }
-    if result.interrupted {
+    let resume = format!("tmas run --resume {}", result.run_dir.display());
+    if let Some(stop) = &result.permanent_stop {
         eprintln!(
-            "interrupted; resume with: tmas run --resume {}",
-            result.run_dir.display()
+            "error: stopped: endpoint `{}` answered {} calls in a row with an error that \
+             retrying cannot fix:\n  {}\nfix the endpoint settings or key, then resume with: \
+             {resume} (endpoint settings may change on resume, e.g. --set \
+             endpoints.{}.base_url=URL)",
+            stop.endpoint, stop.consecutive, stop.error, stop.endpoint
         );
+        return ExitCode::from(EXIT_PERMANENT_ERRORS);
+    }
+    if result.interrupted {
+        eprintln!("interrupted; resume with: {resume}");
         return ExitCode::from(shutdown::EXIT_INTERRUPTED);
     }
     println!("chart: tmas report {}", result.run_dir.display());
-    if result.problems_failed.is_empty() {
+    if result.accounting.is_clean() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(3)
+        if result.accounting.calls_lost > 0 {
+            eprintln!(
+                "warning: {} calls lost; once the endpoints are fine, `{resume}` sends them \
+                 again and recomputes what depends on them",
+                result.accounting.calls_lost
+            );
+        }
+        ExitCode::from(EXIT_DEGRADED)
     }
 }
 
@@ -207,5 +252,6 @@ fn fresh_request(
         run_dir,
         env: process_env(),
         status_every,
+        preflight: !args.no_preflight,
     }))
 }

@@ -227,7 +227,16 @@ pub struct ResilienceConfig {
     pub outage_budget_secs: u64,
     /// Tokens kept free: `max_tokens = min(role max, window − prompt − margin)`.
     pub context_margin: u32,
+    /// Consecutive permanent errors (HTTP 400 other than context length, 401, 403, 404,
+    /// 422) from one endpoint that stop the run (exit 4); 0: never stop.
+    pub permanent_error_limit: u32,
+    /// How long the start-up check waits for an endpoint that refuses connections or
+    /// does not answer (a server still loading its weights) before giving up.
+    pub preflight_wait_secs: u64,
 }
+
+/// Default of `resilience.preflight_wait_secs`: vLLM loading a large model takes minutes.
+pub const DEFAULT_PREFLIGHT_WAIT_SECS: u64 = 900;
 
 impl Default for ResilienceConfig {
     fn default() -> Self {
@@ -247,6 +256,8 @@ impl ResilienceConfig {
             probe_successes: p.probe_successes,
             outage_budget_secs: p.outage_budget.as_secs(),
             context_margin: p.context_margin,
+            permanent_error_limit: p.permanent_error_limit,
+            preflight_wait_secs: DEFAULT_PREFLIGHT_WAIT_SECS,
         }
     }
 
@@ -262,6 +273,7 @@ impl ResilienceConfig {
             probe_successes: self.probe_successes,
             outage_budget: Duration::from_secs(self.outage_budget_secs),
             context_margin: self.context_margin,
+            permanent_error_limit: self.permanent_error_limit,
         }
     }
 }

@@ -17,11 +17,13 @@
 //! exactly where an uninterrupted run would. Each problem is judged and stored as soon as
 //! it finishes.
 
+pub mod accounting;
 pub mod endpoints;
 pub mod judging;
 pub mod observe; // issue 5: spans, metrics endpoint, progress display
 pub mod outputs;
 pub mod plan;
+pub mod preflight;
 pub mod results;
 pub mod run_dir;
 pub mod shutdown;
@@ -32,8 +34,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use accounting::Accounting;
 use anyhow::Context;
 use tmas_actors::bank::{BankInit, JsonFileSink};
+use tmas_actors::client::PermanentStop;
 use tmas_actors::runner::{
     Admission as RuntimeAdmission, JobPriority, ProblemJob, RoleSettings, Runner, RunnerSettings,
 };
@@ -71,6 +75,8 @@ pub struct RunRequest {
     pub env: Vec<(String, String)>,
     /// Print a status line this often (None: never).
     pub status_every: Option<Duration>,
+    /// Check every endpoint in use before anything is created ([`preflight`]).
+    pub preflight: bool,
 }
 
 /// What to resume.
@@ -79,8 +85,12 @@ pub struct ResumeRequest {
     pub config: RequestedConfig,
     /// Resume even though result-affecting settings differ.
     pub force: bool,
+    /// Replay stored failed calls as failures instead of sending them again.
+    pub keep_failed: bool,
     pub env: Vec<(String, String)>,
     pub status_every: Option<Duration>,
+    /// Check every endpoint in use before the run starts ([`preflight`]).
+    pub preflight: bool,
 }
 
 /// Outside control of a running run.
@@ -106,6 +116,10 @@ pub struct RunResult {
     pub calls_replayed: u64,
     /// Calls sent to endpoints in this process.
     pub calls_sent: u64,
+    /// Lost calls and each problem's state, over every session of the run.
+    pub accounting: Accounting,
+    /// Set when the run stopped because an endpoint kept answering with permanent errors.
+    pub permanent_stop: Option<PermanentStop>,
 }
 
 /// Runs the evaluation to the end and writes the run directory.
@@ -122,7 +136,14 @@ pub async fn run_with(request: RunRequest, control: RunControl) -> anyhow::Resul
         run_dir,
         env,
         status_every,
+        preflight: check_endpoints,
     } = request;
+    // Every start-up check before the run directory exists: a failure leaves nothing
+    // behind that would block the same `--out`.
+    preflight::check_local(&config, &env, observe::metrics_addr(), Some(&run_dir))?;
+    if check_endpoints {
+        preflight::check_endpoints(&config, &env).await?;
+    }
     let plan = plan::fresh(config, &config_source, &dataset, &run_dir).await?;
     execute(plan, env, status_every, control).await
 }
@@ -130,15 +151,27 @@ pub async fn run_with(request: RunRequest, control: RunControl) -> anyhow::Resul
 /// Resumes the run in `request.run_dir`: finished calls are replayed from its store,
 /// finished problems are kept, and the rest runs (to `method.iterations` in total).
 pub async fn resume(request: ResumeRequest, control: RunControl) -> anyhow::Result<RunResult> {
-    let plan = plan::resume(&request.run_dir, request.config, request.force).await?;
+    let plan = plan::resume(
+        &request.run_dir,
+        request.config,
+        request.force,
+        request.keep_failed,
+    )
+    .await?;
+    preflight::check_local(&plan.config, &request.env, observe::metrics_addr(), None)?;
+    if request.preflight {
+        preflight::check_endpoints(&plan.config, &request.env).await?;
+    }
     execute(plan, request.env, request.status_every, control).await
 }
 
-/// Stops the runner's admission and the executor once `control.stop` is cancelled or the
-/// store fails; returns a token cancelled at that moment.
+/// Stops the runner's admission and the executor once `control.stop` is cancelled, the
+/// store fails or an endpoint keeps answering with permanent errors (`permanent`);
+/// returns a token cancelled at that moment.
 fn watch_stop(
     control: &RunControl,
     store: &RunStore,
+    permanent: CancellationToken,
     admission: CancellationToken,
     executor: CancellationToken,
 ) -> CancellationToken {
@@ -148,6 +181,7 @@ fn watch_stop(
         tokio::select! {
             _ = stop.cancelled() => {}
             _ = failed.cancelled() => {}
+            _ = permanent.cancelled() => {}
         }
         admission.cancel();
         executor.cancel();
@@ -173,6 +207,7 @@ async fn execute(
         selection,
         to_run,
         resumed,
+        resend_failed,
     } = plan;
     let iterations = config.method.iterations;
     if resumed {
@@ -199,12 +234,25 @@ async fn execute(
 
     let prompts = Arc::new(prompts);
     let params = Arc::new(config.tmas_params());
-    let stored_keys = store.read(|r| r.call_keys()).await?;
-    let store_executor = Arc::new(StoreExecutor::new(
-        Arc::new(client.clone()),
-        store.clone(),
-        stored_keys,
-    ));
+    // Keys looked up in the store: a call not among them is sent. Without
+    // `--keep-failed` only answered calls are, so stored failures are sent again.
+    let store_executor = if resend_failed {
+        let (answered, failed) = store
+            .read(|r| Ok((r.answered_call_keys()?, r.failed_calls()?)))
+            .await?;
+        if !failed.is_empty() {
+            eprintln!(
+                "sending {} calls stored as failures again (--keep-failed replays them as failures)",
+                failed.len()
+            );
+        }
+        StoreExecutor::new(Arc::new(client.clone()), store.clone(), answered)
+            .with_failures_to_resend(failed)
+    } else {
+        let stored = store.read(|r| r.call_keys()).await?;
+        StoreExecutor::new(Arc::new(client.clone()), store.clone(), stored)
+    };
+    let store_executor = Arc::new(store_executor);
     let counts = store_executor.counts();
     let executor: Arc<dyn CallExecutor> = store_executor.clone();
 
@@ -223,6 +271,7 @@ async fn execute(
     let stopped = watch_stop(
         &control,
         &store,
+        client.permanent_stop(),
         settings.cancel.clone(),
         store_executor.stopping(),
     );
@@ -264,6 +313,7 @@ async fn execute(
             dir: dir.clone(),
             store: store.clone(),
             taint: store_executor.taint_view(),
+            stale: store_executor.stale_failures(),
             iterations,
         }
         .run(done_rx),
@@ -298,6 +348,7 @@ async fn execute(
     };
     observer.finish().await; // issue 5
     let mut written = writer.await.context("result writer task failed")??;
+    let permanent_stop = client.permanent_stop_reason();
 
     endpoints.shutdown().await;
     // Everything in flight has been stored or abandoned; commit what is queued.
@@ -318,11 +369,10 @@ async fn execute(
         std::mem::take(&mut written.outputs),
     )
     .await?;
-    // Anything neither done nor failed is left for a resume (stopped by a signal, or
-    // left unstored because a call of it could not be completed or stored).
-    let left = outputs
-        .problems_total
-        .saturating_sub(outputs.problems_done + outputs.problems_failed.len());
+    // Anything neither done nor failed is left for a resume (stopped by a signal or by
+    // permanent errors, or left unstored because a call of it could not be completed or
+    // stored).
+    let left = outputs.accounting.problems_unfinished;
     let interrupted = left > 0;
     if interrupted {
         tracing::info!(
@@ -333,11 +383,16 @@ async fn execute(
             "run ends with problems left"
         );
     }
-    let status = if interrupted {
+    let status = if permanent_stop.is_some() {
+        "stopped"
+    } else if interrupted {
         "interrupted"
-    } else {
+    } else if outputs.accounting.is_clean() {
         "completed"
+    } else {
+        "degraded"
     };
+    observe::on_accounting(&outputs.accounting);
     let wall_seconds = started.elapsed().as_secs_f64();
     dir.write_summary(&RunSummaryFile {
         status: status.into(),
@@ -345,11 +400,18 @@ async fn execute(
         dataset: dataset_label,
         problems_total: outputs.problems_total,
         problems_done: outputs.problems_done,
-        problems_failed: outputs.problems_failed.clone(),
+        problems_failed: outputs.accounting.problems_failed.clone(),
         iterations,
         wall_seconds,
         usage_by_role: outputs.usage_by_role,
         final_pass_at_1: outputs.table.final_pass_at_1(),
+        accounting: outputs.accounting.clone(),
+        stopped_by: permanent_stop.as_ref().map(|p| {
+            format!(
+                "endpoint `{}` answered {} calls in a row with a permanent error; the last: {}",
+                p.endpoint, p.consecutive, p.error
+            )
+        }),
     })?;
     store.send(Fact::Meta(vec![(META_STATUS.into(), status.into())]));
     store
@@ -367,11 +429,13 @@ async fn execute(
         run_dir: dir.root,
         table: outputs.table,
         problems_done: outputs.problems_done,
-        problems_failed: outputs.problems_failed,
+        problems_failed: outputs.accounting.problems_failed.clone(),
         wall_seconds,
         interrupted,
         calls_replayed: counts.replayed.load(Ordering::Relaxed),
         calls_sent: counts.sent.load(Ordering::Relaxed),
+        accounting: outputs.accounting,
+        permanent_stop,
     })
 }
 

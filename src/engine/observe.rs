@@ -48,6 +48,11 @@ pub fn configure(options: ObserveOptions) {
     }
 }
 
+/// The metrics address the next run serves on (`--metrics-addr`), for the start-up check.
+pub fn metrics_addr() -> Option<SocketAddr> {
+    options().metrics_addr
+}
+
 fn options() -> ObserveOptions {
     OPTIONS
         .lock()
@@ -245,4 +250,26 @@ fn refresh_gauges(s: &Sources) {
     gauge!("tmas_problems_active").set(stats.active_problems as f64);
     gauge!("tmas_iterations_total").set((s.problems_total * u64::from(s.iterations)) as f64);
     gauge!("tmas_iterations_done").set(stats.iterations_done as f64);
+}
+
+/// The end-of-run accounting as gauges: `tmas_run_calls_lost{role, endpoint, kind}` over
+/// every session of the run and `tmas_run_problems{state}`.
+pub fn on_accounting(accounting: &super::accounting::Accounting) {
+    use metrics::gauge;
+    for l in &accounting.lost {
+        gauge!("tmas_run_calls_lost",
+            "role" => l.role.clone(),
+            "endpoint" => l.endpoint.clone().unwrap_or_default(),
+            "kind" => l.kind.clone())
+        .set(l.calls as f64);
+    }
+    let states = [
+        ("complete", accounting.problems_complete),
+        ("degraded", accounting.problems_degraded.len()),
+        ("failed", accounting.problems_failed.len()),
+        ("unfinished", accounting.problems_unfinished),
+    ];
+    for (state, n) in states {
+        gauge!("tmas_run_problems", "state" => state).set(n as f64);
+    }
 }

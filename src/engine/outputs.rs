@@ -20,6 +20,7 @@ use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Error, PassAt1Table};
 use crate::store::read::{RoleUsageRow, StoredProblem};
 use crate::store::{RunStore, StoreReader};
 
+use super::accounting::Accounting;
 use super::run_dir::{FailedProblem, LineRange, RoleUsage, RunDir};
 
 /// What the end of the run needs of one problem this process stored and wrote.
@@ -121,6 +122,8 @@ pub struct StoredOutputs {
     pub problems_done: usize,
     pub problems_failed: Vec<FailedProblem>,
     pub usage_by_role: BTreeMap<String, RoleUsage>,
+    /// Lost calls and the problems' states.
+    pub accounting: Accounting,
 }
 
 /// Writes `results.jsonl` (each done problem once, in dataset order), the
@@ -194,7 +197,14 @@ fn assemble(
         }
     }
     results.finish()?;
-    let table = builder.build();
+    let accounting = Accounting::build(
+        &problems,
+        &reader.lost_calls()?,
+        &reader.answered_calls()?,
+        iterations,
+    );
+    let mut table = builder.build();
+    table.set_calls_lost(&accounting.lost_by_iteration);
     dir.write_pass_at_1(&table)?;
     tracing::debug!(
         done = done.len(),
@@ -208,6 +218,7 @@ fn assemble(
         problems_done: done.len(),
         problems_failed: failed(&problems),
         usage_by_role: usage(reader.usage_by_role()?),
+        accounting,
     })
 }
 

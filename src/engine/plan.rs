@@ -8,6 +8,7 @@
 //! one (see [`crate::store::resume`]), and problems already finished for the requested
 //! T are not run again.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use anyhow::Context;
@@ -44,6 +45,9 @@ pub struct Plan {
     /// The problems to run now.
     pub to_run: Vec<Problem>,
     pub resumed: bool,
+    /// Send the stored failed calls again (a resume without `--keep-failed`); otherwise
+    /// they are replayed as failures.
+    pub resend_failed: bool,
 }
 
 /// Digest of every prompt template's text (a prompt edit changes results).
@@ -130,6 +134,7 @@ pub async fn fresh(
         prompts,
         selection,
         resumed: false,
+        resend_failed: false,
     })
 }
 
@@ -137,11 +142,14 @@ pub async fn fresh(
 /// overrides can be layered on it, or a given file loaded instead).
 pub type RequestedConfig = Box<dyn FnOnce(&str) -> anyhow::Result<Config> + Send>;
 
-/// Reopens the run in `run_dir`. `force` accepts result-affecting differences.
+/// Reopens the run in `run_dir`. `force` accepts result-affecting differences;
+/// `keep_failed` replays stored failed calls as failures instead of sending them again
+/// (then a finished problem with lost calls is kept as it is).
 pub async fn resume(
     run_dir: &Path,
     requested: RequestedConfig,
     force: bool,
+    keep_failed: bool,
 ) -> anyhow::Result<Plan> {
     let db = run_dir.join(crate::store::DB_FILE);
     if !db.is_file() {
@@ -210,9 +218,23 @@ pub async fn resume(
         "{}: the stored run has no problems",
         store.path().display()
     );
+    // A finished problem whose calls were lost runs again: its answered calls replay from
+    // the store, the lost ones are sent, and everything that depends on them follows.
+    let with_lost_calls: HashSet<String> = if keep_failed {
+        HashSet::new()
+    } else {
+        store
+            .read_now(|r| r.lost_calls())?
+            .into_iter()
+            .map(|r| r.problem_id)
+            .collect()
+    };
     let to_run = selection
         .iter()
-        .filter(|p| !(p.status == "done" && p.iterations.is_some_and(|done| done >= t)))
+        .filter(|p| {
+            let finished = p.status == "done" && p.iterations.is_some_and(|done| done >= t);
+            !finished || with_lost_calls.contains(&p.problem_id)
+        })
         .map(|p| Problem {
             id: p.problem_id.clone(),
             question: p.question.clone(),
@@ -245,5 +267,6 @@ pub async fn resume(
         selection,
         to_run,
         resumed: true,
+        resend_failed: !keep_failed,
     })
 }

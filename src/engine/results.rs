@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 
 use crate::eval::dataset::Problem;
 use crate::method::TmasOutcome;
-use crate::store::executor::TaintView;
+use crate::store::executor::{StaleFailures, TaintView};
 use crate::store::{Fact, RunStore, StatusRow};
 
 use super::judging::JudgeSetup;
@@ -39,6 +39,8 @@ pub struct ResultWriter {
     pub dir: RunDir,
     pub store: RunStore,
     pub taint: TaintView,
+    /// Failures of earlier sessions a resumed problem did not make again.
+    pub stale: StaleFailures,
     /// T the problems run with (recorded with each done problem).
     pub iterations: u32,
 }
@@ -63,6 +65,7 @@ impl ResultWriter {
             store: self.store.clone(),
             dir: self.dir.clone(),
             taint: self.taint.clone(),
+            stale: self.stale.clone(),
             iterations: self.iterations,
         });
         let mut judging = JoinSet::new();
@@ -155,6 +158,7 @@ struct Storer {
     store: RunStore,
     dir: RunDir,
     taint: TaintView,
+    stale: StaleFailures,
     iterations: u32,
 }
 
@@ -192,6 +196,12 @@ impl Storer {
             // The store failure stops the run; the problem stays pending for resume.
             tracing::error!(problem = %record.problem_id, error = %e, "problem result not stored");
             return Ok(None);
+        }
+        // After the record is committed: a crash before this leaves the stale failures,
+        // which only make the next resume run the problem again.
+        let stale = self.stale.take(&record.problem_id);
+        if !stale.is_empty() {
+            self.store.send(Fact::DropFailedCalls(stale));
         }
         let stored = started.elapsed();
         let (dir, id) = (self.dir.clone(), record.problem_id.clone());

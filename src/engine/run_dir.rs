@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use tmas_actors::bank::{JsonFileSink, file_holds, safe_name};
 use tmas_actors::strategy::BankVersion;
 
+use super::accounting::Accounting;
 use crate::eval::judge::JudgeRecord;
 use crate::eval::pass_at_1::PassAt1Table;
 use crate::method::TmasOutcome;
@@ -55,6 +56,12 @@ pub struct RunSummaryFile {
     pub wall_seconds: f64,
     pub usage_by_role: BTreeMap<String, RoleUsage>,
     pub final_pass_at_1: Option<f64>,
+    /// Lost calls (by role, endpoint, kind and iteration) and each problem's state.
+    #[serde(default)]
+    pub accounting: Accounting,
+    /// Why the run stopped before its end on its own (permanent errors from an endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
 }
 
 /// Calls and tokens of one role over a run (from the run store's `calls` table).
@@ -67,7 +74,7 @@ pub struct RoleUsage {
 }
 
 /// A problem that ended without a result.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailedProblem {
     pub problem_id: String,
     pub error: String,
@@ -374,18 +381,19 @@ impl ResultsRewrite {
 /// The per-iteration Pass@1 table as CSV (`pass_at_1.csv`, `tmas export --format csv`).
 pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
     let mut csv = String::from(
-        "iteration,pass_at_1,problems,candidates,empty_problems,undecided,disagreements\n",
+        "iteration,pass_at_1,problems,candidates,empty_problems,undecided,disagreements,calls_lost\n",
     );
     for row in &table.rows {
         csv.push_str(&format!(
-            "{},{:.6},{},{},{},{},{}\n",
+            "{},{:.6},{},{},{},{},{},{}\n",
             row.iteration,
             row.pass_at_1,
             row.problems,
             row.candidates,
             row.empty_problems,
             row.undecided,
-            row.disagreements
+            row.disagreements,
+            row.calls_lost
         ));
     }
     csv

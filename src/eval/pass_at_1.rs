@@ -192,6 +192,10 @@ pub struct PassAt1Row {
     pub undecided: usize,
     /// Candidates where the rule and LLM verdicts disagree.
     pub disagreements: usize,
+    /// Calls of this iteration (any role, the judge's included) that failed after the
+    /// client's retries: the figure rests on fewer answers than the method asks for.
+    #[serde(default)]
+    pub calls_lost: u64,
 }
 
 /// Pass@1 per iteration.
@@ -206,22 +210,30 @@ impl PassAt1Table {
         self.rows.last().map(|r| r.pass_at_1)
     }
 
+    /// Sets each row's lost calls (`by_iteration[t]`, 0 past its end).
+    pub fn set_calls_lost(&mut self, by_iteration: &[u64]) {
+        for row in &mut self.rows {
+            row.calls_lost = by_iteration.get(row.iteration).copied().unwrap_or(0);
+        }
+    }
+
     /// A fixed-width text table (Pass@1 in percent with two decimals, as the paper).
     pub fn render_text(&self) -> String {
         let mut out = String::from(
-            "iteration  pass@1(%)  problems  candidates  empty  undecided  disagree\n",
+            "iteration  pass@1(%)  problems  candidates  empty  undecided  disagree  calls lost\n",
         );
         for r in &self.rows {
             let _ = writeln!(
                 out,
-                "It{:<7} {:>10.2} {:>9} {:>11} {:>6} {:>10} {:>9}",
+                "It{:<7} {:>10.2} {:>9} {:>11} {:>6} {:>10} {:>9} {:>11}",
                 r.iteration,
                 r.pass_at_1 * 100.0,
                 r.problems,
                 r.candidates,
                 r.empty_problems,
                 r.undecided,
-                r.disagreements
+                r.disagreements,
+                r.calls_lost
             );
         }
         out
@@ -305,7 +317,9 @@ mod tests {
     fn renders_text() {
         let mut b = PassAt1Builder::new(["a", "b"], 2);
         b.record_score("a", 0, 1.0, false, false).unwrap();
-        let text = b.build().render_text();
+        let mut table = b.build();
+        table.set_calls_lost(&[0, 7]);
+        let text = table.render_text();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("iteration"));
@@ -315,6 +329,11 @@ mod tests {
         );
         assert!(
             lines[2].starts_with("It1") && lines[2].contains("0.00"),
+            "{text}"
+        );
+        assert!(lines[0].ends_with("calls lost"), "{text}");
+        assert!(
+            lines[1].ends_with(" 0") && lines[2].ends_with(" 7"),
             "{text}"
         );
     }

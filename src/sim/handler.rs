@@ -110,7 +110,42 @@ pub fn error_response(
 /// Separates the fault draws of a call-identified request from its reply draws.
 const FAULT_SALT: u64 = 0x5EED_FA17_0000_0001;
 
+/// Header `tmas run`'s start-up check sets on its one-token request.
+pub const PREFLIGHT_HEADER: &str = "x-tmas-preflight";
+
+/// The start-up check's request: answered (unless the simulator is down) without a fault
+/// draw and outside the request counters, so a test's "requests at the simulator = calls
+/// in the store" stays exact and a fault rate cannot fail a run before it starts.
+fn preflight(st: &SimState) -> Response {
+    if st.fault_rates().down {
+        return error_response(
+            &st.counters,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "simulated outage",
+            Some(st.opts.retry_after_secs),
+        );
+    }
+    let body = openai::completion_json(&Completion {
+        id: "chatcmpl-preflight",
+        model: &st.opts.model,
+        created: 0,
+        content: "O",
+        reasoning: "",
+        reasoning_field: st.opts.reasoning_field,
+        finish_reason: "length",
+        usage: Usage {
+            prompt_tokens: 1,
+            completion_tokens: 1,
+            total_tokens: 2,
+        },
+    });
+    json_response(StatusCode::OK, body)
+}
+
 pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if headers.contains_key(PREFLIGHT_HEADER) {
+        return preflight(&st);
+    }
     let opts = &st.opts;
     let role = header_str(&headers, "x-tmas-role").map_or(Role::Other, Role::from_header);
     st.counters.request(role);

@@ -27,6 +27,7 @@ pub mod task;
 pub mod text;
 
 pub use dataset::load_answers;
+pub use handler::PREFLIGHT_HEADER;
 pub use options::{
     FaultRates, InvalidOption, LatencyModel, ReasoningField, SimOptions, TaskOptions,
 };

@@ -12,7 +12,7 @@
 //! each fails at once with kind `shutdown`, and its problem is marked *tainted* so that
 //! its (incomplete) result is not stored as done — resume redoes it by replay.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -38,6 +38,9 @@ pub const TRANSIENT_KINDS: [&str; 7] = [
     "unknown_group",
 ];
 
+/// Keys of stored failures by problem.
+type StaleByProblem = HashMap<Arc<str>, HashSet<Arc<str>>>;
+
 /// Counts of this process's calls.
 #[derive(Debug, Default)]
 pub struct ExecutorCounts {
@@ -56,6 +59,11 @@ pub struct StoreExecutor {
     tainted: Arc<Mutex<HashSet<Arc<str>>>>,
     counts: Arc<ExecutorCounts>,
     wait_for_commit: bool,
+    /// Keys of calls stored as failures that this session sends again.
+    stale_keys: Arc<HashSet<String>>,
+    /// Those not made (yet) in this session, by problem: what is left of them when the
+    /// problem is stored is no longer part of its results ([`StaleFailures`]).
+    stale: Arc<Mutex<StaleByProblem>>,
 }
 
 impl StoreExecutor {
@@ -77,7 +85,31 @@ impl StoreExecutor {
             tainted: Arc::default(),
             counts: Arc::default(),
             wait_for_commit: true,
+            stale_keys: Arc::default(),
+            stale: Arc::default(),
         }
+    }
+
+    /// The calls stored as failures, as (key, problem), that this session sends again
+    /// (their keys are not among the looked-up ones).
+    pub fn with_failures_to_resend(mut self, failed: Vec<(String, String)>) -> Self {
+        let mut by_problem: HashMap<Arc<str>, HashSet<Arc<str>>> = HashMap::new();
+        let mut keys = HashSet::with_capacity(failed.len());
+        for (key, problem) in failed {
+            by_problem
+                .entry(problem.into())
+                .or_default()
+                .insert(key.as_str().into());
+            keys.insert(key);
+        }
+        self.stale_keys = Arc::new(keys);
+        self.stale = Arc::new(Mutex::new(by_problem));
+        self
+    }
+
+    /// A handle to the stored failures not made again, for the result writer.
+    pub fn stale_failures(&self) -> StaleFailures {
+        StaleFailures(self.stale.clone())
     }
 
     /// Cancel to stop sending calls (graceful shutdown, store failure).
@@ -100,6 +132,23 @@ impl StoreExecutor {
     /// A handle sharing this executor's taint set (for the result writer).
     pub fn taint_view(&self) -> TaintView {
         TaintView(self.tainted.clone())
+    }
+}
+
+/// Calls stored as failures by an earlier session and not made again by a resumed
+/// problem: once the problem is stored, they are dropped (`Fact::DropFailedCalls`).
+#[derive(Clone, Default)]
+pub struct StaleFailures(Arc<Mutex<StaleByProblem>>);
+
+impl StaleFailures {
+    /// The stale failures of `problem` (each key once).
+    pub fn take(&self, problem: &str) -> Vec<Arc<str>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(problem)
+            .map(|keys| keys.into_iter().collect())
+            .unwrap_or_default()
     }
 }
 
@@ -144,16 +193,21 @@ impl CallExecutor for StoreExecutor {
         let counts = self.counts.clone();
         let maybe_stored = self.stored.contains(&*key_text);
         let wait_for_commit = self.wait_for_commit;
+        if self.stale_keys.contains(&*key_text) {
+            // Made again: no longer stale, whatever its new outcome.
+            let mut stale = self.stale.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(keys) = stale.get_mut(&key.problem) {
+                keys.remove(&key_text);
+            }
+        }
         async move {
             if stopping.is_cancelled() {
                 taint(&tainted, &key.problem);
                 counts.refused.fetch_add(1, Ordering::Relaxed);
-                return Err(CallFailure {
-                    kind: "shutdown".into(),
-                    message: format!(
-                        "call {key_text} not sent: the run is stopping (it is made on resume)"
-                    ),
-                });
+                return Err(CallFailure::new(
+                    "shutdown",
+                    format!("call {key_text} not sent: the run is stopping (it is made on resume)"),
+                ));
             }
             if maybe_stored {
                 let (k, messages) = (key_text.clone(), request.messages.clone());
@@ -182,6 +236,13 @@ impl CallExecutor for StoreExecutor {
             {
                 taint(&tainted, &key.problem);
                 return outcome;
+            }
+            if let Err(f) = &outcome {
+                metrics::counter!("tmas_calls_lost_total",
+                    "role" => key.role.to_string(),
+                    "endpoint" => f.endpoint.as_deref().unwrap_or("").to_string(),
+                    "kind" => f.kind.clone())
+                .increment(1);
             }
             let row = CallRow {
                 key: key.clone(),

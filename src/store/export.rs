@@ -37,6 +37,17 @@ pub fn pass_at_1_table<R: Borrow<ProblemRecord>>(
     Ok(builder.build())
 }
 
+/// Failed calls per iteration over the whole store.
+pub fn lost_by_iteration(reader: &StoreReader, iterations: usize) -> anyhow::Result<Vec<u64>> {
+    let mut out = vec![0; iterations];
+    for row in reader.lost_calls()? {
+        if let Some(slot) = out.get_mut(row.iteration as usize) {
+            *slot += row.calls;
+        }
+    }
+    Ok(out)
+}
+
 fn stored_iterations(reader: &StoreReader) -> anyhow::Result<usize> {
     let text = reader
         .meta(META_ITERATIONS)?
@@ -126,7 +137,9 @@ pub fn write_csv(reader: &StoreReader, out: &mut dyn Write) -> anyhow::Result<()
             .map_err(anyhow::Error::from)
             .transpose()
     });
-    let table = pass_at_1_table(&problems, records, stored_iterations(reader)?)?;
+    let iterations = stored_iterations(reader)?;
+    let mut table = pass_at_1_table(&problems, records, iterations)?;
+    table.set_calls_lost(&lost_by_iteration(reader, iterations)?);
     out.write_all(pass_at_1_csv(&table).as_bytes())?;
     Ok(())
 }

@@ -42,6 +42,22 @@ pub struct RoleUsageRow {
     pub completion_tokens: u64,
 }
 
+/// Failed calls stored for one (problem, iteration, role, endpoint, kind).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostCallsRow {
+    pub problem_id: String,
+    pub iteration: u32,
+    pub role: String,
+    /// The endpoint that gave the last failed answer (none: an outage, or no endpoint
+    /// answered at all).
+    pub endpoint: Option<String>,
+    /// `CallFailure::kind` (`permanent`, `status`, `timeout`, `connect`, `outage`, …).
+    pub kind: String,
+    pub calls: u64,
+    /// One of their error messages (the server's status and body when there was one).
+    pub example: String,
+}
+
 /// A read connection (the writer has its own).
 pub struct StoreReader {
     conn: Connection,
@@ -216,6 +232,28 @@ impl StoreReader {
             .map_err(|e| self.err(what, e))
     }
 
+    /// Keys of every stored call that was answered (a resume sends the failed ones again).
+    pub fn answered_call_keys(&self) -> Result<HashSet<String>, StoreError> {
+        self.strings(
+            "SELECT call_key FROM calls WHERE ok = 1",
+            "listing answered calls",
+        )
+    }
+
+    /// (key, problem) of every call stored as a failure.
+    pub fn failed_calls(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let what = "listing failed calls";
+        let mut stmt = self
+            .conn
+            .prepare("SELECT call_key, problem_id FROM calls WHERE ok = 0")
+            .map_err(|e| self.err(what, e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.err(what, e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.err(what, e))
+    }
+
     pub fn call_count(&self) -> Result<u64, StoreError> {
         self.conn
             .query_row("SELECT COUNT(*) FROM calls", [], |r| r.get::<_, i64>(0))
@@ -252,6 +290,7 @@ impl StoreReader {
                         Err(CallFailure {
                             kind: r.get(11)?,
                             message: r.get(12)?,
+                            endpoint: r.get::<_, Option<String>>(8)?.map(Into::into),
                         })
                     };
                     Ok(StoredCall {
@@ -299,6 +338,48 @@ impl StoreReader {
             .map_err(|e| self.err("summing usage", e))?;
         rows.collect::<Result<_, _>>()
             .map_err(|e| self.err("summing usage", e))
+    }
+
+    /// Failed calls, grouped by problem, iteration, role, endpoint and kind.
+    pub fn lost_calls(&self) -> Result<Vec<LostCallsRow>, StoreError> {
+        let what = "counting failed calls";
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT problem_id, iteration, role, endpoint, COALESCE(error_kind, ''),                  COUNT(*), COALESCE(MAX(error_message), '') FROM calls WHERE ok = 0                  GROUP BY problem_id, iteration, role, endpoint, error_kind                  ORDER BY problem_id, iteration, role, endpoint, error_kind",
+            )
+            .map_err(|e| self.err(what, e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(LostCallsRow {
+                    problem_id: r.get(0)?,
+                    iteration: r.get(1)?,
+                    role: r.get(2)?,
+                    endpoint: r.get(3)?,
+                    kind: r.get(4)?,
+                    calls: r.get::<_, i64>(5)?.max(0) as u64,
+                    example: r.get(6)?,
+                })
+            })
+            .map_err(|e| self.err(what, e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.err(what, e))
+    }
+
+    /// Answered calls per problem (problems without any answered call are absent).
+    pub fn answered_calls(&self) -> Result<BTreeMap<String, u64>, StoreError> {
+        let what = "counting answered calls";
+        let mut stmt = self
+            .conn
+            .prepare("SELECT problem_id, COUNT(*) FROM calls WHERE ok = 1 GROUP BY problem_id")
+            .map_err(|e| self.err(what, e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+            })
+            .map_err(|e| self.err(what, e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.err(what, e))
     }
 
     /// Every stored version of every bank of `problem`, with the iteration that made it,

@@ -61,6 +61,11 @@ pub enum Fact {
         iterations: u32,
     },
     Meta(Vec<(String, String)>),
+    /// Calls stored as failures by an earlier session that a resumed problem no longer
+    /// makes (its path changed once the failed calls were answered): nothing rests on them
+    /// any more, so they leave the store and its failure accounting. Only rows still
+    /// failures are removed.
+    DropFailedCalls(Vec<Arc<str>>),
     /// Nothing to write: the acknowledgement says everything sent before it is committed.
     Flush,
     /// Commit, checkpoint the WAL into the main file and stop the writer.

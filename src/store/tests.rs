@@ -68,10 +68,7 @@ async fn calls_round_trip_and_a_shared_prompt_is_stored_once() {
             .unwrap();
     }
     let failed = key("p1", "solution", Some(1), None);
-    let failure = CallFailure {
-        kind: "timeout".into(),
-        message: "no answer in 60 s".into(),
-    };
+    let failure = CallFailure::new("timeout", "no answer in 60 s");
     store
         .write(Fact::Call(Box::new(row(
             failed.clone(),

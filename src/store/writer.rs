@@ -170,6 +170,13 @@ fn commit(
                         .execute(params![k, v])?;
                 }
             }
+            Fact::DropFailedCalls(keys) => {
+                let mut stmt =
+                    tx.prepare_cached("DELETE FROM calls WHERE call_key = ?1 AND ok = 0")?;
+                for key in keys {
+                    stmt.execute([&**key])?;
+                }
+            }
             Fact::Flush | Fact::Close => {}
         }
     }
@@ -257,7 +264,7 @@ fn insert_call(
             None::<i64>,
             None::<i64>,
             None::<i64>,
-            None::<String>,
+            f.endpoint.as_deref(),
             None::<u32>,
             None::<u32>,
             &f.kind,

@@ -116,6 +116,7 @@ pub async fn run_engine(config: Config, dataset: Dataset, dir: &Path) -> RunResu
         run_dir: dir.to_path_buf(),
         env: Vec::new(),
         status_every: None,
+        preflight: false,
     })
     .await
     .expect("the run completes")

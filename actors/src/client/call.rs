@@ -24,6 +24,7 @@ use super::body_cache::{BodyCache, EncodedBody};
 use super::config::ResiliencePolicy;
 use super::endpoint::{Endpoint, Health, Limiter, take};
 use super::error::ClientError;
+use super::permanent::PermanentErrors;
 use super::router::Group;
 use super::telemetry;
 use super::tokens::fit_max_tokens;
@@ -42,6 +43,7 @@ pub(crate) struct Shared {
     pub cancel: CancellationToken,
     /// Bodies of recent calls, reused by calls that share their prompt.
     pub bodies: BodyCache,
+    pub permanent: Arc<PermanentErrors>,
 }
 
 /// Holds a global and an endpoint slot; releasing it updates the in-flight counters.
@@ -330,6 +332,7 @@ impl Shared {
                 Ok(c) => {
                     telemetry::on_success(&span, &ep, &request, &c, started.elapsed());
                     ep.record_success();
+                    self.permanent.on_success(&ep.permanent_in_a_row);
                     return Ok(ChatResponse {
                         content: c.content.into(),
                         reasoning: c.reasoning.map(Into::into),
@@ -345,6 +348,8 @@ impl Shared {
                 Err(f) => f,
             };
             let opened = ep.record_failure(&failure.error);
+            self.permanent
+                .on_failure(ep.name(), &ep.permanent_in_a_row, &failure.error);
             telemetry::on_failure(
                 &span,
                 &ep,

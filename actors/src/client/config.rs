@@ -84,6 +84,9 @@ pub struct ResiliencePolicy {
     pub outage_budget: Duration,
     /// Tokens kept free between prompt + max_tokens and the context window.
     pub context_margin: u32,
+    /// Consecutive permanent errors (400, 401, 403, 404, 422) from one endpoint that stop
+    /// the run; 0: never.
+    pub permanent_error_limit: u32,
 }
 
 impl Default for ResiliencePolicy {
@@ -98,6 +101,7 @@ impl Default for ResiliencePolicy {
             probe_successes: 2,
             outage_budget: Duration::from_secs(30 * 60),
             context_margin: 256,
+            permanent_error_limit: 5,
         }
     }
 }

@@ -81,6 +81,8 @@ pub(crate) struct Endpoint {
     pub queued: AtomicUsize,
     pub healthy: AtomicBool,
     consecutive_failures: AtomicU32,
+    /// Permanent errors in a row ([`super::permanent`]).
+    pub permanent_in_a_row: AtomicU32,
     pub calls: AtomicU64,
     pub errors: AtomicU64,
     pub retries: AtomicU64,
@@ -190,6 +192,7 @@ impl Endpoint {
             queued: AtomicUsize::new(0),
             healthy: AtomicBool::new(true),
             consecutive_failures: AtomicU32::new(0),
+            permanent_in_a_row: AtomicU32::new(0),
             calls: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             retries: AtomicU64::new(0),

@@ -71,6 +71,7 @@ impl ClientError {
             Self::UnknownGroup { .. } => "unknown_group",
             Self::Timeout { .. } => "timeout",
             Self::Connect { .. } => "connect",
+            Self::Status { .. } if self.is_permanent() => "permanent",
             Self::Status { .. } => "status",
             Self::Malformed { .. } => "malformed",
             Self::PromptTooLong { .. } => "prompt_too_long",
@@ -78,6 +79,32 @@ impl ClientError {
             Self::Shutdown => "shutdown",
             Self::Config { .. } => "config",
             Self::Actor { .. } => "actor",
+        }
+    }
+
+    /// The endpoint this error concerns, if it concerns one.
+    pub fn endpoint(&self) -> Option<&Arc<str>> {
+        match self {
+            Self::Timeout { endpoint, .. }
+            | Self::Connect { endpoint, .. }
+            | Self::Status { endpoint, .. }
+            | Self::Malformed { endpoint, .. }
+            | Self::PromptTooLong { endpoint, .. } => Some(endpoint),
+            _ => None,
+        }
+    }
+
+    /// An answer that will not change however often the call is sent: the request or its
+    /// credentials are wrong (see [`is_permanent_status`]). Never retried; enough of them
+    /// in a row from one endpoint stop the run ([`super::permanent`]).
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            Self::Status {
+                status,
+                body_snippet,
+                ..
+            } => is_permanent_status(*status, body_snippet),
+            _ => false,
         }
     }
 
@@ -106,6 +133,7 @@ impl From<ClientError> for CallFailure {
         CallFailure {
             kind: e.kind().to_string(),
             message: e.to_string(),
+            endpoint: e.endpoint().cloned(),
         }
     }
 }
@@ -113,6 +141,31 @@ impl From<ClientError> for CallFailure {
 /// 408, 429 and every 5xx are transient by HTTP convention.
 pub fn is_retryable_status(status: u16) -> bool {
     status == 408 || status == 429 || (500..600).contains(&status)
+}
+
+/// 400 (unless the body says the prompt is over the context length: that one is about
+/// this call's prompt, not the endpoint's settings), 401, 403, 404 and 422: the server
+/// understood the request and refuses it; sending it again gets the same answer.
+pub fn is_permanent_status(status: u16, body: &str) -> bool {
+    match status {
+        400 => !is_context_length_message(body),
+        401 | 403 | 404 | 422 => true,
+        _ => false,
+    }
+}
+
+/// How vLLM, SGLang, llama.cpp and OpenAI word "the prompt does not fit".
+fn is_context_length_message(body: &str) -> bool {
+    let lower = body.to_ascii_lowercase();
+    [
+        "context length",
+        "context_length",
+        "context window",
+        "maximum context",
+        "too many tokens",
+    ]
+    .iter()
+    .any(|needle| lower.contains(needle))
 }
 
 /// The first [`SNIPPET_CHARS`] characters of a body (lossy UTF-8), with any configured
@@ -166,6 +219,24 @@ mod tests {
         assert!(status(503).is_retryable());
         assert!(status(408).is_retryable());
         assert!(!status(400).is_retryable());
+        for permanent in [400, 401, 403, 404, 422] {
+            assert!(status(permanent).is_permanent(), "{permanent}");
+            assert_eq!(status(permanent).kind(), "permanent");
+        }
+        for other in [408, 409, 429, 500, 503] {
+            assert!(!status(other).is_permanent(), "{other}");
+            assert_eq!(status(other).kind(), "status");
+        }
+        let too_long_400 = ClientError::Status {
+            endpoint: "e".into(),
+            status: 400,
+            body_snippet: "This model's maximum context length is 8192 tokens".into(),
+        };
+        assert!(!too_long_400.is_permanent() && !too_long_400.is_retryable());
+        assert_eq!(
+            CallFailure::from(status(401)).endpoint.as_deref(),
+            Some("e")
+        );
         assert!(!status(429).counts_against_endpoint());
         assert!(status(502).counts_against_endpoint());
         let too_long = ClientError::PromptTooLong {

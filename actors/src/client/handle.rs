@@ -23,6 +23,7 @@ use super::call::Shared;
 use super::config::{ClientConfig, TokenEstimate};
 use super::endpoint::{Endpoint, Health, per_minute};
 use super::error::ClientError;
+use super::permanent::{PermanentErrors, PermanentStop};
 use super::router::Group;
 use super::supervisor::{ClientSupervisor, SupervisorArgs, SupervisorMsg, SupervisorStatus};
 use super::tokens::TokenCounter;
@@ -157,6 +158,7 @@ impl ModelClient {
             health,
             cancel: CancellationToken::new(),
             bodies: BodyCache::new(BodyCache::DEFAULT_CAPACITY),
+            permanent: Arc::new(PermanentErrors::new(config.policy.permanent_error_limit)),
         };
         Ok(ModelClient {
             inner: Arc::new(Inner {
@@ -185,6 +187,17 @@ impl ModelClient {
             .call(group, request)
             .instrument(span)
             .await
+    }
+
+    /// Cancelled once one endpoint answered `resilience.permanent_error_limit` calls in a
+    /// row with a permanent error ([`super::permanent`]); the run stops then.
+    pub fn permanent_stop(&self) -> CancellationToken {
+        self.inner.shared.permanent.stopped()
+    }
+
+    /// Why [`Self::permanent_stop`] was cancelled.
+    pub fn permanent_stop_reason(&self) -> Option<PermanentStop> {
+        self.inner.shared.permanent.reason()
     }
 
     /// Counters of every endpoint (lock-free reads).
@@ -255,10 +268,10 @@ impl CallExecutor for ModelClient {
         Box::pin(async move {
             match task.await {
                 Ok(result) => result.map_err(CallFailure::from),
-                Err(e) => Err(CallFailure {
-                    kind: "panic".to_string(),
-                    message: format!("model call task failed: {e}"),
-                }),
+                Err(e) => Err(CallFailure::new(
+                    "panic",
+                    format!("model call task failed: {e}"),
+                )),
             }
         })
     }

@@ -15,6 +15,7 @@
 //! - `body` / `sse`: the JSON and server-sent events on the wire (pure).
 //! - [`tokens`] — prompt-token estimates and the `max_tokens` that fits.
 //! - [`error`] — [`ClientError`].
+//! - [`permanent`] — permanent errors in a row, and the run stop they raise.
 //! - `telemetry`: each HTTP attempt's span (GenAI conventions), `traceparent`, metrics.
 
 mod body;
@@ -26,6 +27,7 @@ pub mod error;
 pub mod handle;
 pub mod health;
 mod json_string;
+pub mod permanent;
 mod router;
 mod sse;
 pub mod supervisor;
@@ -36,4 +38,5 @@ mod validate;
 pub use config::{ApiKey, ClientConfig, EndpointSpec, ResiliencePolicy, TokenEstimate};
 pub use error::ClientError;
 pub use handle::{ClientSnapshot, EndpointSnapshot, ModelClient};
+pub use permanent::PermanentStop;
 pub use supervisor::SupervisorStatus;

@@ -461,6 +461,7 @@ pub fn fast_policy() -> ResiliencePolicy {
         probe_successes: 2,
         outage_budget: Duration::from_secs(60),
         context_margin: 100,
+        permanent_error_limit: 5,
     }
 }
 

@@ -41,10 +41,7 @@ pub fn ok(content: impl Into<Arc<str>>) -> CallOutcome {
 }
 
 pub fn fail() -> CallOutcome {
-    Err(CallFailure {
-        kind: "status".into(),
-        message: "HTTP 503 from fake".into(),
-    })
+    Err(CallFailure::new("status", "HTTP 503 from fake"))
 }
 
 pub fn params(n: usize, m: usize, iterations: u32, epsilon: f64) -> TmasParams {

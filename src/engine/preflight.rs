@@ -1,0 +1,487 @@
+//! Start-up checks, run before anything is created on disk: a run that cannot work
+//! fails in seconds with one line per problem and exit code 2, and leaves no run
+//! directory behind to block the same `--out`.
+//!
+//! Local checks ([`check_local`]): every API-key variable is set, the metrics address can
+//! be bound, the output directory can be created and does not already hold a run.
+//! Endpoint checks ([`check_endpoints`], skipped with `--no-preflight`): for every
+//! endpoint some role of the run uses (the judge's included), `GET {base_url}/models` and
+//! one chat completion with `max_tokens: 1`. A rejected key, a URL without an
+//! OpenAI-compatible API, a model the server does not serve and a reply that is not the
+//! expected JSON are each named with the endpoint, the URL and what to do. A refused
+//! connection, a timeout or a 502/503/504 mean the server may still be loading its
+//! weights: the check waits (`resilience.preflight_wait_secs`) with a status line every
+//! few seconds.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
+
+use crate::config::{Config, EndpointConfig, Role};
+
+/// A start-up check failed; nothing was created. `tmas run` prints it and exits 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .problems.join("\nerror: "))]
+pub struct StartupError {
+    /// One line per problem found.
+    pub problems: Vec<String>,
+}
+
+/// Bound on one request of the check (a server that takes longer is "not answering").
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the "waiting for endpoint" line is printed.
+const WAIT_LINE_EVERY: Duration = Duration::from_secs(5);
+/// Bytes of an unexpected reply shown in the error.
+const SHOWN_BYTES: usize = 200;
+
+/// The checks that need no network: API-key variables, the metrics address, the output.
+pub fn check_local(
+    config: &Config,
+    env: &[(String, String)],
+    metrics_addr: Option<SocketAddr>,
+    out: Option<&Path>,
+) -> Result<(), StartupError> {
+    let mut problems = Vec::new();
+    if let Err(errors) = config.client_config(env) {
+        problems.extend(errors.iter().map(|issue| issue.to_string()));
+    }
+    if let Some(addr) = metrics_addr.or(config.observability.metrics_addr)
+        && let Err(e) = std::net::TcpListener::bind(addr)
+    {
+        problems.push(format!(
+            "metrics address {addr} cannot be bound: {e}; pick another with --metrics-addr"
+        ));
+    }
+    if let Some(out) = out
+        && let Err(problem) = check_output(out)
+    {
+        problems.push(problem);
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(StartupError { problems })
+    }
+}
+
+/// `out` does not hold a run already, and its nearest existing ancestor is a writable
+/// directory (probed by creating and removing a file there).
+fn check_output(out: &Path) -> Result<(), String> {
+    let db = out.join(crate::store::DB_FILE);
+    if db.exists() {
+        return Err(format!(
+            "{} already holds a run; resume it with `tmas run --resume {}` or choose another --out",
+            out.display(),
+            out.display()
+        ));
+    }
+    let mut existing = out;
+    while !existing.exists() {
+        existing = match existing.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if existing == Path::new(".") {
+            break;
+        }
+    }
+    if !existing.is_dir() {
+        return Err(format!(
+            "output {}: {} is not a directory",
+            out.display(),
+            existing.display()
+        ));
+    }
+    let probe = existing.join(format!(".tmas-write-test-{}", std::process::id()));
+    match std::fs::write(&probe, b"") {
+        Ok(()) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "output {}: cannot write in {}: {e}",
+            out.display(),
+            existing.display()
+        )),
+    }
+}
+
+/// Names of the endpoints some role of the run sends calls to (the judge's only when the
+/// LLM judge is on), without the embedded simulator (started in-process).
+pub fn endpoints_in_use(config: &Config) -> Vec<String> {
+    let mut names = BTreeSet::new();
+    for role in Role::ALL {
+        if role == Role::Judge && !config.judge.enabled {
+            continue;
+        }
+        names.extend(config.role_endpoints(role));
+    }
+    names
+        .into_iter()
+        .filter(|n| {
+            config
+                .endpoints
+                .get(n)
+                .is_some_and(|e| !e.is_embedded_sim())
+        })
+        .collect()
+}
+
+/// Checks every endpoint in use (concurrently); every failure is one line.
+pub async fn check_endpoints(
+    config: &Config,
+    env: &[(String, String)],
+) -> Result<(), StartupError> {
+    let wait = Duration::from_secs(config.resilience.preflight_wait_secs);
+    let checks = endpoints_in_use(config).into_iter().filter_map(|name| {
+        let e = config.endpoints.get(&name)?.clone();
+        let key = e
+            .api_key_env
+            .as_ref()
+            .and_then(|var| env.iter().rev().find(|(k, _)| k == var))
+            .map(|(_, v)| v.clone());
+        Some(async move { Probe::new(name, e, key).run(wait).await })
+    });
+    let problems: Vec<String> = futures::future::join_all(checks)
+        .await
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(StartupError { problems })
+    }
+}
+
+/// Why one attempt of the check did not pass.
+enum Outcome {
+    /// The server may be starting: try again until the wait is over.
+    NotReady(String),
+    /// Retrying will not help: the message says what to fix.
+    Fatal(String),
+}
+
+struct Probe {
+    name: String,
+    e: EndpointConfig,
+    key: Option<String>,
+    http: Option<reqwest::Client>,
+}
+
+impl Probe {
+    fn new(name: String, e: EndpointConfig, key: Option<String>) -> Self {
+        let http = reqwest::Client::builder()
+            .connect_timeout(REQUEST_TIMEOUT)
+            .build()
+            .ok();
+        Self { name, e, key, http }
+    }
+
+    fn base(&self) -> &str {
+        self.e.base_url.trim_end_matches('/')
+    }
+
+    /// `endpoint `NAME` (URL): ` — how every message starts.
+    fn at(&self, url: &str) -> String {
+        format!("endpoint `{}` ({url})", self.name)
+    }
+
+    async fn run(self, wait: Duration) -> Result<(), String> {
+        let started = Instant::now();
+        let mut next_line = Duration::ZERO;
+        loop {
+            let reason = match self.once().await {
+                Ok(()) => return Ok(()),
+                Err(Outcome::Fatal(message)) => return Err(message),
+                Err(Outcome::NotReady(reason)) => reason,
+            };
+            let waited = started.elapsed();
+            if waited >= wait {
+                return Err(format!(
+                    "{}: {reason}; waited {} s (resilience.preflight_wait_secs = {}); start \
+                     the server or fix endpoints.{}.base_url",
+                    self.at(self.base()),
+                    waited.as_secs(),
+                    wait.as_secs(),
+                    self.name
+                ));
+            }
+            if waited >= next_line {
+                eprintln!(
+                    "waiting for endpoint {} ({reason}), {} s",
+                    self.name,
+                    waited.as_secs()
+                );
+                next_line = waited + WAIT_LINE_EVERY;
+            }
+            let pause = Duration::from_secs(1).min(wait.saturating_sub(waited));
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    fn request(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+    ) -> Result<reqwest::RequestBuilder, Outcome> {
+        let http = self.http.as_ref().ok_or_else(|| {
+            Outcome::Fatal(format!("{}: cannot build an HTTP client", self.at(url)))
+        })?;
+        let mut req = http.request(method, url).timeout(REQUEST_TIMEOUT);
+        if let Some(key) = &self.key {
+            req = req.header(AUTHORIZATION, format!("Bearer {key}"));
+        }
+        Ok(req)
+    }
+
+    /// One pass: the model list, then a one-token completion.
+    async fn once(&self) -> Result<(), Outcome> {
+        let models_url = format!("{}/models", self.base());
+        let models = self.models(&models_url).await?;
+        let chat_url = format!("{}/chat/completions", self.base());
+        let served = models.contains(&self.e.model);
+        self.chat(&chat_url, &models, served).await
+    }
+
+    async fn models(&self, url: &str) -> Result<Vec<String>, Outcome> {
+        let reply = self
+            .send(self.request(reqwest::Method::GET, url)?, url)
+            .await?;
+        match reply.status {
+            200..=299 => {}
+            401 | 403 => return Err(self.key_rejected(url, reply.status)),
+            404 => {
+                let hint = if self.base().ends_with("/v1") {
+                    format!("check endpoints.{}.base_url", self.name)
+                } else {
+                    format!(
+                        "did you mean base_url = \"{}/v1\"? (endpoints.{}.base_url)",
+                        self.base(),
+                        self.name
+                    )
+                };
+                return Err(Outcome::Fatal(format!(
+                    "{}: no OpenAI-compatible API there (GET /models answered HTTP 404); {hint}",
+                    self.at(url)
+                )));
+            }
+            _ => return Err(self.bad_status("GET /models", url, &reply)),
+        }
+        let list: Option<Vec<String>> = serde_json::from_slice::<serde_json::Value>(&reply.body)
+            .ok()
+            .and_then(|v| {
+                v.get("data")?.as_array().map(|items| {
+                    items
+                        .iter()
+                        .filter_map(|m| m.get("id")?.as_str().map(str::to_owned))
+                        .collect()
+                })
+            });
+        list.ok_or_else(|| self.unexpected("GET /models", url, &reply, "a JSON model list"))
+    }
+
+    async fn chat(&self, url: &str, models: &[String], served: bool) -> Result<(), Outcome> {
+        let body = serde_json::json!({
+            "model": self.e.model,
+            "messages": [{"role": "user", "content": "Reply with OK."}],
+            "max_tokens": 1,
+            "stream": false,
+        });
+        let req = self
+            .request(reqwest::Method::POST, url)?
+            .header(CONTENT_TYPE, "application/json")
+            .header(crate::sim::PREFLIGHT_HEADER, "1")
+            .body(body.to_string());
+        let reply = self.send(req, url).await?;
+        match reply.status {
+            200..=299 => {}
+            401 | 403 => return Err(self.key_rejected(url, reply.status)),
+            400 | 404 | 422 if !served => {
+                let list = if models.is_empty() {
+                    "none".to_owned()
+                } else {
+                    models.join(", ")
+                };
+                return Err(Outcome::Fatal(format!(
+                    "{}: model `{}` is not served there (HTTP {}); it serves: {list}; set \
+                     endpoints.{}.model to one of them",
+                    self.at(self.base()),
+                    self.e.model,
+                    reply.status,
+                    self.name
+                )));
+            }
+            _ => return Err(self.bad_status("a one-token chat completion", url, &reply)),
+        }
+        let ok = serde_json::from_slice::<serde_json::Value>(&reply.body)
+            .ok()
+            .is_some_and(|v| v.get("choices").is_some_and(serde_json::Value::is_array));
+        if ok {
+            Ok(())
+        } else {
+            Err(self.unexpected(
+                "POST /chat/completions",
+                url,
+                &reply,
+                "a JSON chat completion",
+            ))
+        }
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder, url: &str) -> Result<Reply, Outcome> {
+        let resp = match req.send().await {
+            Ok(r) => r,
+            Err(e) if e.is_timeout() => {
+                return Err(Outcome::NotReady(format!(
+                    "no answer within {} s",
+                    REQUEST_TIMEOUT.as_secs()
+                )));
+            }
+            Err(e) if e.is_connect() => return Err(Outcome::NotReady(connect_reason(&e))),
+            Err(e) if e.is_builder() => {
+                return Err(Outcome::Fatal(format!(
+                    "{}: not a usable URL ({e}); fix endpoints.{}.base_url",
+                    self.at(url),
+                    self.name
+                )));
+            }
+            Err(e) => return Err(Outcome::NotReady(connect_reason(&e))),
+        };
+        let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("none")
+            .to_owned();
+        let body = match tokio::time::timeout(REQUEST_TIMEOUT, resp.bytes()).await {
+            Ok(Ok(b)) => b.to_vec(),
+            Ok(Err(e)) => return Err(Outcome::NotReady(connect_reason(&e))),
+            Err(_) => {
+                return Err(Outcome::NotReady(format!(
+                    "no answer within {} s",
+                    REQUEST_TIMEOUT.as_secs()
+                )));
+            }
+        };
+        if matches!(status, 502..=504) {
+            return Err(Outcome::NotReady(format!("HTTP {status}")));
+        }
+        Ok(Reply {
+            status,
+            content_type,
+            body,
+        })
+    }
+
+    fn key_rejected(&self, url: &str, status: u16) -> Outcome {
+        let what = match &self.e.api_key_env {
+            Some(var) => format!(
+                "the API key in {var} was rejected (HTTP {status}); put a valid key in {var}"
+            ),
+            None => format!(
+                "the server wants an API key (HTTP {status}); name the variable that holds it \
+                 with endpoints.{}.api_key_env",
+                self.name
+            ),
+        };
+        Outcome::Fatal(format!("{}: {what}", self.at(url)))
+    }
+
+    fn bad_status(&self, what: &str, url: &str, reply: &Reply) -> Outcome {
+        Outcome::Fatal(format!(
+            "{}: {what} answered HTTP {}: {}",
+            self.at(url),
+            reply.status,
+            shown(&reply.body)
+        ))
+    }
+
+    fn unexpected(&self, what: &str, url: &str, reply: &Reply, expected: &str) -> Outcome {
+        Outcome::Fatal(format!(
+            "{}: {what} did not answer {expected} (HTTP {}, content type {}): {}; is this \
+             an OpenAI-compatible server (not a proxy's or a web server's page)?",
+            self.at(url),
+            reply.status,
+            reply.content_type,
+            shown(&reply.body)
+        ))
+    }
+}
+
+struct Reply {
+    status: u16,
+    content_type: String,
+    body: Vec<u8>,
+}
+
+/// The first [`SHOWN_BYTES`] bytes of a body on one line, quoted.
+fn shown(body: &[u8]) -> String {
+    let head = &body[..body.len().min(SHOWN_BYTES)];
+    let text: String = String::from_utf8_lossy(head)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let more = if body.len() > SHOWN_BYTES { "…" } else { "" };
+    if text.trim().is_empty() {
+        "<empty body>".to_owned()
+    } else {
+        format!("{:?}{more}", text)
+    }
+}
+
+/// "connection refused" and the like, from the error's innermost cause.
+fn connect_reason(e: &reqwest::Error) -> String {
+    let mut last = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        last = s.to_string();
+        source = s.source();
+    }
+    let lower = last.to_ascii_lowercase();
+    if lower.contains("refused") {
+        "connection refused".to_owned()
+    } else if lower.contains("timed out") {
+        "connection timed out".to_owned()
+    } else {
+        format!("cannot connect: {last}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_bodies_are_bounded_and_on_one_line() {
+        let html = format!("<html>\n<body>{}</body></html>", "x".repeat(500));
+        let text = shown(html.as_bytes());
+        assert!(!text.contains('\n'));
+        assert!(
+            text.starts_with("\"<html> <body>") && text.ends_with('…'),
+            "{text}"
+        );
+        assert_eq!(shown(b" \n"), "<empty body>");
+    }
+
+    #[test]
+    fn output_that_holds_a_run_is_refused_and_a_new_one_creates_nothing() {
+        let dir = std::env::temp_dir().join(format!("tmas-preflight-{}", std::process::id()));
+        let out = dir.join("a/b/run");
+        std::fs::create_dir_all(&dir).unwrap();
+        check_output(&out).unwrap();
+        assert!(!dir.join("a").exists(), "the check creates nothing");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join(crate::store::DB_FILE), b"").unwrap();
+        let e = check_output(&out).unwrap_err();
+        assert!(
+            e.contains("already holds a run") && e.contains("--resume"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
