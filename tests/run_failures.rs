@@ -141,8 +141,7 @@ async fn each_start_up_failure_is_one_line_with_exit_2_and_creates_nothing() {
         .and(path("/html/v1/models"))
         .respond_with(
             ResponseTemplate::new(200)
-                .insert_header("content-type", "text/html")
-                .set_body_string("<html><body>Please sign in</body></html>"),
+                .set_body_raw("<html><body>Please sign in</body></html>", "text/html"),
         )
         .mount(&server)
         .await;

@@ -157,7 +157,7 @@ fn report(result: &RunResult) -> ExitCode {
     println!("{}", result.table.render_text());
     print!("{}", result.accounting.render_text());
     println!(
-        "{:.1} s ({} calls sent, {} replayed from the store); results in {}",
+        "done in {:.1} s ({} calls sent, {} replayed from the store); results in {}",
         result.wall_seconds,
         result.calls_sent,
         result.calls_replayed,

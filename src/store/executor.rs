@@ -193,6 +193,7 @@ impl CallExecutor for StoreExecutor {
         let counts = self.counts.clone();
         let maybe_stored = self.stored.contains(&*key_text);
         let wait_for_commit = self.wait_for_commit;
+        let resending = !self.stale_keys.is_empty();
         if self.stale_keys.contains(&*key_text) {
             // Made again: no longer stale, whatever its new outcome.
             let mut stale = self.stale.lock().unwrap_or_else(|p| p.into_inner());
@@ -222,6 +223,10 @@ impl CallExecutor for StoreExecutor {
                         counts.replayed.fetch_add(1, Ordering::Relaxed);
                         return stored.outcome;
                     }
+                    // Expected once failed calls are sent again: the calls that quote
+                    // their answers change too.
+                    Ok(Some(_)) if resending => tracing::debug!(call = %key_text,
+                        "stored call had a different prompt; sending it again"),
                     Ok(Some(_)) => tracing::warn!(call = %key_text,
                         "stored call had a different prompt; sending it again"),
                     Ok(None) => {}
