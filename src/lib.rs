@@ -10,6 +10,7 @@
 //! - [`sim`]: the simulated OpenAI-compatible endpoint with its synthetic task model.
 //! - [`store`]: the run store (SQLite) behind crash-safe resume and `tmas export`.
 //! - [`bench`]: benchmarks (`tmas bench …`).
+//! - [`rl`]: Hybrid-RL rewards, verl training data and rollout scoring (`tmas rl-*`).
 //! - [`cli`]: one module per subcommand.
 //!
 //! The actor runtime lives in the `tmas-actors` crate and knows nothing TMAS-specific.
@@ -20,5 +21,6 @@ pub mod config;
 pub mod engine;
 pub mod eval;
 pub mod method;
+pub mod rl;
 pub mod sim;
 pub mod store;

@@ -9,6 +9,10 @@ pub mod config_cmd;
 pub mod export;
 pub mod judge;
 pub mod report;
+pub mod rl_data;
+pub mod rl_rollouts;
+pub mod rl_score;
+pub mod rl_serve;
 pub mod run;
 pub mod sim_server;
 
@@ -40,6 +44,14 @@ pub enum Command {
     Judge(judge::Args),
     /// Serve the simulated OpenAI-compatible endpoint.
     SimServer(sim_server::Args),
+    /// Build Hybrid-RL training data for verl (parquet) from stored runs.
+    RlData(rl_data::Args),
+    /// Sample a rollout batch for RL instances of stored runs from the solution role.
+    RlRollouts(rl_rollouts::Args),
+    /// Score a batch of RL rollouts with the Hybrid-RL rewards (rewards and advantages).
+    RlScore(rl_score::Args),
+    /// Serve rollout scoring over HTTP for a training loop (POST /score).
+    RlServe(rl_serve::Args),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(bench_cmd::BenchCommand),
@@ -71,6 +83,10 @@ pub fn main() -> ExitCode {
             Command::Export(args) => export::run(args).await,
             Command::Judge(args) => judge::run(args).await,
             Command::SimServer(args) => sim_server::run(args).await,
+            Command::RlData(args) => rl_data::run(args).await,
+            Command::RlRollouts(args) => rl_rollouts::run(args).await,
+            Command::RlScore(args) => rl_score::run(args).await,
+            Command::RlServe(args) => rl_serve::run(args).await,
             Command::Bench(cmd) => bench_cmd::run(cmd).await,
             Command::Config(cmd) => config_cmd::run(cmd).await,
         }

@@ -97,7 +97,7 @@ impl EndpointConfig {
     }
 }
 
-/// The six agent roles that make model calls.
+/// The agent roles that make model calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Role {
     Solution,
@@ -106,16 +106,19 @@ pub enum Role {
     Experience,
     Guideline,
     Judge,
+    /// Hybrid-RL scoring: is a rollout's strategy already in the guideline bank?
+    GuidelineJudge,
 }
 
 impl Role {
-    pub const ALL: [Role; 6] = [
+    pub const ALL: [Role; 7] = [
         Role::Solution,
         Role::Verification,
         Role::Summary,
         Role::Experience,
         Role::Guideline,
         Role::Judge,
+        Role::GuidelineJudge,
     ];
 
     /// The name used in config keys and in the `x-tmas-role` header.
@@ -127,6 +130,7 @@ impl Role {
             Role::Experience => "experience",
             Role::Guideline => "guideline",
             Role::Judge => "judge",
+            Role::GuidelineJudge => "guideline_judge",
         }
     }
 }
@@ -187,6 +191,8 @@ pub struct Roles {
     pub experience: RoleConfig,
     pub guideline: RoleConfig,
     pub judge: RoleConfig,
+    /// The novelty judge of `tmas rl-score` / `tmas rl-serve` (not used by `tmas run`).
+    pub guideline_judge: RoleConfig,
 }
 
 /// The released `max_tokens` (the runner then fits it into the context window).
@@ -204,6 +210,8 @@ impl Default for Roles {
             experience: RoleConfig::with_temperature(0.6, RELEASED_MAX_TOKENS),
             guideline: RoleConfig::with_temperature(0.6, RELEASED_MAX_TOKENS),
             judge: RoleConfig::with_temperature(0.6, 32_768),
+            // One short verdict per rollout, asked once: sampled cold.
+            guideline_judge: RoleConfig::with_temperature(0.0, 8_192),
         }
     }
 }
@@ -217,6 +225,7 @@ impl Roles {
             Role::Experience => &self.experience,
             Role::Guideline => &self.guideline,
             Role::Judge => &self.judge,
+            Role::GuidelineJudge => &self.guideline_judge,
         }
     }
 
@@ -228,6 +237,7 @@ impl Roles {
             Role::Experience => &mut self.experience,
             Role::Guideline => &mut self.guideline,
             Role::Judge => &mut self.judge,
+            Role::GuidelineJudge => &mut self.guideline_judge,
         }
     }
 }

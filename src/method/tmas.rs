@@ -28,7 +28,7 @@ use crate::method::rng::DecisionRng;
 
 mod banks_phase;
 mod candidate;
-mod render;
+pub(crate) mod render;
 
 use banks_phase::BankTask;
 use candidate::{CandidateState, Choice, Next};

@@ -59,8 +59,8 @@ pub struct SimStats {
 #[derive(Default)]
 pub struct Counters {
     requests: AtomicU64,
-    by_role: [AtomicU64; 7],
-    ok_by_role: [AtomicU64; 7],
+    by_role: [AtomicU64; Role::ALL.len()],
+    ok_by_role: [AtomicU64; Role::ALL.len()],
     statuses: [AtomicU64; STATUSES.len()],
     in_flight: AtomicU64,
     peak: AtomicU64,
@@ -138,7 +138,7 @@ impl Counters {
     }
 
     pub fn snapshot(&self) -> SimStats {
-        let roles = |arr: &[AtomicU64; 7]| {
+        let roles = |arr: &[AtomicU64; Role::ALL.len()]| {
             Role::ALL
                 .iter()
                 .map(|r| (r.as_str().to_owned(), arr[r.index()].load(Relaxed)))

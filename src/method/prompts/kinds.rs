@@ -31,13 +31,15 @@ pub enum TemplateKind {
     Experience,
     Guideline,
     Judge,
+    /// Hybrid-RL novelty: is a rollout's strategy already in the guideline bank?
+    GuidelineJudge,
 }
 
 /// (name, required) per placeholder, in render order.
 type Placeholders = &'static [(&'static str, bool)];
 
 impl TemplateKind {
-    pub const ALL: [TemplateKind; 17] = [
+    pub const ALL: [TemplateKind; 18] = [
         Self::Solution,
         Self::SolutionRefine,
         Self::SolutionExplore,
@@ -55,6 +57,7 @@ impl TemplateKind {
         Self::Experience,
         Self::Guideline,
         Self::Judge,
+        Self::GuidelineJudge,
     ];
 
     /// Name used in config overrides; the built-in file is `config/prompts/<name>.md`.
@@ -77,6 +80,7 @@ impl TemplateKind {
             Self::Experience => "experience",
             Self::Guideline => "guideline",
             Self::Judge => "judge",
+            Self::GuidelineJudge => "guideline_judge",
         }
     }
 
@@ -103,6 +107,7 @@ impl TemplateKind {
             Self::Experience => "experience.md",
             Self::Guideline => "guideline.md",
             Self::Judge => "judge.md",
+            Self::GuidelineJudge => "guideline_judge.md",
         }
     }
 
@@ -130,6 +135,7 @@ impl TemplateKind {
             Self::Experience => p!("experience.md"),
             Self::Guideline => p!("guideline.md"),
             Self::Judge => p!("judge.md"),
+            Self::GuidelineJudge => p!("guideline_judge.md"),
         }
     }
 
@@ -181,6 +187,11 @@ impl TemplateKind {
                 ("question", false),
                 ("reference", true),
                 ("candidate", true),
+            ],
+            Self::GuidelineJudge => &[
+                ("question", false),
+                ("guidelines", true),
+                ("response", true),
             ],
         }
     }

@@ -8,6 +8,7 @@
 //! docs/simulator.md. It is a test and demo device, not a claim about real models.
 
 mod banks;
+mod novelty;
 mod problem;
 mod replies;
 mod scan;
@@ -30,10 +31,12 @@ pub enum Role {
     Judge,
     /// Missing or unknown role: a short generic reply.
     Other,
+    /// Hybrid-RL novelty judge: is the response's strategy in the guideline bank?
+    GuidelineJudge,
 }
 
 impl Role {
-    pub const ALL: [Role; 7] = [
+    pub const ALL: [Role; 8] = [
         Role::Solution,
         Role::Verification,
         Role::Summary,
@@ -41,6 +44,7 @@ impl Role {
         Role::Guideline,
         Role::Judge,
         Role::Other,
+        Role::GuidelineJudge,
     ];
 
     pub fn from_header(v: &str) -> Role {
@@ -51,6 +55,7 @@ impl Role {
             "experience" => Role::Experience,
             "guideline" => Role::Guideline,
             "judge" => Role::Judge,
+            "guideline_judge" => Role::GuidelineJudge,
             _ => Role::Other,
         }
     }
@@ -64,6 +69,7 @@ impl Role {
             Role::Guideline => "guideline",
             Role::Judge => "judge",
             Role::Other => "other",
+            Role::GuidelineJudge => "guideline_judge",
         }
     }
 
@@ -98,8 +104,10 @@ pub fn generate(
         Role::Experience => banks::experience(problem, prompt),
         Role::Guideline => banks::guideline(problem, prompt, t, rng),
         Role::Judge => banks::judge(prompt),
+        Role::GuidelineJudge => novelty::guideline_judge(prompt),
         Role::Other => "This is the TMAS simulator; send an x-tmas-role header \
-                        (solution, verification, summary, experience, guideline, judge) \
+                        (solution, verification, summary, experience, guideline, judge, \
+                        guideline_judge) \
                         to get a modelled reply."
             .to_owned(),
     };
