@@ -137,12 +137,13 @@ fn a_run_directory_that_is_not_writable_gives_a_clear_error() {
     };
     let out = run_fresh(&config, &dir);
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // A start-up check: exit 2, before anything is created.
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains(&dir.display().to_string())
-            && (stderr.contains("not writable") || stderr.contains("cannot create")),
+        stderr.contains(&dir.display().to_string()) && stderr.contains("not writable"),
         "{stderr}"
     );
+    assert!(!dir.exists());
 }
 
 #[test]

@@ -102,7 +102,7 @@ fn check_output(out: &Path) -> Result<(), String> {
             Ok(())
         }
         Err(e) => Err(format!(
-            "output {}: cannot write in {}: {e}",
+            "output {} is not writable: cannot write in {}: {e}",
             out.display(),
             existing.display()
         )),
