@@ -363,6 +363,22 @@ async fn permanent_errors_stop_the_run_with_exit_4_and_the_resume_continues_afte
     );
 }
 
+/// The text of `GET http://ADDR/metrics` ("" while nothing answers).
+fn scrape(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
+        return String::new();
+    };
+    let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+    let request = format!("GET /metrics HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return String::new();
+    }
+    let mut text = String::new();
+    let _ = stream.read_to_string(&mut text);
+    text
+}
+
 /// (key, ok, completed_at_ms) of every stored call.
 fn call_rows(run_dir: &Path) -> Vec<(String, bool, i64)> {
     let conn = rusqlite::Connection::open_with_flags(
@@ -393,8 +409,14 @@ fn an_outage_past_the_budget_degrades_the_run_and_resume_recovers_it_exactly() {
     let dir = tmp.path().join("outage");
     let dir_s = dir.display().to_string();
     let config_s = config.display().to_string();
+    let metrics_addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
     let mut child = spawn_tmas(&[
         "run",
+        "--metrics-addr",
+        &metrics_addr,
         "-c",
         &config_s,
         "--out",
@@ -408,6 +430,26 @@ fn an_outage_past_the_budget_degrades_the_run_and_resume_recovers_it_exactly() {
     ]);
     wait_for_stored(&dir, base.requests / 3, &mut child);
     sim.kill();
+    // Lost calls show in the metrics while the run goes on.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let lost_metric = loop {
+        let text = scrape(&metrics_addr);
+        if let Some(line) = text
+            .lines()
+            .find(|l| l.starts_with("tmas_calls_lost_total{"))
+        {
+            break line.to_owned();
+        }
+        assert!(
+            std::time::Instant::now() < deadline && child.try_wait().unwrap().is_none(),
+            "no tmas_calls_lost_total while calls were lost:\n{text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(
+        lost_metric.contains("role=") && lost_metric.contains("kind="),
+        "{lost_metric}"
+    );
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), Some(3), "{}", show(&out));
     let stdout = text(&out.stdout);
