@@ -133,8 +133,18 @@ fn check_parquet(path: &Path) -> Vec<String> {
     sources
 }
 
+/// Kills the service when the test ends, also when an assertion fails first.
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `tmas rl-serve` on a free loopback port; returns the child and its address.
-fn start_serve(extra: &[&str]) -> (Child, String) {
+fn start_serve(extra: &[&str]) -> (Serve, String) {
     let mut args = vec!["rl-serve", "--addr", "127.0.0.1:0"];
     args.extend_from_slice(extra);
     let mut child = command(&args)
@@ -153,7 +163,7 @@ fn start_serve(extra: &[&str]) -> (Child, String) {
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("address in {line:?}"))
         .to_owned();
-    (child, addr)
+    (Serve(child), addr)
 }
 
 fn scored_lines(path: &Path) -> Vec<serde_json::Value> {
@@ -256,7 +266,7 @@ fn rl_data_score_and_serve_on_a_demo_run() {
     assert!(novelty_asked > 0, "{stdout}");
 
     // rl-serve gives the same numbers for the same batch.
-    let (mut child, addr) = start_serve(&["--config", DEMO]);
+    let (serve, addr) = start_serve(&["--config", DEMO]);
     let batch: Vec<serde_json::Value> = lines
         .lines()
         .map(|l| serde_json::from_str(l).expect("rollout line"))
@@ -297,8 +307,7 @@ fn rl_data_score_and_serve_on_a_demo_run() {
             .await
             .expect("scored json")
     });
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(serve);
     let served = reply["rollouts"].as_array().expect("rollouts");
     assert_eq!(served.len(), n);
     for (a, b) in by_file.iter().zip(served) {

@@ -114,9 +114,26 @@ async fn serve(
     let local = listener.local_addr().context("reading the bound address")?;
     println!("tmas rl-serve listening on http://{local} ({} rewards)", mode.as_str());
     axum::serve(listener, router(judges, mode, params))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        .with_graceful_shutdown(shutdown_signal())
         .await
         .context("serving")
+}
+
+/// SIGINT or SIGTERM: stop accepting, finish the batches being scored, exit.
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!("cannot watch SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
 }

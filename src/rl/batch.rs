@@ -300,9 +300,15 @@ mod tests {
         // p_base = 0 → the Bank rollout gets 1 + 0.6.
         assert_eq!(r, vec![1.0, -1.0, 0.2, -1.0, 1.6, -0.5]);
         assert_eq!(hybrid[2].reward_kind, RewardKind::Novelty);
-        // Two-rollout groups: advantages ±1/(1+δ) whatever the spread.
-        for s in &hybrid {
-            assert!((s.advantage.abs() - 1.0 / (1.0 + 1e-6)).abs() < 1e-9, "{s:?}");
+        // Two-rollout groups: advantages ±d/(d+δ) with d = half the spread, so ±1 up to δ,
+        // the better rollout positive.
+        for pair in [[0, 3], [1, 4], [2, 5]] {
+            let [a, b] = pair.map(|i| &hybrid[i]);
+            let d = (a.reward - b.reward).abs() / 2.0;
+            let expected = d / (d + 1e-6);
+            let sign = if a.reward > b.reward { 1.0 } else { -1.0 };
+            assert!((a.advantage - sign * expected).abs() < 1e-12, "{a:?}");
+            assert!((b.advantage + sign * expected).abs() < 1e-12, "{b:?}");
         }
         let standard = score(&rollouts, &verdicts, RewardMode::Standard, &p).unwrap();
         let r: Vec<f64> = standard.iter().map(|s| s.reward).collect();
