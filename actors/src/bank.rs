@@ -18,7 +18,10 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::Instrument;
 
-pub use sink::{BankSink, BankSinkError, JsonFileSink, NoopSink, file_holds, safe_name};
+pub use sink::{
+    BankSink, BankSinkError, JsonFileSink, MAX_NAME_BYTES, NoopSink, file_holds, safe_name,
+    uncapped_safe_name,
+};
 
 use crate::strategy::{BankVersion, MergePolicy};
 
@@ -206,7 +209,7 @@ impl BankState {
                 // anything is verified) is routine: keep it off the default log.
                 tracing::debug!(reason = %r.reason, "merge policy rejected an empty update");
             } else {
-                tracing::info!(item = %item, reason = %r.reason, "merge policy rejected an item");
+                tracing::debug!(item = %item, reason = %r.reason, "merge policy rejected an item");
             }
         }
         let next = BankVersion {
