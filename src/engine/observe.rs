@@ -150,8 +150,8 @@ impl RunObserver {
         }
         span_ext::set_trace_content(opts.trace_content || config.observability.trace_content);
         let run_span = tracing::info_span!(parent: None, "run",
-            tmas.problems.total = sources.problems_total,
-            tmas.iterations = sources.iterations,
+            tmas.problems.total = span_ext::int(sources.problems_total),
+            tmas.iterations = i64::from(sources.iterations),
             tmas.method = ?config.method.name);
         let sources = Arc::new(sources);
         let metrics = match opts.metrics_addr.or(config.observability.metrics_addr) {
