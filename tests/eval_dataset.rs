@@ -283,3 +283,71 @@ fn invalid_utf8_is_a_row_error() {
     assert_eq!(ids, ["p1", "p3"]);
     assert_eq!(d.skipped[0].line, 3);
 }
+
+#[test]
+fn every_bad_row_is_listed_in_one_error_up_to_twenty() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = |id: usize| {
+        format!("{{\"problem_id\": \"p{id}\", \"question\": \"Q\", \"answer\": \"1\"}}\n")
+    };
+    let mut content = good(0);
+    content.push_str("not json\n");
+    content.push_str(&good(1));
+    content.push_str("{\"problem_id\": \"p2\", \"question\": \"Q\"}\n");
+    content.push_str(&good(0));
+    let path = write(dir.path(), "three.jsonl", &content);
+    let message = error_text(&DatasetSpec::new(&path));
+    let p = path.display();
+    assert!(
+        message.starts_with(&format!("{p}: 3 bad rows")),
+        "{message}"
+    );
+    for part in [
+        format!("\n  {p}:2: invalid JSON"),
+        format!("\n  {p}:4: field \"answer\": missing"),
+        format!("\n  {p}:5: field \"problem_id\": duplicate id \"p0\""),
+    ] {
+        assert!(message.contains(&part), "{part:?} missing in {message}");
+    }
+    assert!(message.contains("--skip-bad-rows"), "{message}");
+
+    // 25 bad rows: the first 20 are listed, the rest counted.
+    let mut content = good(0);
+    for _ in 0..25 {
+        content.push_str("[1]\n");
+    }
+    let path = write(dir.path(), "many.jsonl", &content);
+    let message = error_text(&DatasetSpec::new(&path));
+    assert!(message.contains(": 25 bad rows"), "{message}");
+    assert_eq!(message.matches("expected a JSON object").count(), 20);
+    assert!(
+        message.contains(&format!("{}:21: ", path.display())),
+        "{message}"
+    );
+    assert!(
+        !message.contains(&format!("{}:22: ", path.display())),
+        "{message}"
+    );
+    assert!(message.ends_with("… and 5 more"), "{message}");
+
+    // CSV: a short row and an empty field.
+    let path = write(
+        dir.path(),
+        "bad.csv",
+        "Problem ID,Problem,Short Answer\np1,Q\np2,Q,\np3,Q,3\n",
+    );
+    let message = error_text(&DatasetSpec::new(&path));
+    let p = path.display();
+    assert!(
+        message.starts_with(&format!("{p}: 2 bad rows")),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("\n  {p}:2: field \"Short Answer\": missing")),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("\n  {p}:3: field \"Short Answer\": empty")),
+        "{message}"
+    );
+}

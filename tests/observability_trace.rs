@@ -6,8 +6,10 @@
 //! `chat <model>`, plus `bank_update` under its iteration), problems linked to the `run`
 //! span; one agent-call span per call the strategy made (per role and iteration, as
 //! counted in the run's own records); GenAI attributes; the simulator saw a
-//! `traceparent` naming the exported attempt span. Metrics: `tmas_calls_in_flight`
-//! never exceeds the endpoint's cap.
+//! `traceparent` naming the exported attempt span; every number typed as the GenAI and
+//! HTTP conventions type it (integers, doubles with the configured value exactly), and
+//! only namespaced attributes. Metrics: `tmas_calls_in_flight` never exceeds the
+//! endpoint's cap.
 
 mod obs_support;
 mod run_support;
@@ -18,12 +20,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fake_opentelemetry_collector::ExportedSpan;
-use obs_support::{Collector, attr, free_port};
+use obs_support::{Collector, Typed, attr, free_port, typed};
 use run_support::{dataset, header, run_on_sim, sim_options};
 use tmas::sim::LatencyModel;
 use tmas_observability::prometheus::parse_text;
 
 const CAP: usize = 4;
+/// The default `top_p` of every role; an `f32` widened would arrive as 0.949999988079071.
+const TOP_P: f64 = 0.95;
 
 /// Scrapes `/metrics` until stopped; returns (scrapes parsed, max calls in flight seen).
 async fn scrape(url: String, stop: Arc<AtomicBool>, seen: Arc<Mutex<(usize, f64, bool)>>) {
@@ -148,12 +152,54 @@ async fn a_demo_run_exports_one_trace_per_problem_and_serves_metrics() {
         ] {
             assert!(a.attributes.contains_key(key), "{key} missing on {a:?}");
         }
+        // Integers as integers (the HTTP and GenAI conventions' `int`).
+        for key in [
+            "gen_ai.request.max_tokens",
+            "gen_ai.usage.input_tokens",
+            "gen_ai.usage.output_tokens",
+            "server.port",
+            "http.response.status_code",
+            "tmas.retry",
+        ] {
+            assert!(
+                matches!(typed(a, key), Some(Typed::Int(_))),
+                "{key} is not an integer: {:?} on {a:?}",
+                typed(a, key)
+            );
+        }
+        assert_eq!(typed(a, "http.response.status_code"), Some(Typed::Int(200)));
+        assert_eq!(typed(a, "tmas.retry"), Some(Typed::Int(0)));
+        // Sampling parameters: doubles holding the configured values exactly (the
+        // default temperatures: 1.0 for solution and verification, 0.6 for the rest).
+        let temperature = match attr(a, "tmas.role").as_deref() {
+            Some("solution" | "verification") => 1.0,
+            _ => 0.6,
+        };
+        assert_eq!(
+            typed(a, "gen_ai.request.temperature"),
+            Some(Typed::Double(temperature)),
+            "{a:?}"
+        );
+        assert_eq!(typed(a, "gen_ai.request.top_p"), Some(Typed::Double(TOP_P)));
+        assert_eq!(
+            typed(a, "gen_ai.request.model"),
+            Some(Typed::Str("tmas-sim".into()))
+        );
+    }
+    // Only namespaced attributes: no bare `tracing` field (`problem`, `iteration`, `role`,
+    // `target`, …) on any span.
+    for s in &spans {
+        let bare: Vec<&String> = s.attributes.keys().filter(|k| !k.contains('.')).collect();
+        assert!(bare.is_empty(), "{} carries {bare:?}", s.name);
     }
 
     // Agent-call spans per (problem, iteration, role) = the calls the run recorded.
     let mut exported: BTreeMap<(String, u32, String), u32> = BTreeMap::new();
     for c in named("invoke_agent ") {
         let it: u32 = attr(c, "tmas.iteration").unwrap().parse().unwrap();
+        for key in ["tmas.iteration", "tmas.reask", "gen_ai.usage.input_tokens"] {
+            assert!(matches!(typed(c, key), Some(Typed::Int(_))), "{key}: {c:?}");
+        }
         let key = (
             attr(c, "tmas.problem_id").unwrap(),
             it,
@@ -175,7 +221,10 @@ async fn a_demo_run_exports_one_trace_per_problem_and_serves_metrics() {
             );
         }
         if role == "verification" {
-            assert!(attr(c, "tmas.score").is_some(), "verification score: {c:?}");
+            assert!(
+                matches!(typed(c, "tmas.score"), Some(Typed::Double(_))),
+                "verification score: {c:?}"
+            );
             assert!(attr(c, "tmas.verification_index").is_some());
         }
         assert!(
@@ -207,7 +256,18 @@ async fn a_demo_run_exports_one_trace_per_problem_and_serves_metrics() {
     assert!(!banks.is_empty(), "bank updates are exported");
     for b in banks {
         assert_eq!(ids[b.parent_span_id.as_str()].name, "iteration", "{b:?}");
-        assert!(attr(b, "tmas.bank.size").is_some());
+        for key in [
+            "tmas.bank.size",
+            "tmas.bank.version",
+            "tmas.bank.rejected",
+            "tmas.iteration",
+        ] {
+            assert!(matches!(typed(b, key), Some(Typed::Int(_))), "{key}: {b:?}");
+        }
+        assert!(
+            matches!(typed(b, "tmas.bank.name"), Some(Typed::Str(_))),
+            "{b:?}"
+        );
     }
 
     // The simulator received a traceparent naming the exported attempt span.

@@ -1,7 +1,8 @@
 //! Crash and interrupt, then resume: the `tmas` binary against a `tmas sim-server`
 //! process. The resumed run must end exactly where an uninterrupted one does (same
 //! candidates, scores, banks, judge verdicts, Pass@1), and re-send at most the calls that
-//! were in flight when it stopped (counted at the simulator).
+//! were in flight when it stopped (counted at the simulator). An interrupted run's table
+//! and export say they are partial.
 
 mod resume_support;
 
@@ -105,6 +106,50 @@ fn sigint_stops_gracefully_with_code_130_and_resume_finishes_without_resending()
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(summary["status"], "interrupted");
+    // The table printed says it covers the finished problems only.
+    let stdout = text(&output.stdout);
+    let partial_line = stdout
+        .lines()
+        .find(|l| l.starts_with("partial: "))
+        .unwrap_or_else(|| panic!("no `partial:` line above the table: {stdout}"));
+    assert!(
+        partial_line.contains(&format!(
+            "of {PROBLEMS} problems unfinished, not in this table"
+        )),
+        "{partial_line}"
+    );
+    let table_at = stdout.find("iteration  pass@1").expect("the table");
+    assert!(stdout.find("partial: ").unwrap() < table_at, "{stdout}");
+
+    // Exporting the unfinished run is refused unless --partial, whose rows say so.
+    let refused = tmas(&["export", &dir_s]);
+    let message = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{message}");
+    assert!(
+        message.contains("problems are unfinished") && message.contains("--partial"),
+        "{message}"
+    );
+    assert!(refused.stdout.is_empty(), "nothing exported");
+    let jsonl = ok(tmas(&["export", &dir_s, "--partial"]), "export --partial");
+    let statuses: Vec<String> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["status"].to_string())
+        .collect();
+    assert_eq!(statuses.len(), PROBLEMS);
+    assert!(statuses.iter().any(|s| s == "\"partial\""), "{statuses:?}");
+    assert!(
+        statuses
+            .iter()
+            .all(|s| s == "\"partial\"" || s == "\"done\""),
+        "{statuses:?}"
+    );
+    let csv = ok(
+        tmas(&["export", &dir_s, "--format", "csv", "--partial"]),
+        "export --format csv --partial",
+    );
+    let mut rows = csv.lines();
+    assert!(rows.next().unwrap().ends_with(",status"), "{csv}");
+    assert!(rows.all(|r| r.ends_with(",partial")), "{csv}");
 
     ok(
         tmas(&["run", "--resume", &dir_s, "--status-every", "0"]),

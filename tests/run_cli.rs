@@ -1,6 +1,7 @@
 //! The built `tmas` binary: `tmas run` on the demo config (embedded simulator) prints the
-//! Pass@1 table, `tmas report` draws the chart, and a bad dataset row is an error naming
-//! file and line unless `--skip-bad-rows` is given.
+//! Pass@1 table, `tmas report` draws the chart, a bad dataset row is an error naming
+//! file and line unless `--skip-bad-rows` is given, `--quiet` leaves warnings and the
+//! table, and an error is printed once.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -155,17 +156,47 @@ fn a_bad_dataset_row_is_named_by_file_and_line_and_skip_bad_rows_runs_the_rest()
     );
     assert!(stderr.contains("answer"), "and the field: {}", show(&out));
 
+    // A missing dataset: one message, the OS error once.
+    let missing = tmp.path().join("missing.jsonl");
+    let mut args = base.to_vec();
+    args[4] = path_arg(&missing);
+    let out = tmas(&args);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let os = std::io::Error::from_raw_os_error(2).to_string();
+    assert_eq!(stderr.matches(&os).count(), 1, "{}", show(&out));
+    assert_eq!(
+        stderr.lines().filter(|l| l.starts_with("error:")).count(),
+        1
+    );
+    assert!(
+        stderr.contains(&missing.display().to_string()),
+        "{}",
+        show(&out)
+    );
+
+    // --quiet: the skipped row's warning and the final table, nothing else.
     let mut skipping = base.to_vec();
-    skipping.push("--skip-bad-rows");
+    skipping.extend(["--skip-bad-rows", "--quiet"]);
     let out = tmas(&skipping);
     assert!(
         out.status.success(),
         "--skip-bad-rows passes: {}",
         show(&out)
     );
-    assert_eq!(
-        table_rows(&String::from_utf8_lossy(&out.stdout)),
-        expected_rows(2)
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(table_rows(&stdout), expected_rows(2));
+    assert!(!stdout.contains("chart:"), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("WARN") && stderr.contains("skipping bad dataset row"),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        !stderr.contains("INFO") && !stderr.contains("tmas run:") && !stderr.contains("problems |"),
+        "--quiet prints warnings only: {}",
+        show(&out)
     );
     let summary: serde_json::Value = serde_json::from_slice(
         &std::fs::read(run_dir.join("run.json")).expect("run.json readable"),

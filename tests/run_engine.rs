@@ -1,6 +1,7 @@
 //! `tmas run` end to end on a simulator the test starts itself: calls per iteration
 //! counted at the simulator (by `x-tmas-role`), M = 0, re-asked unparseable verifier
-//! scores, and the global in-flight cap under a burst of 5,000 client calls.
+//! scores, the global in-flight cap under a burst of 5,000 client calls, and problem ids of any
+//! length (capped file names; an unwritable file fails its problem, not the run).
 
 mod run_support;
 
@@ -8,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use run_support::{dataset, requests_by_problem_iteration, run_on_sim, sim_options, start_sim};
+use tmas::engine::run_dir::RunDir;
 use tmas::method::{CandidateStatus, VerificationStatus};
 use tmas::sim::{FaultRates, LatencyModel};
 use tmas_actors::client::{
@@ -333,4 +335,134 @@ async fn a_burst_of_5000_client_calls_never_exceeds_the_global_cap_at_the_simula
         "calls should overlap (peak {})",
         stats.peak_in_flight
     );
+}
+
+/// Files under `dir` (recursively), as paths relative to it.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("readable directory") {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                stack.push(path.clone());
+            }
+            out.push(path.strip_prefix(dir).unwrap().to_path_buf());
+        }
+    }
+    out
+}
+
+async fn resume_engine(
+    dir: &std::path::Path,
+    config: tmas::config::Config,
+) -> tmas::engine::RunResult {
+    tmas::engine::resume(
+        tmas::engine::ResumeRequest {
+            run_dir: dir.to_path_buf(),
+            config: Box::new(move |_| Ok(config)),
+            force: false,
+            env: Vec::new(),
+            status_every: None,
+            keep_failed: false,
+            preflight: false,
+        },
+        tmas::engine::RunControl::default(),
+    )
+    .await
+    .expect("the resumed run completes")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_of_any_length_get_capped_file_names_and_an_unwritable_file_fails_one_problem() {
+    use tmas_actors::bank::{MAX_NAME_BYTES, safe_name};
+    let mut data = dataset(5);
+    let ids = [
+        "a".repeat(255),
+        "b/".repeat(150),
+        "c".repeat(1000),
+        "数学オリンピック問題 №7 — ".repeat(20),
+        "victim".to_owned(),
+    ];
+    for (p, id) in data.problems.iter_mut().zip(&ids) {
+        p.id = id.clone();
+    }
+    let sim = start_sim(sim_options(5), &data).await;
+    let config = run_support::config(&sim.base_url(), &["method.iterations=2"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // A directory where the victim's record file goes: its rename fails (EISDIR).
+    let blocker = dir
+        .join("problems")
+        .join(format!("{}.json", safe_name("victim")));
+    std::fs::create_dir_all(blocker.join("in-the-way")).unwrap();
+
+    let result = run_support::run_engine(config.clone(), data.clone(), dir).await;
+    assert_eq!(result.problems_done, 4, "{:?}", result.problems_failed);
+    assert_eq!(
+        result.problems_failed.len(),
+        1,
+        "{:?}",
+        result.problems_failed
+    );
+    let failed = &result.problems_failed[0];
+    assert_eq!(failed.problem_id, "victim");
+    assert!(failed.error.contains("victim.json"), "{}", failed.error);
+    assert!(!result.interrupted);
+    let summary = RunDir::open(dir).unwrap().read_summary().unwrap();
+    assert_eq!(summary.problems_done, 4);
+    assert_eq!(summary.problems_failed[0].problem_id, "victim");
+    let records = RunDir::open(dir).unwrap().read_problems().unwrap();
+    let mut got: Vec<&str> = records.iter().map(|r| r.problem_id.as_str()).collect();
+    got.sort();
+    let mut want: Vec<&str> = ids[..4].iter().map(String::as_str).collect();
+    want.sort();
+    assert_eq!(got, want, "every long or unicode id has its record");
+    let lines = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    assert_eq!(
+        lines.lines().count(),
+        4,
+        "results.jsonl holds the done problems"
+    );
+    for path in files_under(dir) {
+        for part in path.iter() {
+            assert!(
+                part.len() <= MAX_NAME_BYTES + 17 + ".json".len(),
+                "{} is too long a name",
+                path.display()
+            );
+        }
+    }
+    for id in &ids[..4] {
+        assert!(
+            dir.join("banks").join(safe_name(id)).is_dir(),
+            "banks of {id}"
+        );
+    }
+
+    // Resumed once the obstacle is gone: the failed problem runs again from the stored
+    // calls, nothing is sent.
+    std::fs::remove_dir_all(&blocker).unwrap();
+    let resumed = resume_engine(dir, config.clone()).await;
+    assert_eq!(resumed.problems_done, 5, "{:?}", resumed.problems_failed);
+    assert!(resumed.problems_failed.is_empty());
+    assert_eq!(resumed.calls_sent, 0, "every call was stored");
+    assert!(blocker.is_file());
+
+    // A resume that must restore an earlier problem's file and cannot fails that problem
+    // only; the next resume repairs it.
+    let long = RunDir::open(dir).unwrap().problem_path(&ids[2]);
+    std::fs::remove_file(&long).unwrap();
+    std::fs::create_dir_all(long.join("in-the-way")).unwrap();
+    let blocked = resume_engine(dir, config.clone()).await;
+    assert_eq!(blocked.problems_done, 4);
+    assert_eq!(blocked.problems_failed.len(), 1);
+    assert_eq!(blocked.problems_failed[0].problem_id, ids[2]);
+    std::fs::remove_dir_all(&long).unwrap();
+    let repaired = resume_engine(dir, config).await;
+    assert_eq!(repaired.problems_done, 5, "{:?}", repaired.problems_failed);
+    assert_eq!(repaired.calls_sent, 0);
+    assert!(long.is_file());
+    assert_eq!(RunDir::open(dir).unwrap().read_problems().unwrap().len(), 5);
+    sim.shutdown().await;
 }

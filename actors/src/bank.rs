@@ -18,7 +18,10 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::Instrument;
 
-pub use sink::{BankSink, BankSinkError, JsonFileSink, NoopSink, file_holds, safe_name};
+pub use sink::{
+    BankSink, BankSinkError, JsonFileSink, MAX_NAME_BYTES, NoopSink, file_holds, safe_name,
+    uncapped_safe_name,
+};
 
 use crate::strategy::{BankVersion, MergePolicy};
 
@@ -157,9 +160,15 @@ impl Actor for BankActor {
                 // Its parent is the sender's span (the coordinator's iteration span), carried
                 // over by ractor's message span propagation.
                 let span = tracing::info_span!("bank_update", problem = %state.problem,
-                    bank = %state.current.bank, iteration, version = tracing::field::Empty,
+                    bank = %state.current.bank, iteration,
+                    tmas.bank.version = tracing::field::Empty,
                     tmas.bank.size = tracing::field::Empty,
                     tmas.bank.rejected = tracing::field::Empty);
+                tmas_observability::span_ext::set_attribute(
+                    &span,
+                    "tmas.bank.name",
+                    state.current.bank.clone(),
+                );
                 tmas_observability::span_ext::set_attribute(
                     &span,
                     "tmas.problem_id",
@@ -179,6 +188,11 @@ impl Actor for BankActor {
     }
 }
 
+/// A length as a span attribute value.
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 impl BankState {
     async fn update(
         &mut self,
@@ -188,9 +202,10 @@ impl BankState {
         let span = tracing::Span::current();
         let Some(proposed) = proposed else {
             tracing::info!("update failed upstream; bank unchanged");
-            span.record("version", self.current.version);
-            span.record("tmas.bank.size", self.current.items.len());
-            span.record("tmas.bank.rejected", 0);
+            // i64: the exporter turns unsigned fields into strings.
+            span.record("tmas.bank.version", i64::from(self.current.version));
+            span.record("tmas.bank.size", count(self.current.items.len()));
+            span.record("tmas.bank.rejected", 0i64);
             return Ok(BankVersion {
                 rejected: Vec::new(),
                 ..self.current.clone()
@@ -206,7 +221,7 @@ impl BankState {
                 // anything is verified) is routine: keep it off the default log.
                 tracing::debug!(reason = %r.reason, "merge policy rejected an empty update");
             } else {
-                tracing::info!(item = %item, reason = %r.reason, "merge policy rejected an item");
+                tracing::debug!(item = %item, reason = %r.reason, "merge policy rejected an item");
             }
         }
         let next = BankVersion {
@@ -215,9 +230,9 @@ impl BankState {
             items: outcome.items.into(),
             rejected: outcome.rejected,
         };
-        span.record("version", next.version);
-        span.record("tmas.bank.size", next.items.len());
-        span.record("tmas.bank.rejected", next.rejected.len());
+        span.record("tmas.bank.version", i64::from(next.version));
+        span.record("tmas.bank.size", count(next.items.len()));
+        span.record("tmas.bank.rejected", count(next.rejected.len()));
         persist(&self.sink, &self.problem, Some(iteration), &next).await?;
         self.current = next.clone();
         Ok(next)

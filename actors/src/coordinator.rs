@@ -419,7 +419,7 @@ impl<O: Send + 'static> Actor for Coordinator<O> {
         }
         let span = state.span.clone();
         span.in_scope(|| {
-            tracing::info!("problem started");
+            tracing::debug!("problem started");
             let commands = state.drive("start", |s| s.start());
             state.dispatch(&myself, commands);
         });

@@ -1,4 +1,11 @@
-//! An exporter wrapper that reports the first failed export once and then stays quiet.
+//! An exporter wrapper that exports only namespaced span attributes and reports the first
+//! failed export once and then stays quiet.
+//!
+//! A span's attributes are its `tracing` fields plus those set through
+//! [`crate::span_ext`]. Fields without a namespace (`problem`, `iteration`, `role`, …) are
+//! there for log lines; each has a typed, namespaced counterpart (`tmas.problem_id`,
+//! `tmas.iteration`, `gen_ai.agent.name`, …), so they are left out of the export rather
+//! than repeated untyped on every span.
 //!
 //! The batch processor drops a batch whose export failed; the run goes on. Without this,
 //! the SDK would report every failed batch (its own logs are filtered out of the log
@@ -46,9 +53,18 @@ impl<E> fmt::Debug for LogOnce<E> {
     }
 }
 
+/// `gen_ai.request.model`, `tmas.role`, `error.type`: a semantic-convention or `tmas.`
+/// name, as opposed to a bare `tracing` field name.
+pub(crate) fn is_namespaced(key: &str) -> bool {
+    key.contains('.')
+}
+
 impl<E: SpanExporter> SpanExporter for LogOnce<E> {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+    async fn export(&self, mut batch: Vec<SpanData>) -> OTelSdkResult {
         let n = batch.len() as u64;
+        for span in &mut batch {
+            span.attributes.retain(|kv| is_namespaced(kv.key.as_str()));
+        }
         let result = self.inner.export(batch).await;
         match &result {
             Ok(()) => {

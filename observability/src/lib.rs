@@ -9,9 +9,11 @@
 //!   `--trace-content` switch.
 //! - [`prometheus`]: the Prometheus recorder and `/metrics` endpoint.
 //! - [`progress`]: progress bars on a terminal, plain status lines otherwise.
+//! - [`error_text`]: an error and its causes as one message, without repeated text.
 //!
 //! Span layout and attribute names are documented in `observability/README.md`.
 
+pub mod error_text;
 mod export;
 pub mod logging;
 mod otel_slot;
@@ -20,6 +22,7 @@ pub mod progress;
 pub mod prometheus;
 pub mod span_ext;
 
+pub use error_text::error_text;
 pub use export::ExportStats;
 pub use logging::{init_logging, log_filter};
 pub use otlp::{ObservabilityConfig, OtlpError, OtlpSettings, Protocol, TracingGuard};

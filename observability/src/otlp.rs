@@ -213,6 +213,8 @@ pub fn install(settings: &OtlpSettings) -> Result<TracingGuard, OtlpError> {
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_location(false)
+        // `target` (the Rust module) on every span is noise to a collector.
+        .with_target(false)
         .with_threads(false)
         .with_tracked_inactivity(false);
     if !slot.fill(layer) {

@@ -1,6 +1,10 @@
 //! The run's progress on stderr: `indicatif` bars on a terminal, otherwise one plain
 //! status line every N seconds (logs and CI captures stay readable), or nothing.
 //!
+//! Both phases are shown: solving (iterations of the method's calls) and judging (each
+//! finished problem's candidates, by rules and, when configured, the LLM judge, which can
+//! be a third of a run's time). The ETA counts the calls still to make in both.
+//!
 //! The display polls a [`ProgressSnapshot`] source; it never sits on the calls' path.
 
 use std::collections::VecDeque;
@@ -34,6 +38,13 @@ pub struct ProgressSnapshot {
     pub retries: u64,
     /// Calls answered from a run store instead of an endpoint (resumed runs).
     pub calls_replayed: u64,
+    /// Problems whose candidates have all been judged.
+    pub problems_judged: u64,
+    /// LLM judge calls finished (not in `calls_done`, which counts the method's calls).
+    pub judge_calls_done: u64,
+    /// Most LLM judge calls one problem makes (0: no LLM judge); the ETA assumes it until
+    /// a problem has been judged, then the average so far.
+    pub judge_calls_per_problem: u64,
 }
 
 /// How progress is shown.
@@ -122,13 +133,50 @@ impl Rate {
     }
 }
 
-/// Remaining time, extrapolated from the iterations done so far.
+/// Calls still to make, estimated: the method's calls per iteration so far times the
+/// iterations left, plus the judge calls per problem (so far, or the bound before the
+/// first problem is judged) times the problems left to judge. `None` before the first
+/// iteration ends.
+fn calls_left(s: &ProgressSnapshot) -> Option<f64> {
+    let solving = if s.iterations_done >= s.iterations_total {
+        0.0
+    } else if s.iterations_done == 0 {
+        return None;
+    } else {
+        (s.iterations_total - s.iterations_done) as f64 * s.calls_done as f64
+            / s.iterations_done as f64
+    };
+    let judge_per_problem = if s.problems_judged > 0 {
+        s.judge_calls_done as f64 / s.problems_judged as f64
+    } else {
+        s.judge_calls_per_problem as f64
+    };
+    let to_judge = s
+        .problems_total
+        .saturating_sub(s.problems_judged + s.problems_failed);
+    Some(solving + to_judge as f64 * judge_per_problem)
+}
+
+/// Remaining time: the calls left at the rate calls were sent so far (replayed calls,
+/// answered from the store at once, do not count toward the rate).
 fn eta(elapsed: Duration, s: &ProgressSnapshot) -> Option<Duration> {
-    if s.iterations_done == 0 || s.iterations_total <= s.iterations_done {
+    let left = calls_left(s)?;
+    let sent = (s.calls_done + s.judge_calls_done).saturating_sub(s.calls_replayed);
+    if sent == 0 {
         return None;
     }
-    let left = (s.iterations_total - s.iterations_done) as f64 / s.iterations_done as f64;
-    Some(Duration::from_secs_f64(elapsed.as_secs_f64() * left))
+    Some(Duration::from_secs_f64(
+        elapsed.as_secs_f64() * left / sent as f64,
+    ))
+}
+
+/// The phase a run is in: solving while iterations are left, then judging.
+fn phase(s: &ProgressSnapshot) -> &'static str {
+    if s.iterations_done < s.iterations_total {
+        "solving"
+    } else {
+        "judging"
+    }
 }
 
 fn hms(d: Duration) -> String {
@@ -150,14 +198,22 @@ pub fn status_line(elapsed: Duration, s: &ProgressSnapshot, tokens_per_s: f64) -
     } else {
         String::new()
     };
+    let judge_calls = if s.judge_calls_done > 0 || s.judge_calls_per_problem > 0 {
+        format!(", {} judge calls", s.judge_calls_done)
+    } else {
+        String::new()
+    };
     format!(
-        "[{:>7}] problems {}/{} done ({} failed) | iterations {}/{} | calls {} in flight, {} done{replayed} | {:.0} tok/s | errors {} retries {} | ETA {}",
+        "[{:>7}] {} | problems {}/{} done ({} failed) | iterations {}/{} | judged {}/{}{judge_calls} | calls {} in flight, {} done{replayed} | {:.0} tok/s | errors {} retries {} | ETA {}",
         hms(elapsed),
+        phase(s),
         s.problems_done,
         s.problems_total,
         s.problems_failed,
         s.iterations_done,
         s.iterations_total,
+        s.problems_judged,
+        s.problems_total,
         s.calls_in_flight,
         s.calls_done,
         tokens_per_s,
@@ -198,9 +254,12 @@ async fn bars(source: ProgressSource, mut stopped: watch::Receiver<bool>) {
     problems.set_prefix("problems");
     let iterations = multi.add(ProgressBar::new(0));
     iterations.set_style(style(
-        "{prefix:>10} [{bar:32}] {pos}/{len} elapsed {elapsed_precise} ETA {eta_precise}",
+        "{prefix:>10} [{bar:32}] {pos}/{len} elapsed {elapsed_precise}",
     ));
     iterations.set_prefix("iterations");
+    let judged = multi.add(ProgressBar::new(0));
+    judged.set_style(style("{prefix:>10} [{bar:32}] {pos}/{len} {msg}"));
+    judged.set_prefix("judged");
     let status = multi.add(ProgressBar::new(0));
     status.set_style(style("{prefix:>10} {msg}"));
     status.set_prefix("calls");
@@ -208,6 +267,7 @@ async fn bars(source: ProgressSource, mut stopped: watch::Receiver<bool>) {
         *slot = Some(multi.clone());
     }
     let mut rate = Rate::default();
+    let started = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         let done = tokio::select! {
@@ -225,9 +285,22 @@ async fn bars(source: ProgressSource, mut stopped: watch::Receiver<bool>) {
         });
         iterations.set_length(s.iterations_total);
         iterations.set_position(s.iterations_done);
+        judged.set_length(s.problems_total);
+        judged.set_position(s.problems_judged);
+        judged.set_message(if s.judge_calls_done > 0 {
+            format!("({} judge calls)", s.judge_calls_done)
+        } else {
+            String::new()
+        });
+        let eta = eta(started.elapsed(), &s).map_or_else(|| "-".to_owned(), hms);
         status.set_message(format!(
-            "{} in flight, {} done | {:.0} tok/s | errors {} retries {}",
-            s.calls_in_flight, s.calls_done, tps, s.errors, s.retries
+            "{} in flight, {} done | {:.0} tok/s | errors {} retries {} | {} | ETA {eta}",
+            s.calls_in_flight,
+            s.calls_done,
+            tps,
+            s.errors,
+            s.retries,
+            phase(&s)
         ));
         if done {
             break;
@@ -236,7 +309,7 @@ async fn bars(source: ProgressSource, mut stopped: watch::Receiver<bool>) {
     if let Ok(mut slot) = BARS.write() {
         *slot = None;
     }
-    for bar in [&problems, &iterations, &status] {
+    for bar in [&problems, &iterations, &judged, &status] {
         bar.finish();
     }
     let _ = multi.clear();
@@ -300,6 +373,9 @@ mod tests {
             errors: 2,
             retries: 3,
             calls_replayed: 0,
+            problems_judged: 0,
+            judge_calls_done: 0,
+            judge_calls_per_problem: 0,
         }
     }
 
@@ -318,6 +394,64 @@ mod tests {
             assert!(line.contains(part), "{part:?} missing in {line}");
         }
         assert!(status_line(Duration::from_secs(1), &snap(0, 40), 0.0).ends_with("ETA -"));
+    }
+
+    #[test]
+    fn progress_goes_on_through_the_judge_phase_and_the_eta_counts_judge_calls() {
+        // Every iteration done, 1 of 4 problems judged with 24 judge calls; 1 failed.
+        let s = ProgressSnapshot {
+            iterations_done: 40,
+            problems_judged: 1,
+            judge_calls_done: 24,
+            judge_calls_per_problem: 96,
+            ..snap(40, 40)
+        };
+        let line = status_line(Duration::from_secs(114), &s, 0.0);
+        for part in [
+            "judging |",
+            "judged 1/4, 24 judge calls",
+            "iterations 40/40",
+        ] {
+            assert!(line.contains(part), "{part:?} missing in {line}");
+        }
+        // 2 problems left to judge at 24 calls each; 114 s for 90 + 24 calls sent.
+        assert_eq!(calls_left(&s), Some(48.0));
+        assert_eq!(
+            eta(Duration::from_secs(114), &s),
+            Some(Duration::from_secs(48))
+        );
+        // Before any problem is judged, the bound per problem is assumed.
+        let before = ProgressSnapshot {
+            problems_judged: 0,
+            judge_calls_done: 0,
+            ..s
+        };
+        assert_eq!(calls_left(&before), Some(3.0 * 96.0));
+        assert!(
+            status_line(Duration::from_secs(1), &before, 0.0).contains("judged 0/4, 0 judge calls")
+        );
+        // While solving: the method's calls per iteration so far times the iterations left.
+        let solving = ProgressSnapshot {
+            judge_calls_per_problem: 10,
+            ..snap(10, 40)
+        };
+        assert_eq!(calls_left(&solving), Some(30.0 * 9.0 + 3.0 * 10.0));
+        assert!(status_line(Duration::from_secs(1), &solving, 0.0).contains("] solving |"));
+        // Replayed calls (a resumed run) do not speed up the estimate.
+        let resumed = ProgressSnapshot {
+            calls_replayed: 60,
+            ..snap(10, 40)
+        };
+        assert_eq!(
+            eta(Duration::from_secs(30), &resumed),
+            Some(Duration::from_secs(270))
+        );
+        // All done: nothing left.
+        let done = ProgressSnapshot {
+            problems_judged: 3,
+            ..snap(40, 40)
+        };
+        assert_eq!(eta(Duration::from_secs(5), &done), Some(Duration::ZERO));
     }
 
     #[test]

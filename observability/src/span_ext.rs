@@ -5,6 +5,10 @@
 //! - [`set_attribute`] / [`add_event`]: OpenTelemetry attributes and events whose names
 //!   are only known at run time (strategy-supplied labels, string arrays).
 //! - [`trace_content`]: whether prompt and response text may go on spans (`--trace-content`).
+//! - [`int`] / [`decimal`]: numbers as the attribute types collectors compare and
+//!   aggregate. `tracing-opentelemetry` exports a `u64`/`u32`/`usize` field as a string
+//!   (only `i64`, `f64` and `bool` keep their type), and an `f32` widened to `f64` shows
+//!   its binary error (0.95 becomes 0.949999988079071).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -81,6 +85,17 @@ where
     Value::Array(Array::String(items.into_iter().map(Into::into).collect()))
 }
 
+/// An unsigned count as an integer attribute value (saturating at `i64::MAX`).
+pub fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The `f64` of the shortest decimal that reads back as `x`: the number as written in the
+/// config (0.95), not the `f32`'s binary value widened (0.949999988079071).
+pub fn decimal(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::from(x))
+}
+
 /// At most `max` bytes of `text` (cut at a character boundary), for span attributes.
 pub fn clip(text: &str, max: usize) -> &str {
     if text.len() <= max {
@@ -104,6 +119,17 @@ mod tests {
         set_trace_content(true);
         assert!(!trace_content());
         set_trace_content(false);
+    }
+
+    #[test]
+    fn numbers_keep_their_written_value_and_counts_saturate() {
+        assert_eq!(decimal(0.95), 0.95);
+        assert_ne!(f64::from(0.95f32), 0.95);
+        assert_eq!(decimal(1.0), 1.0);
+        assert_eq!(decimal(0.7), 0.7);
+        assert_eq!(decimal(1e-3), 0.001);
+        assert_eq!(int(7), 7);
+        assert_eq!(int(u64::MAX), i64::MAX);
     }
 
     #[test]

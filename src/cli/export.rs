@@ -1,8 +1,9 @@
-//! `tmas export DIR --format jsonl|csv [--out FILE]`: a run's store as JSONL (one line per
-//! problem) or its per-iteration Pass@1 table as CSV. Reads only; works on a run that is
-//! still going or was interrupted. It streams, one problem's record in memory at a time
-//! (a long run's records are hundreds of MB); with `--out` the file appears only
-//! complete.
+//! `tmas export DIR --format jsonl|csv [--out FILE] [--partial]`: a run's store as JSONL
+//! (one line per problem) or its per-iteration Pass@1 table as CSV. Reads only. A run
+//! with unfinished problems (interrupted, or still going) is refused with exit code 1
+//! unless `--partial` is given: its table would cover only the finished problems, so the
+//! rows then say `partial`. It streams, one problem's record in memory at a time (a long
+//! run's records are hundreds of MB); with `--out` the file appears only complete.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,7 +12,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::engine::run_dir::write_atomic_with;
-use crate::store::export::{write_csv, write_jsonl};
+use crate::store::export::{unfinished_problems, write_csv, write_jsonl};
 use crate::store::{DB_FILE, StoreReader};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -32,17 +33,45 @@ pub struct Args {
     /// Write here (atomically) instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Export a run with unfinished problems (interrupted or still going): their JSONL
+    /// rows, and every CSV row, say `partial`.
+    #[arg(long)]
+    pub partial: bool,
 }
+
+/// How many unfinished ids the refusal names.
+const NAMED_UNFINISHED: usize = 5;
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let path = args.dir.join(DB_FILE);
-    let (format, out) = (args.format, args.out.clone());
+    let (format, out, partial) = (args.format, args.out.clone(), args.partial);
+    let dir = args.dir.clone();
     // SQLite reads block: keep them off the async workers.
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
         let reader = StoreReader::open_read_only(&path)?;
+        let (unfinished, total) = unfinished_problems(&reader)?;
+        if !unfinished.is_empty() && !partial {
+            let mut named = unfinished
+                .iter()
+                .take(NAMED_UNFINISHED)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if unfinished.len() > NAMED_UNFINISHED {
+                named.push_str(", …");
+            }
+            anyhow::bail!(
+                "{}: {} of {total} problems are unfinished ({named}), so the export would \
+                 cover only part of the run; finish it with `tmas run --resume {}`, or pass \
+                 --partial to export what is there (its rows then say `partial`)",
+                dir.display(),
+                unfinished.len(),
+                dir.display()
+            );
+        }
         let export = |w: &mut dyn Write| match format {
-            Format::Jsonl => write_jsonl(&reader, w),
-            Format::Csv => write_csv(&reader, w),
+            Format::Jsonl => write_jsonl(&reader, w, partial),
+            Format::Csv => write_csv(&reader, w, partial),
         };
         match out {
             Some(file) => write_atomic_with(&file, export),

@@ -20,7 +20,8 @@ pub mod sim_server;
 #[derive(Debug, Parser)]
 #[command(name = "tmas", version, about)]
 pub struct Cli {
-    /// Log filter (tracing `EnvFilter` syntax); `RUST_LOG` is used when absent.
+    /// Log filter (tracing `EnvFilter` syntax); when absent, `warn` with `tmas run
+    /// --quiet`, else `RUST_LOG`, else `info`.
     #[arg(long, global = true)]
     pub log: Option<String>,
     /// Worker threads of the async runtime (default: `TOKIO_WORKER_THREADS`, else one
@@ -63,7 +64,10 @@ pub enum Command {
 /// Parses arguments, sets up logging and a runtime, and runs the subcommand.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    tmas_observability::init_logging(cli.log.as_deref());
+    // `tmas run --quiet`: warnings and errors only, unless a filter is given explicitly.
+    let quiet = matches!(&cli.command, Command::Run(args) if args.quiet);
+    let filter = cli.log.as_deref().or(quiet.then_some("warn"));
+    tmas_observability::init_logging(filter);
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
     if let Some(n) = cli.worker_threads {
@@ -94,7 +98,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", tmas_observability::error_text(e.as_ref()));
             ExitCode::from(1)
         }
     }

@@ -76,7 +76,8 @@ pub struct Args {
     /// Put prompt and response text on exported spans (off by default: size and privacy).
     #[arg(long)]
     pub trace_content: bool,
-    /// No progress bars or status lines.
+    /// Warnings, errors and the final table only: no progress bars or status lines, no
+    /// informational log lines (unless `--log` asks for them).
     #[arg(long)]
     pub quiet: bool,
     /// Skip the start-up check of the endpoints (`GET /models` and a one-token chat
@@ -152,8 +153,37 @@ pub const EXIT_DEGRADED: u8 = 3;
 /// Exit code: stopped because an endpoint kept answering with permanent errors.
 pub const EXIT_PERMANENT_ERRORS: u8 = 4;
 
+/// How many unfinished ids the line above an interrupted run's table names.
+const NAMED_UNFINISHED: usize = 10;
+
+/// The line above the table of a run with unfinished problems: the table covers only the
+/// finished ones.
+fn unfinished_line(result: &RunResult) -> Option<String> {
+    let unfinished = &result.unfinished;
+    if unfinished.is_empty() {
+        return None;
+    }
+    let total = result.problems_done + result.problems_failed.len() + unfinished.len();
+    let mut named = unfinished
+        .iter()
+        .take(NAMED_UNFINISHED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if unfinished.len() > NAMED_UNFINISHED {
+        named.push_str(", …");
+    }
+    Some(format!(
+        "partial: {} of {total} problems unfinished, not in this table: {named}",
+        unfinished.len()
+    ))
+}
+
 /// Prints the outcome; the exit code says how the run ended.
 fn report(result: &RunResult) -> ExitCode {
+    if let Some(line) = unfinished_line(result) {
+        println!("{line}");
+    }
     println!("{}", result.table.render_text());
     print!("{}", result.accounting.render_text());
     println!(
@@ -181,7 +211,9 @@ fn report(result: &RunResult) -> ExitCode {
         eprintln!("interrupted; resume with: {resume}");
         return ExitCode::from(shutdown::EXIT_INTERRUPTED);
     }
-    println!("chart: tmas report {}", result.run_dir.display());
+    if !engine::observe::quiet() {
+        println!("chart: tmas report {}", result.run_dir.display());
+    }
     if result.accounting.is_clean() {
         ExitCode::SUCCESS
     } else {
@@ -236,15 +268,17 @@ fn fresh_request(
         .out
         .clone()
         .unwrap_or_else(|| run_dir::new_run_dir_path(&config.run.out_dir));
-    eprintln!(
-        "tmas run: {} problems, N={} M={} T={} ε={} → {}",
-        dataset.problems.len(),
-        config.method.n,
-        config.method.m,
-        config.method.iterations,
-        config.method.epsilon,
-        run_dir.display()
-    );
+    if !args.quiet {
+        eprintln!(
+            "tmas run: {} problems, N={} M={} T={} ε={} → {}",
+            dataset.problems.len(),
+            config.method.n,
+            config.method.m,
+            config.method.iterations,
+            config.method.epsilon,
+            run_dir.display()
+        );
+    }
     Ok(Ok(RunRequest {
         config,
         config_source: args.config.config.clone(),

@@ -2,6 +2,7 @@
 //! (R repeats, role `judge`) when one is configured and the policy asks for it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::future::join_all;
 use tmas_actors::strategy::{CallExecutor, CallKey};
@@ -17,6 +18,18 @@ use crate::method::{PromptSet, TmasOutcome};
 pub struct JudgeSetup {
     /// `None`: rule check only.
     pub llm: Option<LlmJudge>,
+    /// What the progress display shows of the judge phase.
+    pub progress: Arc<JudgeProgress>,
+}
+
+/// Counters of the judge phase, read by the progress display: judging goes on after the
+/// last iteration of the last problem, and with an LLM judge it is a good part of a run.
+#[derive(Debug, Default)]
+pub struct JudgeProgress {
+    /// Problems whose every candidate has been judged.
+    pub problems_judged: AtomicU64,
+    /// LLM judge calls finished (answered, failed or replayed).
+    pub calls_done: AtomicU64,
 }
 
 /// The LLM judge: where its calls go and how often each candidate is asked.
@@ -58,6 +71,9 @@ impl JudgeSetup {
                                 index,
                             )
                             .await;
+                        self.progress
+                            .calls_done
+                            .fetch_add(verdicts.len() as u64, Ordering::Relaxed);
                         record.with_llm(verdicts)
                     }
                     _ => record,
@@ -65,6 +81,9 @@ impl JudgeSetup {
             });
             out.push(join_all(per_candidate).await);
         }
+        self.progress
+            .problems_judged
+            .fetch_add(1, Ordering::Relaxed);
         out
     }
 }

@@ -109,6 +109,8 @@ pub struct RunResult {
     pub table: PassAt1Table,
     pub problems_done: usize,
     pub problems_failed: Vec<FailedProblem>,
+    /// Problems neither done nor failed, in dataset order: not in `table` (resume them).
+    pub unfinished: Vec<String>,
     pub wall_seconds: f64,
     /// Stopped before every problem finished (signal or store failure): resume it.
     pub interrupted: bool,
@@ -210,7 +212,7 @@ async fn execute(
         resend_failed,
     } = plan;
     let iterations = config.method.iterations;
-    if resumed {
+    if resumed && !observe::quiet() {
         eprintln!(
             "resuming {}: {} of {} problems to run, T={iterations}",
             dir.root.display(),
@@ -265,6 +267,7 @@ async fn execute(
             policy: config.judge.policy,
             prompts: prompts.clone(),
         }),
+        progress: Arc::default(),
     };
 
     let settings = runner_settings(&config);
@@ -295,6 +298,8 @@ async fn execute(
             },
             problems_total: to_run.len() as u64,
             iterations,
+            judge: judge.progress.clone(),
+            judge_calls_per_problem: observe::judge_calls_per_problem(&config),
         },
         status_every,
     )
@@ -346,8 +351,10 @@ async fn execute(
             false
         }
     };
-    observer.finish().await; // issue 5
-    let mut written = writer.await.context("result writer task failed")??;
+    // The display stays up while the last problems are judged.
+    let written = writer.await.context("result writer task failed");
+    observer.finish().await;
+    let mut written = written??;
     let permanent_stop = client.permanent_stop_reason();
 
     endpoints.shutdown().await;
@@ -430,6 +437,7 @@ async fn execute(
         table: outputs.table,
         problems_done: outputs.problems_done,
         problems_failed: outputs.accounting.problems_failed.clone(),
+        unfinished: outputs.unfinished,
         wall_seconds,
         interrupted,
         calls_replayed: counts.replayed.load(Ordering::Relaxed),

@@ -9,6 +9,7 @@
 //! read from the resolved config and the environment.
 
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use tmas_observability::prometheus::{MetricsServer, Refresh};
 use tmas_observability::{ProgressDisplay, ProgressMode, ProgressSnapshot, span_ext};
 
 use crate::config::Config;
+use crate::engine::judging::JudgeProgress;
 use crate::engine::run_dir::ProblemRecord;
 
 /// The command line's observability flags.
@@ -53,6 +55,11 @@ pub fn metrics_addr() -> Option<SocketAddr> {
     options().metrics_addr
 }
 
+/// Whether the run was asked to be quiet (warnings and the final table only).
+pub fn quiet() -> bool {
+    options().quiet
+}
+
 fn options() -> ObserveOptions {
     OPTIONS
         .lock()
@@ -70,6 +77,22 @@ pub struct Sources {
     /// Problems this session runs.
     pub problems_total: u64,
     pub iterations: u32,
+    /// The judge phase's counters.
+    pub judge: Arc<JudgeProgress>,
+    /// Most LLM judge calls one problem makes ([`judge_calls_per_problem`]).
+    pub judge_calls_per_problem: u64,
+}
+
+/// Most LLM judge calls one problem makes: R per candidate of every iteration (0 without
+/// an LLM judge). Under `when_undecided` most candidates need none, so the display uses
+/// this bound only until the first problem has been judged.
+pub fn judge_calls_per_problem(config: &Config) -> u64 {
+    if !config.judge.enabled {
+        return 0;
+    }
+    u64::from(config.method.iterations)
+        * u64::from(config.method.n)
+        * u64::from(config.judge.repeats.max(1))
 }
 
 /// A run being watched.
@@ -127,8 +150,8 @@ impl RunObserver {
         }
         span_ext::set_trace_content(opts.trace_content || config.observability.trace_content);
         let run_span = tracing::info_span!(parent: None, "run",
-            tmas.problems.total = sources.problems_total,
-            tmas.iterations = sources.iterations,
+            tmas.problems.total = span_ext::int(sources.problems_total),
+            tmas.iterations = i64::from(sources.iterations),
             tmas.method = ?config.method.name);
         let sources = Arc::new(sources);
         let metrics = match opts.metrics_addr.or(config.observability.metrics_addr) {
@@ -217,6 +240,9 @@ fn snapshot(s: &Sources) -> ProgressSnapshot {
         errors: client.endpoints.iter().map(|e| e.errors).sum(),
         retries: client.endpoints.iter().map(|e| e.retries).sum(),
         calls_replayed: (s.replayed)(),
+        problems_judged: s.judge.problems_judged.load(Ordering::Relaxed),
+        judge_calls_done: s.judge.calls_done.load(Ordering::Relaxed),
+        judge_calls_per_problem: s.judge_calls_per_problem,
     }
 }
 

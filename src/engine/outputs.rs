@@ -17,8 +17,9 @@ use serde::Deserialize;
 
 use crate::eval::judge::JudgeRecord;
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Error, PassAt1Table};
+use crate::store::export::is_unfinished;
 use crate::store::read::{RoleUsageRow, StoredProblem};
-use crate::store::{RunStore, StoreReader};
+use crate::store::{Fact, RunStore, StatusRow, StoreReader};
 
 use super::accounting::Accounting;
 use super::run_dir::{FailedProblem, LineRange, RoleUsage, RunDir};
@@ -121,6 +122,8 @@ pub struct StoredOutputs {
     pub problems_total: usize,
     pub problems_done: usize,
     pub problems_failed: Vec<FailedProblem>,
+    /// Problems neither done to T nor failed, in dataset order (left for a resume).
+    pub unfinished: Vec<String>,
     pub usage_by_role: BTreeMap<String, RoleUsage>,
     /// Lost calls and the problems' states.
     pub accounting: Accounting,
@@ -128,7 +131,9 @@ pub struct StoredOutputs {
 
 /// Writes `results.jsonl` (each done problem once, in dataset order), the
 /// `problems/<id>.json` files this process did not write, and `pass_at_1.*`; returns what
-/// `run.json` needs. `written` is what this process's result writer wrote.
+/// `run.json` needs. `written` is what this process's result writer wrote. A problem of an
+/// earlier process whose files cannot be written is marked failed (a resume runs it again
+/// from the stored calls); the run goes on.
 pub async fn rebuild_outputs(
     store: &RunStore,
     dir: &RunDir,
@@ -139,7 +144,7 @@ pub async fn rebuild_outputs(
     let store_path = store.path().to_path_buf();
     // One blocking task over the store's read connection: it interleaves reads of earlier
     // records with file writes, so at most one such record is in memory at a time.
-    store
+    let (outputs, unwritable) = store
         .read(move |reader| {
             Ok(assemble(
                 reader,
@@ -149,7 +154,15 @@ pub async fn rebuild_outputs(
                 &written,
             ))
         })
-        .await?
+        .await??;
+    for failed in unwritable {
+        store.send(Fact::Status(StatusRow {
+            problem_id: failed.problem_id,
+            status: "failed",
+            error: Some(failed.error),
+        }));
+    }
+    Ok(outputs)
 }
 
 fn assemble(
@@ -158,7 +171,7 @@ fn assemble(
     dir: &RunDir,
     iterations: usize,
     written: &WrittenOutputs,
-) -> anyhow::Result<StoredOutputs> {
+) -> anyhow::Result<(StoredOutputs, Vec<FailedProblem>)> {
     let started = std::time::Instant::now();
     let problems = reader.problems()?;
     let done = reader.done_problem_ids()?;
@@ -166,37 +179,57 @@ fn assemble(
         PassAt1Builder::new(problems.iter().map(|p| p.problem_id.clone()), iterations);
     let mut results = dir.begin_results_rewrite()?;
     let mut from_store = 0usize;
+    let mut unwritable = Vec::new();
     for id in &done {
-        let mine = written.get(id);
-        let copied = match mine {
-            Some(w) => results.copy_appended(w.line)?,
-            None => false,
-        };
-        if !copied {
-            let json = reader.record_json(id)?.with_context(|| {
+        let stored_json = || {
+            reader.record_json(id)?.with_context(|| {
                 format!("{}: problem `{id}` lost its record", store_path.display())
-            })?;
-            results.push_json(&json)?;
-            if mine.is_none() {
-                // Finished by an earlier process.
-                from_store += 1;
-                JudgedScores::parse(&json)
-                    .with_context(|| {
-                        format!(
-                            "{}: problems.record_json of `{id}` is not valid",
-                            store_path.display()
-                        )
-                    })?
-                    .add_to(&mut builder, id, iterations)?;
-                dir.ensure_problem_file(id, &json)?;
-                dir.ensure_bank_files(id, &reader.bank_versions(id)?)?;
+            })
+        };
+        let Some(mine) = written.get(id) else {
+            // Finished by an earlier process: its files first, so one whose files cannot
+            // be written fails alone and stays out of the results.
+            let json = stored_json()?;
+            let versions = reader.bank_versions(id)?;
+            let restored = dir
+                .ensure_problem_file(id, &json)
+                .and_then(|_| dir.ensure_bank_files(id, &versions));
+            if let Err(e) = restored {
+                let error = tmas_observability::error_text(e.as_ref());
+                tracing::error!(problem = %id, "problem failed: {error}");
+                unwritable.push(FailedProblem {
+                    problem_id: id.clone(),
+                    error,
+                });
+                continue;
             }
+            results.push_json(&json)?;
+            from_store += 1;
+            JudgedScores::parse(&json)
+                .with_context(|| {
+                    format!(
+                        "{}: problems.record_json of `{id}` is not valid",
+                        store_path.display()
+                    )
+                })?
+                .add_to(&mut builder, id, iterations)?;
+            continue;
+        };
+        if !results.copy_appended(mine.line)? {
+            results.push_json(&stored_json()?)?;
         }
-        if let Some(w) = mine {
-            w.scores.add_to(&mut builder, id, iterations)?;
-        }
+        mine.scores.add_to(&mut builder, id, iterations)?;
     }
     results.finish()?;
+    // A problem whose files could not be written is failed from now on (the store is told
+    // by the caller).
+    let mut problems = problems;
+    for p in &mut problems {
+        if let Some(f) = unwritable.iter().find(|f| f.problem_id == p.problem_id) {
+            p.status = "failed".into();
+            p.error = Some(f.error.clone());
+        }
+    }
     let accounting = Accounting::build(
         &problems,
         &reader.lost_calls()?,
@@ -212,14 +245,23 @@ fn assemble(
         ms = started.elapsed().as_millis() as u64,
         "outputs rebuilt"
     );
-    Ok(StoredOutputs {
-        table,
-        problems_total: problems.len(),
-        problems_done: done.len(),
-        problems_failed: failed(&problems),
-        usage_by_role: usage(reader.usage_by_role()?),
-        accounting,
-    })
+    let unfinished = problems
+        .iter()
+        .filter(|p| is_unfinished(p, iterations))
+        .map(|p| p.problem_id.clone())
+        .collect();
+    Ok((
+        StoredOutputs {
+            table,
+            problems_total: problems.len(),
+            problems_done: done.len() - unwritable.len(),
+            problems_failed: failed(&problems),
+            unfinished,
+            usage_by_role: usage(reader.usage_by_role()?),
+            accounting,
+        },
+        unwritable,
+    ))
 }
 
 fn failed(problems: &[StoredProblem]) -> Vec<FailedProblem> {

@@ -334,8 +334,8 @@ async fn exports_read_done_records_one_at_a_time() {
     let (csv, jsonl) = store
         .read(|r| {
             let (mut csv, mut jsonl) = (Vec::new(), Vec::new());
-            crate::store::export::write_csv(r, &mut csv).expect("csv export");
-            crate::store::export::write_jsonl(r, &mut jsonl).expect("jsonl export");
+            crate::store::export::write_csv(r, &mut csv, false).expect("csv export");
+            crate::store::export::write_jsonl(r, &mut jsonl, false).expect("jsonl export");
             Ok((csv, jsonl))
         })
         .await

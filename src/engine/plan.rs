@@ -229,6 +229,13 @@ pub async fn resume(
             .map(|r| r.problem_id)
             .collect()
     };
+    let adopted = dir.adopt_uncapped_names(selection.iter().map(|p| p.problem_id.as_str()));
+    if adopted > 0 {
+        tracing::info!(
+            adopted,
+            "files of long problem ids moved to their capped names"
+        );
+    }
     let to_run = selection
         .iter()
         .filter(|p| {

@@ -91,11 +91,12 @@ impl ResultWriter {
                 }
                 Some(joined) = storing.join_next(), if !storing.is_empty() => {
                     match joined.context("storing task panicked")?? {
-                        Some((id, problem)) => {
+                        Stored::Written(id, problem) => {
                             written.outputs.insert(id, problem);
                             written.done += 1;
                         }
-                        None => written.interrupted += 1,
+                        Stored::Unstored => written.interrupted += 1,
+                        Stored::Failed(failed) => written.failed.push(failed),
                     }
                 }
             }
@@ -153,6 +154,17 @@ impl ResultWriter {
     }
 }
 
+/// How storing one judged problem ended.
+enum Stored {
+    /// Stored and its files written.
+    Written(String, WrittenProblem),
+    /// Left unstored (interrupted): the problem stays pending.
+    Unstored,
+    /// Stored, but its files could not be written: the problem is marked failed (a resume
+    /// runs it again from the stored calls and writes them).
+    Failed(FailedProblem),
+}
+
 /// What storing a judged problem needs, shared by the storing tasks.
 struct Storer {
     store: RunStore,
@@ -166,13 +178,10 @@ impl Storer {
     /// Encodes the record once (compact JSON: the store's `record_json`, the
     /// `results.jsonl` line and `problems/<id>.json` are these same bytes), stores it, then
     /// writes its files. Encoding and file writes run on the blocking pool, off the
-    /// runtime's workers. `None`: left unstored (interrupted), the problem stays pending.
-    async fn store(
-        self: Arc<Self>,
-        record: ProblemRecord,
-    ) -> anyhow::Result<Option<(String, WrittenProblem)>> {
+    /// runtime's workers. A file that cannot be written fails this problem, not the run.
+    async fn store(self: Arc<Self>, record: ProblemRecord) -> anyhow::Result<Stored> {
         if self.taint.contains(&record.problem_id) {
-            return Ok(None);
+            return Ok(Stored::Unstored);
         }
         let started = std::time::Instant::now();
         let (record, json) = tokio::task::spawn_blocking(move || {
@@ -195,7 +204,7 @@ impl Storer {
         if let Err(e) = self.store.write(fact).await {
             // The store failure stops the run; the problem stays pending for resume.
             tracing::error!(problem = %record.problem_id, error = %e, "problem result not stored");
-            return Ok(None);
+            return Ok(Stored::Unstored);
         }
         // After the record is committed: a crash before this leaves the stale failures,
         // which only make the next resume run the problem again.
@@ -205,9 +214,13 @@ impl Storer {
         }
         let stored = started.elapsed();
         let (dir, id) = (self.dir.clone(), record.problem_id.clone());
-        let line = tokio::task::spawn_blocking(move || dir.write_problem(&id, &json))
+        let line = match tokio::task::spawn_blocking(move || dir.write_problem(&id, &json))
             .await
-            .context("problem file task panicked")??;
+            .context("problem file task panicked")?
+        {
+            Ok(line) => line,
+            Err(e) => return Ok(Stored::Failed(self.fail(&record.problem_id, &e))),
+        };
         tracing::debug!(
             problem = %record.problem_id,
             bytes = json_len,
@@ -217,9 +230,24 @@ impl Storer {
             "problem stored and written"
         );
         super::observe::on_problem_judged(&record); // issue 5: Pass@1 gauge
-        Ok(Some((
+        Ok(Stored::Written(
             record.problem_id.clone(),
             WrittenProblem { line, scores },
-        )))
+        ))
+    }
+
+    /// Marks a stored problem whose files could not be written as failed.
+    fn fail(&self, problem_id: &str, error: &anyhow::Error) -> FailedProblem {
+        let error = tmas_observability::error_text(error.as_ref());
+        tracing::error!(problem = %problem_id, "problem failed: {error}");
+        self.store.send(Fact::Status(StatusRow {
+            problem_id: problem_id.to_owned(),
+            status: "failed",
+            error: Some(error.clone()),
+        }));
+        FailedProblem {
+            problem_id: problem_id.to_owned(),
+            error,
+        }
     }
 }

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use tmas_actors::bank::{JsonFileSink, file_holds, safe_name};
+use tmas_actors::bank::{JsonFileSink, file_holds, safe_name, uncapped_safe_name};
 use tmas_actors::strategy::BankVersion;
 
 use super::accounting::Accounting;
@@ -133,6 +133,43 @@ impl RunDir {
             .join(format!("{}.json", safe_name(id)))
     }
 
+    /// Moves the files of `ids` that an earlier `tmas` wrote under uncapped names (ids
+    /// longer than [`tmas_actors::bank::MAX_NAME_BYTES`] once sanitized) to today's names,
+    /// so a resumed run neither loses them nor leaves a second copy for `tmas report` to
+    /// read. A file that cannot be moved is left where it is, with a warning: resuming
+    /// rewrites it from the store. Returns how many it moved.
+    pub fn adopt_uncapped_names<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> usize {
+        let mut moved = 0;
+        for id in ids {
+            let Some(old) = uncapped_safe_name(id) else {
+                continue;
+            };
+            let new = safe_name(id);
+            let pairs = [
+                (
+                    self.root.join("problems").join(format!("{old}.json")),
+                    self.problem_path(id),
+                ),
+                (self.banks_dir().join(&old), self.banks_dir().join(&new)),
+            ];
+            for (from, to) in pairs {
+                // `exists` is false for a name the file system never accepted.
+                if !from.exists() || to.exists() {
+                    continue;
+                }
+                match fs::rename(&from, &to) {
+                    Ok(()) => moved += 1,
+                    Err(e) => tracing::warn!(
+                        "cannot rename {} to {}: {e}; the file is rewritten from the store",
+                        from.display(),
+                        to.display()
+                    ),
+                }
+            }
+        }
+        moved
+    }
+
     pub fn write_config(&self, toml_text: &str) -> anyhow::Result<()> {
         write_atomic(&self.root.join("config.toml"), toml_text.as_bytes())
     }
@@ -149,8 +186,17 @@ impl RunDir {
     /// `problems/<id>.json` is replaced atomically but not synced: the run store holds the
     /// same bytes, and [`RunDir::ensure_problem_file`] restores the file on resume, so a
     /// sync (a synchronous write of ~2 MB per problem at T = 5) bought nothing (issue 6).
+    ///
+    /// On failure no `problems/<id>.json` of this record is left behind.
     pub fn write_problem(&self, problem_id: &str, json: &str) -> anyhow::Result<LineRange> {
-        write_atomic_unsynced(&self.problem_path(problem_id), json.as_bytes())?;
+        let path = self.problem_path(problem_id);
+        write_atomic_unsynced(&path, json.as_bytes())?;
+        self.append_result(json).inspect_err(|_| {
+            let _ = fs::remove_file(&path);
+        })
+    }
+
+    fn append_result(&self, json: &str) -> anyhow::Result<LineRange> {
         let _appending = self.append.lock().unwrap_or_else(|p| p.into_inner());
         let path = self.results_path();
         let mut file = fs::OpenOptions::new()
@@ -237,13 +283,13 @@ impl RunDir {
         })
     }
 
-    /// Reads every `problems/*.json`, sorted by file name.
+    /// Reads every `problems/*.json` file, sorted by file name.
     pub fn read_problems(&self) -> anyhow::Result<Vec<ProblemRecord>> {
         let dir = self.root.join("problems");
         let mut paths: Vec<PathBuf> = fs::read_dir(&dir)
             .with_context(|| format!("cannot list {}", dir.display()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
             .collect();
         paths.sort();
         paths
@@ -558,6 +604,52 @@ mod tests {
         );
         assert!(dir.ensure_problem_file("c", "{}").unwrap());
         assert_eq!(fs::read_to_string(dir.problem_path("c")).unwrap(), "{}");
+    }
+
+    #[test]
+    fn long_and_unicode_ids_get_files_and_a_failed_write_leaves_no_record_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::create(&tmp.path().join("run")).unwrap();
+        let ids = [
+            "a".repeat(255),
+            "b/".repeat(150),
+            "c".repeat(1000),
+            "整数論の問題".repeat(50),
+        ];
+        for id in &ids {
+            let json = serde_json::json!({ "problem_id": id }).to_string();
+            dir.write_problem(id, &json).unwrap();
+            assert!(dir.ensure_problem_file(id, &json).is_ok_and(|wrote| !wrote));
+            let name = dir.problem_path(id);
+            assert!(name.file_name().unwrap().len() <= 80 + 17 + 5, "{name:?}");
+        }
+        let files = fs::read_dir(dir.root.join("problems")).unwrap().count();
+        assert_eq!(files, ids.len(), "one file per id");
+
+        // `results.jsonl` cannot be opened: the record file written first is removed again.
+        let results = dir.results_path();
+        fs::remove_file(&results).unwrap();
+        fs::create_dir(&results).unwrap();
+        assert!(dir.write_problem("d", "{}").is_err());
+        assert!(!dir.problem_path("d").exists());
+    }
+
+    #[test]
+    fn files_written_under_uncapped_names_are_adopted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::create(&tmp.path().join("run")).unwrap();
+        let long = "q".repeat(120);
+        let old = uncapped_safe_name(&long).unwrap();
+        fs::write(dir.root.join("problems").join(format!("{old}.json")), "{}").unwrap();
+        fs::create_dir_all(dir.banks_dir().join(&old)).unwrap();
+        fs::write(dir.banks_dir().join(&old).join("experience-v0.json"), "{}").unwrap();
+        let ids = [long.as_str(), "short"];
+        assert_eq!(dir.adopt_uncapped_names(ids), 2);
+        assert_eq!(fs::read_to_string(dir.problem_path(&long)).unwrap(), "{}");
+        let banks = dir.banks_dir().join(safe_name(&long));
+        assert!(banks.join("experience-v0.json").is_file());
+        assert!(!dir.banks_dir().join(&old).exists());
+        assert_eq!(dir.adopt_uncapped_names(ids), 0, "nothing left to move");
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! and CSV (IMO-AnswerBench's columns `Problem ID`, `Problem`, `Short Answer`), with
 //! configurable field names and `--limit` / `--ids` selection.
 //!
-//! A bad row (invalid JSON, missing or empty field, wrong type, duplicate id) is an error
-//! naming file, line and field, unless `skip_bad_rows` is set: then it is logged, kept in
+//! Bad rows (invalid JSON, missing or empty field, wrong type, duplicate id) make one error
+//! listing every one of them (up to [`MAX_LISTED_BAD_ROWS`]) by file, line and field, so a
+//! file is fixed in one pass, unless `skip_bad_rows` is set: then each is logged, kept in
 //! [`Dataset::skipped`] and left out. The whole file is validated before selection, so a
 //! run with `--limit 5` fails on the same file as the full run would (a dataset is a few
 //! hundred rows; reading it all costs nothing).
@@ -185,12 +186,38 @@ pub enum DatasetError {
         field: String,
         columns: String,
     },
-    #[error("{0}")]
-    BadRow(RowError),
+    /// Every bad row of the file (the first [`MAX_LISTED_BAD_ROWS`] of them listed), so
+    /// one pass over the file finds them all.
+    #[error("{}", bad_rows_message(path, listed, *total))]
+    BadRows {
+        path: PathBuf,
+        listed: Vec<RowError>,
+        total: usize,
+    },
     #[error("{}: --ids lists problem ids not in the dataset: {}", path.display(), ids.join(", "))]
     UnknownIds { path: PathBuf, ids: Vec<String> },
     #[error("{}: no problems to run (the file has no valid rows, or the selection is empty)", path.display())]
     Empty { path: PathBuf },
+}
+
+/// How many bad rows one [`DatasetError::BadRows`] lists.
+pub const MAX_LISTED_BAD_ROWS: usize = 20;
+
+fn bad_rows_message(path: &Path, listed: &[RowError], total: usize) -> String {
+    if let ([only], 1) = (listed, total) {
+        return only.to_string();
+    }
+    let mut text = format!(
+        "{}: {total} bad rows (fix them, or pass --skip-bad-rows to leave them out)",
+        path.display()
+    );
+    for row in listed {
+        text.push_str(&format!("\n  {row}"));
+    }
+    if total > listed.len() {
+        text.push_str(&format!("\n  … and {} more", total - listed.len()));
+    }
+    text
 }
 
 /// Reads and parses the dataset named by `spec`.
@@ -212,13 +239,34 @@ pub fn parse_dataset(
 ) -> Result<Dataset, DatasetError> {
     let fields = spec.fields(format);
     let mut rows = Rows::new(&spec.path, spec.skip_bad_rows);
-    match format {
-        DatasetFormat::Jsonl => parse_jsonl(&mut rows, &fields, bytes)?,
-        DatasetFormat::Csv => parse_csv(&mut rows, &fields, bytes)?,
+    let parsed = match format {
+        DatasetFormat::Jsonl => parse_jsonl(&mut rows, &fields, bytes),
+        DatasetFormat::Csv => parse_csv(&mut rows, &fields, bytes),
+    };
+    match parsed {
+        Ok(()) => {}
+        // A row the reader cannot get past ends the file: an error even with
+        // `skip_bad_rows` (the rows after it are unread), listed after those before it.
+        Err(Fatal::Row(error)) => {
+            rows.skip_bad_rows = false;
+            rows.bad(error);
+        }
+        Err(Fatal::Dataset(e)) => return Err(e),
     }
     let Rows {
-        problems, skipped, ..
+        problems,
+        skipped,
+        bad,
+        bad_total,
+        ..
     } = rows;
+    if bad_total > 0 {
+        return Err(DatasetError::BadRows {
+            path: spec.path.clone(),
+            listed: bad,
+            total: bad_total,
+        });
+    }
     let problems = select(&spec.path, problems, spec.ids.as_deref(), spec.limit)?;
     if problems.is_empty() {
         return Err(DatasetError::Empty {
@@ -239,13 +287,30 @@ struct Fields {
     answer: String,
 }
 
-/// Accumulates rows, rejecting duplicates and routing bad rows to an error or the skip list.
+/// Why parsing stopped before the end of the file.
+enum Fatal {
+    /// A row the reader cannot resynchronise after.
+    Row(RowError),
+    Dataset(DatasetError),
+}
+
+impl From<DatasetError> for Fatal {
+    fn from(e: DatasetError) -> Self {
+        Fatal::Dataset(e)
+    }
+}
+
+/// Accumulates rows, rejecting duplicates and routing bad rows to the error list or the
+/// skip list.
 struct Rows<'a> {
     path: &'a Path,
     skip_bad_rows: bool,
     problems: Vec<Problem>,
     first_line_of_id: HashMap<String, u64>,
     skipped: Vec<RowError>,
+    /// The first [`MAX_LISTED_BAD_ROWS`] bad rows (without `skip_bad_rows`).
+    bad: Vec<RowError>,
+    bad_total: usize,
 }
 
 impl<'a> Rows<'a> {
@@ -256,6 +321,8 @@ impl<'a> Rows<'a> {
             problems: Vec::new(),
             first_line_of_id: HashMap::new(),
             skipped: Vec::new(),
+            bad: Vec::new(),
+            bad_total: 0,
         }
     }
 
@@ -268,23 +335,22 @@ impl<'a> Rows<'a> {
         }
     }
 
-    /// Records a bad row: an error, or (with `skip_bad_rows`) a warning and a skip entry.
-    fn bad(&mut self, error: RowError) -> Result<(), DatasetError> {
+    /// Records a bad row: for the error listing every bad row, or (with `skip_bad_rows`) a
+    /// warning and a skip entry.
+    fn bad(&mut self, error: RowError) {
         if !self.skip_bad_rows {
-            return Err(DatasetError::BadRow(error));
+            self.bad_total += 1;
+            if self.bad.len() < MAX_LISTED_BAD_ROWS {
+                self.bad.push(error);
+            }
+            return;
         }
         tracing::warn!(%error, "skipping bad dataset row");
         self.skipped.push(error);
-        Ok(())
     }
 
     /// Adds a parsed row, or reports it as bad.
-    fn push(
-        &mut self,
-        line: u64,
-        id_field: &str,
-        row: Result<Problem, RowError>,
-    ) -> Result<(), DatasetError> {
+    fn push(&mut self, line: u64, id_field: &str, row: Result<Problem, RowError>) {
         let problem = match row {
             Ok(problem) => problem,
             Err(error) => return self.bad(error),
@@ -296,11 +362,10 @@ impl<'a> Rows<'a> {
         }
         self.first_line_of_id.insert(problem.id.clone(), line);
         self.problems.push(problem);
-        Ok(())
     }
 }
 
-fn parse_jsonl(rows: &mut Rows<'_>, fields: &Fields, bytes: &[u8]) -> Result<(), DatasetError> {
+fn parse_jsonl(rows: &mut Rows<'_>, fields: &Fields, bytes: &[u8]) -> Result<(), Fatal> {
     for (index, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let line = index as u64 + 1;
         let row = match std::str::from_utf8(raw) {
@@ -308,7 +373,7 @@ fn parse_jsonl(rows: &mut Rows<'_>, fields: &Fields, bytes: &[u8]) -> Result<(),
             Ok(text) => jsonl_row(rows, fields, line, text),
             Err(e) => Err(rows.row_error(line, None, format!("not valid UTF-8: {e}"))),
         };
-        rows.push(line, &fields.id, row)?;
+        rows.push(line, &fields.id, row);
     }
     Ok(())
 }
@@ -367,13 +432,13 @@ fn non_empty(rows: &Rows<'_>, line: u64, field: &str, text: &str) -> Result<Stri
     Ok(trimmed.to_owned())
 }
 
-fn parse_csv(rows: &mut Rows<'_>, fields: &Fields, bytes: &[u8]) -> Result<(), DatasetError> {
+fn parse_csv(rows: &mut Rows<'_>, fields: &Fields, bytes: &[u8]) -> Result<(), Fatal> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
         .from_reader(bytes);
     let headers = reader.headers().map_err(|e| {
-        DatasetError::BadRow(rows.row_error(
+        Fatal::Row(rows.row_error(
             csv_line(&e).unwrap_or(1),
             None,
             format!("bad CSV header: {e}"),
@@ -436,12 +501,12 @@ fn parse_csv(rows: &mut Rows<'_>, fields: &Fields, bytes: &[u8]) -> Result<(), D
                 let error = rows.row_error(line, None, format!("bad CSV record: {e}"));
                 if fatal {
                     // The reader cannot resynchronise after a syntax or IO error.
-                    return Err(DatasetError::BadRow(error));
+                    return Err(Fatal::Row(error));
                 }
                 Err(error)
             }
         };
-        rows.push(line, &fields.id, row)?;
+        rows.push(line, &fields.id, row);
     }
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! `tmas export`: the store as JSONL (one line per problem) or the Pass@1 table as CSV.
 //!
 //! Reads through a read-only connection, so it works on a finished run, an interrupted
-//! one, or one still running (WAL readers see the last committed state).
+//! one, or one still running (WAL readers see the last committed state). A problem that
+//! is unfinished ([`is_unfinished`]) can be marked `partial` in the output, so a table
+//! over the finished problems is never taken for the whole run's.
 
 use std::borrow::Borrow;
 use std::io::Write;
@@ -46,6 +48,31 @@ pub fn lost_by_iteration(reader: &StoreReader, iterations: usize) -> anyhow::Res
         }
     }
     Ok(out)
+}
+
+/// Whether `problem` has not finished: neither failed nor done to the run's `iterations`
+/// (pending, running, interrupted, or done to a smaller T before the run was extended).
+pub fn is_unfinished(problem: &StoredProblem, iterations: usize) -> bool {
+    match problem.status.as_str() {
+        "failed" => false,
+        "done" => problem
+            .iterations
+            .is_some_and(|t| (t as usize) < iterations),
+        _ => true,
+    }
+}
+
+/// The ids of the run's unfinished problems, in dataset order, and how many problems the
+/// run has.
+pub fn unfinished_problems(reader: &StoreReader) -> anyhow::Result<(Vec<String>, usize)> {
+    let iterations = stored_iterations(reader)?;
+    let problems = reader.problems()?;
+    let unfinished = problems
+        .iter()
+        .filter(|p| is_unfinished(p, iterations))
+        .map(|p| p.problem_id.clone())
+        .collect();
+    Ok((unfinished, problems.len()))
 }
 
 fn stored_iterations(reader: &StoreReader) -> anyhow::Result<usize> {
@@ -117,29 +144,56 @@ pub fn problem_line(
 }
 
 /// Writes the JSONL export, reading one problem's record at a time (a run's records
-/// together are ~1.9 MB per problem at T = 5 with 40 KB solutions).
-pub fn write_jsonl(reader: &StoreReader, out: &mut dyn Write) -> anyhow::Result<()> {
+/// together are ~1.9 MB per problem at T = 5 with 40 KB solutions). With `mark_partial`,
+/// an unfinished problem's `status` is `partial`.
+pub fn write_jsonl(
+    reader: &StoreReader,
+    out: &mut dyn Write,
+    mark_partial: bool,
+) -> anyhow::Result<()> {
+    let iterations = if mark_partial {
+        stored_iterations(reader)?
+    } else {
+        0
+    };
     for problem in &reader.problems()? {
         let record = reader.done_record(&problem.problem_id)?;
-        let line = problem_line(reader, problem, record.as_ref())?;
+        let mut line = problem_line(reader, problem, record.as_ref())?;
+        if mark_partial && is_unfinished(problem, iterations) {
+            line["status"] = json!("partial");
+        }
         serde_json::to_writer(&mut *out, &line)?;
         out.write_all(b"\n")?;
     }
     Ok(())
 }
 
-/// Writes the per-iteration Pass@1 table as CSV, one record in memory at a time.
-pub fn write_csv(reader: &StoreReader, out: &mut dyn Write) -> anyhow::Result<()> {
+/// Writes the per-iteration Pass@1 table as CSV, one record in memory at a time. With
+/// `mark_partial` and unfinished problems, each row gets a last column `status` saying
+/// `partial` (the table covers the finished problems only).
+pub fn write_csv(
+    reader: &StoreReader,
+    out: &mut dyn Write,
+    mark_partial: bool,
+) -> anyhow::Result<()> {
     let problems = reader.problems()?;
+    let iterations = stored_iterations(reader)?;
     let records = problems.iter().filter_map(|p| {
         reader
             .done_record(&p.problem_id)
             .map_err(anyhow::Error::from)
             .transpose()
     });
-    let iterations = stored_iterations(reader)?;
     let mut table = pass_at_1_table(&problems, records, iterations)?;
     table.set_calls_lost(&lost_by_iteration(reader, iterations)?);
-    out.write_all(pass_at_1_csv(&table).as_bytes())?;
+    let csv = pass_at_1_csv(&table);
+    if mark_partial && problems.iter().any(|p| is_unfinished(p, iterations)) {
+        for (i, line) in csv.lines().enumerate() {
+            let status = if i == 0 { "status" } else { "partial" };
+            writeln!(out, "{line},{status}")?;
+        }
+    } else {
+        out.write_all(csv.as_bytes())?;
+    }
     Ok(())
 }

@@ -232,7 +232,7 @@ async fn a_version_1_store_exports_read_only_as_it_is_and_is_migrated_when_resum
     // Export opens read-only and does not migrate: the tables it reads are unchanged.
     let reader = StoreReader::open_read_only(&path).unwrap();
     let mut out = Vec::new();
-    export::write_jsonl(&reader, &mut out).unwrap();
+    export::write_jsonl(&reader, &mut out, false).unwrap();
     let line: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(line["problem_id"], "p");
     assert_eq!(reader.usage_by_role().unwrap()[0].calls, 4);

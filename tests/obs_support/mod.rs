@@ -78,6 +78,38 @@ pub fn attr(span: &ExportedSpan, key: &str) -> Option<String> {
     Some(raw.clone())
 }
 
+/// An attribute's OTLP value type and value, decoded from the protobuf `AnyValue` the
+/// collector received (its `Debug` form).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Typed {
+    Int(i64),
+    Double(f64),
+    Str(String),
+    Bool(bool),
+    /// Arrays and anything else, as received.
+    Other(String),
+}
+
+/// The typed value of attribute `key`.
+pub fn typed(span: &ExportedSpan, key: &str) -> Option<Typed> {
+    let raw = span.attributes.get(key)?;
+    let inner = |kind: &str| {
+        raw.split_once(&format!("Some({kind}("))
+            .and_then(|(_, rest)| rest.split_once(")) })"))
+            .map(|(v, _)| v.to_owned())
+    };
+    let parsed = if let Some(v) = inner("IntValue") {
+        v.parse().ok().map(Typed::Int)
+    } else if let Some(v) = inner("DoubleValue") {
+        v.parse().ok().map(Typed::Double)
+    } else if let Some(v) = inner("BoolValue") {
+        v.parse().ok().map(Typed::Bool)
+    } else {
+        inner("StringValue").map(|v| Typed::Str(v.trim_matches('"').to_owned()))
+    };
+    Some(parsed.unwrap_or_else(|| Typed::Other(raw.clone())))
+}
+
 /// A port on 127.0.0.1 that was free a moment ago.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

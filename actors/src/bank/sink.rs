@@ -119,11 +119,45 @@ impl JsonFileSink {
     }
 }
 
-/// `name` as one safe path component: characters other than ASCII letters, digits, `-`,
-/// `_` and `.` become `_`, an all-dots or empty name gets a `_` prefix, and an altered
-/// name gets a short stable hash of the original so distinct names stay distinct. Also
-/// names the run directory's `problems/<id>.json` files.
+/// Longest sanitized name kept whole in a file name; a longer one is cut to this many bytes
+/// and followed by a 64-bit hash of the whole name. Names up to this length keep the file
+/// names they always had (so earlier runs still resume); past it, a file name could exceed
+/// the 255 bytes most file systems allow (`problems/<id>.json` of a 255-character id).
+pub const MAX_NAME_BYTES: usize = 80;
+
+/// `name` as one safe path component of at most [`MAX_NAME_BYTES`] + 17 bytes: characters
+/// other than ASCII letters, digits, `-`, `_` and `.` become `_`, an all-dots or empty name
+/// gets a `_` prefix, an altered name gets a short stable hash of the original so distinct
+/// names stay distinct, and a name longer than [`MAX_NAME_BYTES`] is cut and gets a longer
+/// hash. Also names the run directory's `problems/<id>.json` files.
 pub fn safe_name(name: &str) -> String {
+    let s = sanitized(name);
+    if s.len() > MAX_NAME_BYTES {
+        // `s` is ASCII, so any byte index is a character boundary.
+        return format!("{}-{:016x}", &s[..MAX_NAME_BYTES], fnv1a(name));
+    }
+    if s == name {
+        return s;
+    }
+    format!("{s}-{:08x}", fnv1a(name) >> 32)
+}
+
+/// The name [`safe_name`] gave before names were capped, when it differs from today's (a
+/// name longer than [`MAX_NAME_BYTES`] once sanitized): where an earlier run may have
+/// written the files of `name`.
+pub fn uncapped_safe_name(name: &str) -> Option<String> {
+    let s = sanitized(name);
+    if s.len() <= MAX_NAME_BYTES {
+        return None;
+    }
+    Some(if s == name {
+        s
+    } else {
+        format!("{s}-{:08x}", fnv1a(name) >> 32)
+    })
+}
+
+fn sanitized(name: &str) -> String {
     let s: String = name
         .chars()
         .map(|c| {
@@ -135,18 +169,18 @@ pub fn safe_name(name: &str) -> String {
         })
         .collect();
     // Never produce `.`/`..`/empty path components.
-    let s = if s.chars().all(|c| c == '.') {
+    if s.chars().all(|c| c == '.') {
         format!("_{s}")
     } else {
         s
-    };
-    if s == name {
-        return s;
     }
-    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+}
+
+/// 64-bit FNV-1a: stable across builds and platforms (file names must not change).
+fn fnv1a(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
-    format!("{s}-{:08x}", hash >> 32)
+    })
 }
 
 /// Whether the file at `path` holds exactly `bytes`. A missing file, or one of another
@@ -248,6 +282,39 @@ mod tests {
         assert!(safe_name("..").starts_with("_..-"));
         assert_ne!(safe_name("a/b"), safe_name("a_b"));
         assert_eq!(safe_name("p-1_a.b"), "p-1_a.b");
+    }
+
+    #[test]
+    fn long_names_are_capped_and_short_ones_keep_their_names() {
+        // Names from before the cap, pinned: earlier runs' files must still be found.
+        assert_eq!(safe_name("a/b"), "a_b-e620c319");
+        let short = "x".repeat(MAX_NAME_BYTES);
+        assert_eq!(safe_name(&short), short);
+        assert_eq!(uncapped_safe_name(&short), None);
+        for len in [81, 255, 300, 1000] {
+            let id = "y".repeat(len);
+            let name = safe_name(&id);
+            assert_eq!(name.len(), MAX_NAME_BYTES + 17, "{len}: {name}");
+            assert!(name.starts_with(&"y".repeat(MAX_NAME_BYTES)), "{name}");
+            assert_eq!(uncapped_safe_name(&id), Some(id.clone()));
+            // Same prefix, different tail: different names.
+            let other = format!("{}z", &id[..len - 1]);
+            assert_ne!(safe_name(&other), name);
+        }
+        // Unicode: each character counts once, as `_`; the hash keeps ids apart.
+        let greek = "α".repeat(300);
+        let name = safe_name(&greek);
+        assert_eq!(name.len(), MAX_NAME_BYTES + 17, "{name}");
+        assert!(name.is_ascii());
+        assert_ne!(name, safe_name(&"β".repeat(300)));
+        let mixed = "問題-1";
+        assert!(
+            safe_name(mixed).starts_with("__-1-"),
+            "{}",
+            safe_name(mixed)
+        );
+        // Many dots are cut like anything else and never become `.` or `..`.
+        assert!(safe_name(&".".repeat(200)).starts_with("_."));
     }
 
     #[test]

@@ -63,18 +63,19 @@ pub(crate) fn attempt_span(
         otel.status_code = Empty,
         gen_ai.operation.name = "chat",
         gen_ai.request.model = %ep.spec.model,
-        gen_ai.request.temperature = f64::from(request.sampling.temperature),
-        gen_ai.request.top_p = f64::from(request.sampling.top_p),
-        gen_ai.request.max_tokens = max_tokens,
+        // Numbers as i64 and f64: the exporter turns unsigned fields into strings.
+        gen_ai.request.temperature = span_ext::decimal(request.sampling.temperature),
+        gen_ai.request.top_p = span_ext::decimal(request.sampling.top_p),
+        gen_ai.request.max_tokens = i64::from(max_tokens),
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         server.address = %ep.host,
-        server.port = ep.port,
+        server.port = i64::from(ep.port),
         http.response.status_code = Empty,
         error.type = Empty,
         tmas.endpoint = %ep.name(),
         tmas.role = %request.tags.role,
-        tmas.retry = attempt.saturating_sub(1),
+        tmas.retry = i64::from(attempt.saturating_sub(1)),
     )
 }
 
@@ -101,9 +102,15 @@ pub(crate) fn on_success(
         .fetch_add(c.usage.prompt_tokens, Ordering::Relaxed);
     ep.output_tokens
         .fetch_add(c.usage.completion_tokens, Ordering::Relaxed);
-    span.record("gen_ai.usage.input_tokens", c.usage.prompt_tokens);
-    span.record("gen_ai.usage.output_tokens", c.usage.completion_tokens);
-    span.record("http.response.status_code", 200u16);
+    span.record(
+        "gen_ai.usage.input_tokens",
+        span_ext::int(c.usage.prompt_tokens),
+    );
+    span.record(
+        "gen_ai.usage.output_tokens",
+        span_ext::int(c.usage.completion_tokens),
+    );
+    span.record("http.response.status_code", 200i64);
     if let Some(reason) = &c.finish_reason {
         span_ext::set_attribute(
             span,
@@ -134,7 +141,7 @@ pub(crate) fn on_failure(
     span.record("error.type", error.kind());
     span.record("otel.status_code", "ERROR");
     if let ClientError::Status { status, .. } = error {
-        span.record("http.response.status_code", *status);
+        span.record("http.response.status_code", i64::from(*status));
     }
     if breaker_opened {
         span_ext::add_event(
