@@ -6,9 +6,12 @@
 //! - [`parse`]: think blocks, `\boxed{}`, scores, bank JSON.
 //! - [`banks`]: the merge policies the bank actors apply.
 //! - [`tmas`]: the per-problem strategy ([`TmasStrategy`]); [`result`]: what it returns.
+//! - [`baselines`]: the compared methods (MV@k, Self-Refine, Verify-Refine, PaCoRe, RSE)
+//!   on the same contract, producing the same outcome type.
 //! - [`rng`]: seeded, order-independent randomness.
 
 pub mod banks;
+pub mod baselines;
 pub mod params;
 pub mod parse;
 pub mod prompts;

@@ -128,6 +128,12 @@ pub struct CallCounts {
     pub summary: u32,
     pub experience: u32,
     pub guideline: u32,
+    /// Self-Refine's feedback calls.
+    #[serde(default)]
+    pub critique: u32,
+    /// RSE's extraction calls.
+    #[serde(default)]
+    pub extraction: u32,
     /// Calls that returned `Err` (after the client's retries).
     pub failed: u32,
     /// Re-asks after unparseable replies (included in the per-role counts).
@@ -138,7 +144,13 @@ pub struct CallCounts {
 
 impl CallCounts {
     pub fn total(&self) -> u32 {
-        self.solution + self.verification + self.summary + self.experience + self.guideline
+        self.solution
+            + self.verification
+            + self.summary
+            + self.experience
+            + self.guideline
+            + self.critique
+            + self.extraction
     }
 
     pub fn add(&mut self, other: &CallCounts) {
@@ -147,6 +159,8 @@ impl CallCounts {
         self.summary += other.summary;
         self.experience += other.experience;
         self.guideline += other.guideline;
+        self.critique += other.critique;
+        self.extraction += other.extraction;
         self.failed += other.failed;
         self.reasked += other.reasked;
         self.prompt_tokens += other.prompt_tokens;

@@ -490,8 +490,11 @@ impl Strategy for TmasStrategy {
         }
         match &outcome {
             Ok(r) => {
+                // Completion tokens are estimated from the text when the server reported
+                // none, so a budget comparison never counts a call as free.
+                let (_, completion) = crate::method::baselines::usage_or_estimate(r, 0);
                 it.calls.prompt_tokens += r.usage.prompt_tokens;
-                it.calls.completion_tokens += r.usage.completion_tokens;
+                it.calls.completion_tokens += completion;
             }
             Err(e) => {
                 it.calls.failed += 1;
