@@ -30,7 +30,7 @@ use crate::method::parse::strip_think;
 use crate::method::prompts::{PromptSet, TemplateKind};
 use crate::method::result::{
     BankUpdateRecord, Branch, CallCounts, CandidateResult, CandidateStatus, FailureRecord,
-    IterationResult, ProblemInput, PromptMode, StopReason, TmasOutcome,
+    IterationResult, ProblemInput, PromptMode, RoleTokens, StopReason, TmasOutcome,
 };
 
 pub mod majority_vote;
@@ -241,6 +241,7 @@ pub struct BaselineStrategy {
     replies: Replies,
     waiting_bank: bool,
     calls: CallCounts,
+    tokens_by_role: BTreeMap<Arc<str>, RoleTokens>,
     failures: Vec<FailureRecord>,
     bank_updates: Vec<BankUpdateRecord>,
     results: Vec<IterationResult>,
@@ -268,6 +269,7 @@ impl BaselineStrategy {
             replies: Replies::new(),
             waiting_bank: false,
             calls: CallCounts::default(),
+            tokens_by_role: BTreeMap::new(),
             failures: Vec::new(),
             bank_updates: Vec::new(),
             results: Vec::new(),
@@ -360,6 +362,7 @@ impl BaselineStrategy {
                         skipped,
                         bank_updates: std::mem::take(&mut self.bank_updates),
                         calls,
+                        tokens_by_role: std::mem::take(&mut self.tokens_by_role),
                         failures,
                     });
                     self.iteration += 1;
@@ -400,6 +403,10 @@ impl Strategy for BaselineStrategy {
                 let (prompt, completion) = usage_or_estimate(r, prompt_bytes);
                 self.calls.prompt_tokens += prompt;
                 self.calls.completion_tokens += completion;
+                self.tokens_by_role
+                    .entry(key.role.clone())
+                    .or_default()
+                    .add(prompt, completion);
             }
             Err(e) => {
                 self.calls.failed += 1;

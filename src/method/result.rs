@@ -168,6 +168,23 @@ impl CallCounts {
     }
 }
 
+/// Calls that returned and their tokens, for one role (server `usage`; completion
+/// tokens estimated from the text when a server reports none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleTokens {
+    pub calls: u32,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl RoleTokens {
+    pub fn add(&mut self, prompt_tokens: u64, completion_tokens: u64) {
+        self.calls += 1;
+        self.prompt_tokens += prompt_tokens;
+        self.completion_tokens += completion_tokens;
+    }
+}
+
 /// One iteration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IterationResult {
@@ -181,6 +198,9 @@ pub struct IterationResult {
     pub skipped: bool,
     pub bank_updates: Vec<BankUpdateRecord>,
     pub calls: CallCounts,
+    /// Tokens by role (the equal-budget accounting of `tmas experiment report`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tokens_by_role: std::collections::BTreeMap<Arc<str>, RoleTokens>,
     pub failures: Vec<FailureRecord>,
 }
 

@@ -5,8 +5,8 @@
 //!   iterations, the selected answer's accuracy at the last iteration (MV@k: the vote;
 //!   TMAS and Verify-Refine: the best-verified candidate), calls and tokens per problem,
 //!   and the run's status (a variant that did not finish says so, and has no numbers);
-//! - `budget.csv`: per variant and iteration, Pass@1 and per-problem calls (by role) and
-//!   tokens, with cumulative completion tokens (the equal-budget view);
+//! - `budget.csv`: per variant and iteration, Pass@1 and per-problem calls and tokens (in
+//!   total and by role), with cumulative completion tokens (the equal-budget view);
 //! - `pass_at_1.png|svg`: Pass@1 per iteration, all variants; `pass_at_1_tokens.png|svg`:
 //!   Pass@1 against cumulative completion tokens per problem;
 //! - `sweep_<key>.png|svg` for each swept key: Pass@1 at the last iteration against the
@@ -35,6 +35,8 @@ pub struct IterationBudget {
     pub pass_at_1: Option<f64>,
     /// Calls per role, per problem.
     pub calls_by_role: BTreeMap<&'static str, f64>,
+    /// (prompt, completion) tokens per role, per problem.
+    pub tokens_by_role: BTreeMap<&'static str, (f64, f64)>,
     pub calls: f64,
     pub prompt_tokens: f64,
     pub completion_tokens: f64,
@@ -167,6 +169,13 @@ fn budget(records: &[ProblemRecord], pass: &[f64]) -> Vec<IterationBudget> {
             };
             for (slot, v) in roles.iter_mut().zip(role_calls(&it.calls)) {
                 *slot += u64::from(v);
+            }
+            for role in ROLES {
+                if let Some(t) = it.tokens_by_role.get(role) {
+                    let e = b.tokens_by_role.entry(role).or_default();
+                    e.0 += t.prompt_tokens as f64 / n;
+                    e.1 += t.completion_tokens as f64 / n;
+                }
             }
             b.calls += f64::from(it.calls.total());
             b.prompt_tokens += it.calls.prompt_tokens as f64;
@@ -341,7 +350,7 @@ fn comparison_csv(variants: &[VariantReport], columns: &[usize]) -> String {
 fn budget_csv_text(variants: &[VariantReport]) -> String {
     let mut out = String::from("variant,iteration,pass_at_1,calls");
     for r in ROLES {
-        let _ = write!(out, ",{r}_calls");
+        let _ = write!(out, ",{r}_calls,{r}_prompt_tokens,{r}_completion_tokens");
     }
     out.push_str(",prompt_tokens,completion_tokens,cumulative_completion_tokens\n");
     for v in variants {
