@@ -178,7 +178,7 @@ fn render(
     Ok(())
 }
 
-/// Compact quantity labels: 950, 12k, 3.4M.
+/// Compact quantity labels: 0.25, 5, 950, 1.2k, 12k, 3.4M.
 fn quantity_label(x: f64) -> String {
     let a = x.abs();
     if a >= 1e6 {
@@ -187,7 +187,7 @@ fn quantity_label(x: f64) -> String {
         format!("{:.0}k", x / 1e3)
     } else if a >= 1e3 {
         format!("{:.1}k", x / 1e3)
-    } else if a >= 10.0 || x == 0.0 {
+    } else if a >= 10.0 || (x - x.round()).abs() < 1e-9 {
         format!("{x:.0}")
     } else {
         format!("{x:.2}")
@@ -470,6 +470,45 @@ fn marker_glyph<'a, DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantity_axis_labels_and_xy_charts() {
+        assert_eq!(quantity_label(5.0), "5");
+        assert_eq!(quantity_label(0.25), "0.25");
+        assert_eq!(quantity_label(1500.0), "1.5k");
+        assert_eq!(quantity_label(25_000.0), "25k");
+        assert_eq!(quantity_label(3_400_000.0), "3.4M");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (png, svg) = (dir.path().join("t.png"), dir.path().join("t.svg"));
+        let xy = |label: &str, points: &[(f64, f64)]| XySeries {
+            label: label.into(),
+            points: points.to_vec(),
+        };
+        write_pass_at_1_xy_chart(
+            "budget",
+            "Completion tokens",
+            &[
+                xy("A", &[(2000.0, 0.4), (100.0, 0.1)]),
+                xy("B", &[(0.0, 0.2)]),
+            ],
+            &png,
+            &svg,
+        )
+        .expect("chart written");
+        let text = std::fs::read_to_string(&svg).expect("svg");
+        assert!(
+            text.contains("Completion tokens") && text.contains("2.0k"),
+            "axis"
+        );
+        assert!(matches!(
+            write_pass_at_1_xy_chart("x", "y", &[xy("A", &[(1.0, 1.5)])], &png, &svg),
+            Err(ChartError::InvalidValue { .. })
+        ));
+        assert!(matches!(
+            write_pass_at_1_xy_chart("x", "y", &[], &png, &svg),
+            Err(ChartError::NoData(_))
+        ));
+    }
 
     fn series(label: &str, points: &[(u32, f64)]) -> Series {
         Series {
