@@ -5,7 +5,8 @@
 //! ordinary run (its own run directory, store, model client and, with `embedded-sim`
 //! endpoints, its own embedded simulator); their calls to the endpoints go through one
 //! semaphore of `run.max_in_flight` permits (taken from the first variant's config), so
-//! they interleave under one in-flight budget. Replayed calls take no permit. One status
+//! they interleave under one in-flight budget. Replayed calls take no permit; per-endpoint
+//! caps, rate limits and circuit breakers stay per variant. One status
 //! line covers every variant. A crash (even SIGKILL) is resumed with
 //! `tmas experiment --resume DIR`: a variant with a store is resumed like `tmas run
 //! --resume`, one without is started, so the report equals an uninterrupted one.
