@@ -479,3 +479,131 @@ fn write_charts(
     }
     Ok(files)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::eval::judge::JudgeRecord;
+    use crate::method::baselines::candidate;
+    use crate::method::{IterationResult, ProblemInput, PromptMode, StopReason, TmasOutcome};
+    use tmas_actors::wire::{ChatResponse, Usage};
+
+    fn record(id: &str, iterations: &[(u64, &[&str], Option<u32>)]) -> ProblemRecord {
+        let mut its = Vec::new();
+        let mut judgments = Vec::new();
+        for (t, (completion, answers, best)) in iterations.iter().enumerate() {
+            let candidates: Vec<_> = answers
+                .iter()
+                .enumerate()
+                .map(|(c, a)| {
+                    let reply = Ok(ChatResponse {
+                        content: format!("\\boxed{{{a}}}").into(),
+                        reasoning: None,
+                        usage: Usage::default(),
+                        finish_reason: None,
+                        latency_ms: 0,
+                        endpoint: "x".into(),
+                        attempts: 1,
+                        max_tokens_sent: 1,
+                    });
+                    candidate(c as u32, PromptMode::Fresh, "", Some(&reply))
+                })
+                .collect();
+            judgments.push(
+                answers
+                    .iter()
+                    .map(|a| Some(JudgeRecord::from_reply("7", &format!("\\boxed{{{a}}}"))))
+                    .collect(),
+            );
+            let mut calls = CallCounts {
+                solution: answers.len() as u32,
+                completion_tokens: *completion,
+                ..CallCounts::default()
+            };
+            calls.critique = 1;
+            its.push(IterationResult {
+                iteration: t as u32,
+                candidates,
+                best: *best,
+                skipped: false,
+                bank_updates: Vec::new(),
+                calls,
+                tokens_by_role: Default::default(),
+                failures: Vec::new(),
+            });
+        }
+        ProblemRecord {
+            problem_id: id.into(),
+            question: "q".into(),
+            reference_answer: "7".into(),
+            outcome: TmasOutcome {
+                problem: ProblemInput {
+                    id: Arc::from(id),
+                    question: "q".into(),
+                },
+                iterations: its,
+                stop: StopReason::Completed,
+                experience: Vec::new(),
+                guidelines: Vec::new(),
+                calls: CallCounts::default(),
+            },
+            judgments,
+        }
+    }
+
+    #[test]
+    fn budgets_are_per_problem_means_and_cumulate() {
+        let records = [
+            record(
+                "a",
+                &[(100, &["7", "1"], Some(1)), (300, &["7", "7"], Some(0))],
+            ),
+            record(
+                "b",
+                &[(200, &["1", "1"], Some(0)), (100, &["1", "7"], Some(1))],
+            ),
+        ];
+        let b = budget(&records, &[0.25, 0.75]);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].completion_tokens, 150.0);
+        assert_eq!(b[1].cumulative_completion_tokens, 150.0 + 200.0);
+        assert_eq!(b[0].calls, 3.0, "2 solutions + 1 critique per problem");
+        assert_eq!(b[0].calls_by_role["solution"], 2.0);
+        assert_eq!(b[0].calls_by_role["critique"], 1.0);
+        assert_eq!(b[1].pass_at_1, Some(0.75));
+        // Last iteration: a's best (0) is right, b's best (1) is right.
+        assert_eq!(selected_accuracy(&records), Some(1.0));
+        let none = [record("c", &[(1, &["7"], None)])];
+        assert_eq!(selected_accuracy(&none), None, "no selection, no number");
+    }
+
+    #[test]
+    fn unfinished_variants_show_no_pass_at_1() {
+        let v = VariantReport {
+            name: "x, y".into(),
+            method: "rse".into(),
+            status: "interrupted".into(),
+            problems_total: 4,
+            problems_done: 2,
+            problems_failed: 0,
+            pass_at_1: vec![0.5],
+            selected_last: Some(1.0),
+            budget: Vec::new(),
+            swept: None,
+        };
+        let csv = comparison_csv(std::slice::from_ref(&v), &[0]);
+        let row = csv.lines().nth(1).expect("a row");
+        assert!(row.starts_with("\"x, y\",rse,interrupted,2,4,0,,"), "{row}");
+        let plan = ExperimentPlan {
+            name: "e".into(),
+            source: "e.toml".into(),
+            report_iterations: vec![0],
+            max_in_flight: 1,
+            variants: Vec::new(),
+        };
+        let md = markdown_table(&plan, &[v], &[0]);
+        assert!(md.contains("| x, y | rse | — | — |"), "{md}");
+    }
+}
