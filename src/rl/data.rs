@@ -274,6 +274,7 @@ mod tests {
             skipped: false,
             bank_updates: Vec::new(),
             calls: CallCounts::default(),
+            tokens_by_role: Default::default(),
             failures: Vec::new(),
         }
     }
