@@ -6,8 +6,8 @@
 pub mod batch;
 pub mod data;
 pub mod guideline_judge;
-pub mod verl_table;
 pub mod rewards;
 pub mod runs;
 pub mod sample;
 pub mod score;
+pub mod verl_table;

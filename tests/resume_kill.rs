@@ -162,3 +162,78 @@ fn sigint_stops_gracefully_with_code_130_and_resume_finishes_without_resending()
         serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(summary["status"], "completed");
 }
+
+/// `tmas experiment`: two variants sharing one in-flight budget, SIGKILLed mid-way and
+/// resumed, give the same comparison table and budget as an uninterrupted experiment.
+#[test]
+fn sigkill_mid_experiment_then_resume_gives_the_same_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_config(tmp.path(), "embedded-sim", 3, 3);
+    let exp = tmp.path().join("exp.toml");
+    std::fs::write(
+        &exp,
+        r#"
+name = "kill-test"
+config = "config.toml"
+report_iterations = [0, 2]
+
+[[variant]]
+name = "TMAS"
+set = { "method.name" = "tmas" }
+
+[[variant]]
+name = "V-R"
+set = { "method.name" = "verify-refine" }
+"#,
+    )
+    .unwrap();
+    let exp_s = exp.display().to_string();
+    let a = tmp.path().join("a");
+    ok(
+        tmas(&[
+            "experiment",
+            &exp_s,
+            "--out",
+            &a.display().to_string(),
+            "--status-every",
+            "0",
+        ]),
+        "uninterrupted experiment",
+    );
+    let read = |dir: &std::path::Path, f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let total = stored_calls(&a.join("TMAS")) + stored_calls(&a.join("V-R"));
+
+    let b = tmp.path().join("b");
+    let b_s = b.display().to_string();
+    let mut child = spawn_tmas(&["experiment", &exp_s, "--out", &b_s, "--status-every", "0"]);
+    wait_for_stored(
+        &b.join("TMAS"),
+        stored_calls(&a.join("TMAS")) / 3,
+        &mut child,
+    );
+    signal(&child, libc::SIGKILL);
+    let _ = child.wait();
+    let at_kill = stored_calls(&b.join("TMAS")) + stored_calls(&b.join("V-R"));
+    assert!(at_kill < total, "the kill came too late to test anything");
+
+    let out = ok(
+        tmas(&["experiment", "--resume", &b_s, "--status-every", "0"]),
+        "experiment resume",
+    );
+    assert!(out.contains("| TMAS | tmas |"), "{out}");
+    for f in ["comparison.csv", "comparison.md", "budget.csv"] {
+        assert_eq!(
+            read(&b, f),
+            read(&a, f),
+            "{f} differs after SIGKILL + resume"
+        );
+    }
+    for f in ["pass_at_1.png", "pass_at_1_tokens.svg"] {
+        assert!(b.join(f).is_file(), "{f} written");
+    }
+    let csv = read(&b, "comparison.csv");
+    assert!(
+        csv.lines().count() == 3 && csv.contains(",completed,"),
+        "{csv}"
+    );
+}

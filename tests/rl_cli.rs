@@ -99,7 +99,14 @@ fn check_parquet(path: &Path) -> Vec<String> {
         .collect();
     assert_eq!(
         names,
-        ["data_source", "prompt", "ability", "reward_model", "extra_info", "_source"]
+        [
+            "data_source",
+            "prompt",
+            "ability",
+            "reward_model",
+            "extra_info",
+            "_source"
+        ]
     );
     let mut sources = Vec::new();
     for b in &batches {
@@ -112,9 +119,17 @@ fn check_parquet(path: &Path) -> Vec<String> {
             let messages = prompt.value(i);
             let messages = messages.as_any().downcast_ref::<StructArray>().unwrap();
             assert_eq!(field::<StringArray>(messages, "role").value(0), "user");
-            assert!(!field::<StringArray>(messages, "content").value(0).is_empty());
+            assert!(
+                !field::<StringArray>(messages, "content")
+                    .value(0)
+                    .is_empty()
+            );
             assert_eq!(field::<StringArray>(reward, "style").value(i), "rule");
-            assert!(!field::<StringArray>(reward, "ground_truth").value(i).is_empty());
+            assert!(
+                !field::<StringArray>(reward, "ground_truth")
+                    .value(i)
+                    .is_empty()
+            );
             assert_eq!(field::<StringArray>(extra, "split").value(i), "train");
             assert_eq!(field::<StringArray>(extra, "ability").value(i), "math");
             assert_eq!(field::<StringArray>(extra, "_source").value(i), s);
@@ -201,7 +216,10 @@ fn rl_data_score_and_serve_on_a_demo_run() {
     let experience = count("experience");
     assert!((1..=6).contains(&experience), "{}", show(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains(&format!("wrote {} rows", 7 + experience)), "{stdout}");
+    assert!(
+        stdout.contains(&format!("wrote {} rows", 7 + experience)),
+        "{stdout}"
+    );
     assert!(stdout.contains("fewer instances than asked"), "{stdout}");
 
     // pyarrow reads it too, when Python has it.
@@ -241,7 +259,10 @@ fn rl_data_score_and_serve_on_a_demo_run() {
     let lines = std::fs::read_to_string(&rollouts).expect("rollouts");
     let n = lines.lines().count();
     assert_eq!(n % 6, 0);
-    assert!(lines.contains("\"group_kind\":\"bank\""), "experience groups have a Bank half");
+    assert!(
+        lines.contains("\"group_kind\":\"bank\""),
+        "experience groups have a Bank half"
+    );
 
     // rl-score with the judges of the demo config, both modes compared.
     let scored = tmp.path().join("scored.jsonl");
@@ -256,7 +277,10 @@ fn rl_data_score_and_serve_on_a_demo_run() {
     ]);
     assert!(out.status.success(), "rl-score: {}", show(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("standard vs hybrid advantages, by _source"), "{stdout}");
+    assert!(
+        stdout.contains("standard vs hybrid advantages, by _source"),
+        "{stdout}"
+    );
     let by_file = scored_lines(&scored);
     assert_eq!(by_file.len(), n);
     let novelty_asked = by_file
@@ -294,7 +318,10 @@ fn rl_data_score_and_serve_on_a_demo_run() {
             .expect("bad batch");
         assert_eq!(bad.status().as_u16(), 422);
         let body: serde_json::Value = bad.json().await.expect("error body");
-        assert!(body["error"].as_str().unwrap().contains("no Base rollout"), "{body}");
+        assert!(
+            body["error"].as_str().unwrap().contains("no Base rollout"),
+            "{body}"
+        );
         client
             .post(format!("http://{addr}/score"))
             .json(&serde_json::json!({ "rollouts": batch }))
@@ -314,9 +341,7 @@ fn rl_data_score_and_serve_on_a_demo_run() {
         assert_eq!(a["group_id"], b["group_id"]);
         assert_eq!(a["correct"], b["correct"], "{a} vs {b}");
         assert_eq!(a["novel"], b["novel"], "{a} vs {b}");
-        let close = |k: &str| {
-            (a[k].as_f64().unwrap() - b[k].as_f64().unwrap()).abs() < 1e-12
-        };
+        let close = |k: &str| (a[k].as_f64().unwrap() - b[k].as_f64().unwrap()).abs() < 1e-12;
         assert!(close("reward") && close("advantage"), "{a} vs {b}");
     }
 }

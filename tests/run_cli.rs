@@ -205,3 +205,58 @@ fn a_bad_dataset_row_is_named_by_file_and_line_and_skip_bad_rows_runs_the_rest()
     assert_eq!(summary["problems_total"], 3, "the three good rows ran");
     assert_eq!(summary["problems_done"], 3);
 }
+
+/// `tmas select-hard` on the demo config: k samples per problem through the engine, the
+/// hard pool (fewer than c correct), a seeded draw of n; selecting again from the run
+/// gives the same file, and a different seed may draw differently.
+#[test]
+fn select_hard_samples_through_the_engine_and_draws_reproducibly() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let run = tmp.path().join("samples");
+    let out = tmp.path().join("hard.jsonl");
+    let args = |out: &Path, seed: &str| -> Vec<String> {
+        [
+            "select-hard",
+            "-k",
+            "4",
+            "--below",
+            "2",
+            "-n",
+            "3",
+            "--draw-seed",
+            seed,
+            "--out",
+        ]
+        .into_iter()
+        .map(String::from)
+        .chain([out.display().to_string()])
+        .collect()
+    };
+    let mut first = args(&out, "3");
+    first.extend(["-c", DEMO, "--limit", "8", "--run-dir"].map(String::from));
+    first.push(run.display().to_string());
+    let o = tmas(&first.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", show(&o));
+    let text = std::fs::read_to_string(&out).expect("subset written");
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert!(!rows.is_empty() && rows.len() <= 3, "{text}");
+    for r in &rows {
+        assert_eq!(r["samples"], 4, "{r}");
+        assert!(r["correct"].as_u64().expect("a count") < 2, "{r}");
+        assert!(r["question"].is_string() && r["answer"].is_string());
+    }
+    let records = std::fs::read_dir(run.join("problems"))
+        .expect("the sampling run")
+        .count();
+    assert_eq!(records, 8, "one record per sampled problem");
+
+    let again = tmp.path().join("again.jsonl");
+    let mut from_run = args(&again, "3");
+    from_run.extend(["--from-run".to_string(), run.display().to_string()]);
+    let o = tmas(&from_run.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(std::fs::read_to_string(&again).expect("written"), text);
+}

@@ -154,6 +154,73 @@ async fn each_iteration_makes_n_solution_nm_verification_n_summary_and_one_bank_
     assert_eq!(summary.iterations, T as u32);
 }
 
+/// Every baseline end to end on the simulator: the calls per role counted at the
+/// simulator equal the formulas of docs/method.md, every iteration is judged, and the
+/// tokens per iteration add up to the run's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_method_runs_on_the_simulator_with_its_documented_call_counts() {
+    const K: u64 = 5;
+    // (method, T, [solution, verification, critique, extraction] per problem).
+    let cases: [(&str, u64, [u64; 4]); 5] = [
+        ("majority-vote", 1, [K, 0, 0, 0]),
+        ("self-refine", T, [N * T, 0, N * (T - 1), 0]),
+        ("verify-refine", T, [N * T, N * M * T, 0, 0]),
+        ("pacore", T, [N * T, 0, 0, 0]),
+        ("rse", T, [N * T, 0, 0, N * (T - 1)]),
+    ];
+    for (method, t, per_problem) in cases {
+        let done = run_on_sim(
+            sim_options(3),
+            dataset(P as usize),
+            &[
+                &format!("method.name=\"{method}\""),
+                "method.n=3",
+                "method.m=2",
+                &format!("method.k={K}"),
+                &format!("method.iterations={t}"),
+                "judge.enabled=false",
+            ],
+        )
+        .await;
+        let s = &done.sim;
+        for (role, want) in ["solution", "verification", "critique", "extraction"]
+            .into_iter()
+            .zip(per_problem)
+        {
+            assert_eq!(count(s, role), P * want, "{method} {role}: {:?}", s.by_role);
+        }
+        for role in ["summary", "experience", "guideline", "judge", "other"] {
+            assert_eq!(count(s, role), 0, "{method} {role}: {:?}", s.by_role);
+        }
+        assert_eq!(done.records.len() as u64, P, "{method}");
+        for r in &done.records {
+            assert_eq!(r.outcome.iterations.len() as u64, t, "{method}");
+            assert_eq!(
+                r.judgments.len() as u64,
+                t,
+                "{method}: every iteration judged"
+            );
+            let sum: u64 = r
+                .outcome
+                .iterations
+                .iter()
+                .map(|i| i.calls.completion_tokens)
+                .sum();
+            assert!(
+                sum > 0 && sum == r.outcome.calls.completion_tokens,
+                "{method}"
+            );
+        }
+        if method == "majority-vote" {
+            assert!(
+                done.records
+                    .iter()
+                    .all(|r| r.outcome.iterations[0].best.is_some())
+            );
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn m_zero_issues_no_verification_and_no_experience_call() {
     let done = run_on_sim(

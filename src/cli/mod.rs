@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 pub mod bench_cmd;
 pub mod config_cmd;
+pub mod experiment;
 pub mod export;
 pub mod judge;
 pub mod report;
@@ -14,6 +15,7 @@ pub mod rl_rollouts;
 pub mod rl_score;
 pub mod rl_serve;
 pub mod run;
+pub mod select_hard;
 pub mod sim_server;
 
 /// Runs TMAS and related test-time-compute methods against OpenAI-compatible endpoints.
@@ -36,6 +38,9 @@ pub struct Cli {
 pub enum Command {
     /// Run an evaluation (TMAS over a dataset) and print Pass@1 per iteration.
     Run(run::Args),
+    /// Run a grid of variants (methods, ablations, sweeps) as one job and compare them
+    /// (`tmas experiment report DIR` rewrites the comparison).
+    Experiment(experiment::Args),
     /// Print a finished run's Pass@1 table and write its chart (PNG and SVG).
     Report(report::Args),
     /// Export a run's store: JSONL (one line per problem) or the Pass@1 table as CSV.
@@ -43,6 +48,9 @@ pub enum Command {
     /// Check answers against references (rule verdict, reason, normalized forms; --pairs
     /// scores a labelled file; --llm also asks the judge role).
     Judge(judge::Args),
+    /// Select a hard subset: k samples per problem, keep those with fewer than c correct,
+    /// draw n (seeded); writes JSONL with the counts.
+    SelectHard(select_hard::Args),
     /// Serve the simulated OpenAI-compatible endpoint.
     SimServer(sim_server::Args),
     /// Build Hybrid-RL training data for verl (parquet) from stored runs.
@@ -83,9 +91,11 @@ pub fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => run::run(args).await,
+            Command::Experiment(args) => experiment::run(args).await,
             Command::Report(args) => report::run(args).await,
             Command::Export(args) => export::run(args).await,
             Command::Judge(args) => judge::run(args).await,
+            Command::SelectHard(args) => select_hard::run(args).await,
             Command::SimServer(args) => sim_server::run(args).await,
             Command::RlData(args) => rl_data::run(args).await,
             Command::RlRollouts(args) => rl_rollouts::run(args).await,

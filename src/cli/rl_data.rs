@@ -87,7 +87,10 @@ fn build(args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 fn print_selection(selection: &[SelectionReport]) {
-    println!("{:<12} {:>8} {:>10} {:>9}", "_source", "asked", "questions", "selected");
+    println!(
+        "{:<12} {:>8} {:>10} {:>9}",
+        "_source", "asked", "questions", "selected"
+    );
     for s in selection {
         println!(
             "{:<12} {:>8} {:>10} {:>9}",

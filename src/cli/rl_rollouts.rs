@@ -78,7 +78,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(
         !instances.is_empty(),
         "the runs ({}) offer no instance: no finished problem",
-        reports.iter().map(|r| r.run.as_str()).collect::<Vec<_>>().join(", ")
+        reports
+            .iter()
+            .map(|r| r.run.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
 
     let env = process_env();

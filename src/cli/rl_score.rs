@@ -170,7 +170,13 @@ pub fn read_rollouts(path: &Path) -> anyhow::Result<Vec<Rollout>> {
         }
         let mut de = serde_json::Deserializer::from_str(line);
         let rollout: Rollout = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-            anyhow::anyhow!("{}:{}: field `{}`: {}", path.display(), i + 1, e.path(), e.inner())
+            anyhow::anyhow!(
+                "{}:{}: field `{}`: {}",
+                path.display(),
+                i + 1,
+                e.path(),
+                e.inner()
+            )
         })?;
         out.push(rollout);
     }

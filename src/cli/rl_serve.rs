@@ -112,7 +112,10 @@ async fn serve(
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().context("reading the bound address")?;
-    println!("tmas rl-serve listening on http://{local} ({} rewards)", mode.as_str());
+    println!(
+        "tmas rl-serve listening on http://{local} ({} rewards)",
+        mode.as_str()
+    );
     axum::serve(listener, router(judges, mode, params))
         .with_graceful_shutdown(shutdown_signal())
         .await

@@ -108,10 +108,14 @@ pub enum Role {
     Judge,
     /// Hybrid-RL scoring: is a rollout's strategy already in the guideline bank?
     GuidelineJudge,
+    /// Self-Refine's feedback on its own solution.
+    Critique,
+    /// RSE's extractor (a rollout into propositions and pitfalls).
+    Extraction,
 }
 
 impl Role {
-    pub const ALL: [Role; 7] = [
+    pub const ALL: [Role; 9] = [
         Role::Solution,
         Role::Verification,
         Role::Summary,
@@ -119,6 +123,8 @@ impl Role {
         Role::Guideline,
         Role::Judge,
         Role::GuidelineJudge,
+        Role::Critique,
+        Role::Extraction,
     ];
 
     /// The name used in config keys and in the `x-tmas-role` header.
@@ -131,6 +137,8 @@ impl Role {
             Role::Guideline => "guideline",
             Role::Judge => "judge",
             Role::GuidelineJudge => "guideline_judge",
+            Role::Critique => "critique",
+            Role::Extraction => "extraction",
         }
     }
 }
@@ -181,7 +189,7 @@ impl RoleConfig {
     }
 }
 
-/// `[roles]`: the five TMAS roles plus the judge.
+/// `[roles]`: the five TMAS roles, the judge and the baselines' own roles.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Roles {
@@ -193,6 +201,8 @@ pub struct Roles {
     pub judge: RoleConfig,
     /// The novelty judge of `tmas rl-score` / `tmas rl-serve` (not used by `tmas run`).
     pub guideline_judge: RoleConfig,
+    pub critique: RoleConfig,
+    pub extraction: RoleConfig,
 }
 
 /// The released `max_tokens` (the runner then fits it into the context window).
@@ -212,6 +222,10 @@ impl Default for Roles {
             judge: RoleConfig::with_temperature(0.6, 32_768),
             // One short verdict per rollout, asked once: sampled cold.
             guideline_judge: RoleConfig::with_temperature(0.0, 8_192),
+            // Self-Refine's feedback is the generator's own model at its sampling;
+            // RSE's extractor summarizes, like the memory agents.
+            critique: RoleConfig::with_temperature(1.0, RELEASED_MAX_TOKENS),
+            extraction: RoleConfig::with_temperature(0.6, RELEASED_MAX_TOKENS),
         }
     }
 }
@@ -226,6 +240,8 @@ impl Roles {
             Role::Guideline => &self.guideline,
             Role::Judge => &self.judge,
             Role::GuidelineJudge => &self.guideline_judge,
+            Role::Critique => &self.critique,
+            Role::Extraction => &self.extraction,
         }
     }
 
@@ -238,6 +254,8 @@ impl Roles {
             Role::Guideline => &mut self.guideline,
             Role::Judge => &mut self.judge,
             Role::GuidelineJudge => &mut self.guideline_judge,
+            Role::Critique => &mut self.critique,
+            Role::Extraction => &mut self.extraction,
         }
     }
 }

@@ -33,6 +33,8 @@ impl Config {
                 experience: self.role_call(Role::Experience),
                 guideline: self.role_call(Role::Guideline),
                 judge: self.role_call(Role::Judge),
+                critique: self.role_call(Role::Critique),
+                extraction: self.role_call(Role::Extraction),
             },
         }
     }

@@ -106,21 +106,60 @@ impl RunConfig {
     }
 }
 
-/// Which method to run. Baselines join this enum as they are implemented.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Which method to run (`docs/method.md` describes each one's call graph).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MethodName {
     Tmas,
+    /// MV@k: one iteration of `k` samples, majority vote over their answers.
+    MajorityVote,
+    /// N chains of generate, self-feedback, refine.
+    SelfRefine,
+    /// N chains of generate, M verifications, correction.
+    VerifyRefine,
+    /// Rounds of N trajectories conditioned on the previous round's messages.
+    Pacore,
+    /// N attempts per iteration conditioned on an experience bank distilled from the
+    /// previous attempts.
+    Rse,
+}
+
+impl MethodName {
+    pub const ALL: [MethodName; 6] = [
+        MethodName::Tmas,
+        MethodName::MajorityVote,
+        MethodName::SelfRefine,
+        MethodName::VerifyRefine,
+        MethodName::Pacore,
+        MethodName::Rse,
+    ];
+
+    /// The name as written in config files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MethodName::Tmas => "tmas",
+            MethodName::MajorityVote => "majority-vote",
+            MethodName::SelfRefine => "self-refine",
+            MethodName::VerifyRefine => "verify-refine",
+            MethodName::Pacore => "pacore",
+            MethodName::Rse => "rse",
+        }
+    }
 }
 
 /// `[method]`: the TMAS hyper-parameters (paper §3; released defaults).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MethodConfig {
+    /// `tmas`, `majority-vote`, `self-refine`, `verify-refine`, `pacore` or `rse`.
     pub name: MethodName,
-    /// N: candidate solutions per iteration.
+    /// MV@k's sample count (`majority-vote` only; the paper's MV@64 is 64).
+    pub k: u32,
+    /// N: candidate solutions per iteration (TMAS), chains (Self-Refine, Verify-Refine),
+    /// trajectories per round (PaCoRe), attempts per iteration (RSE).
     pub n: u32,
-    /// M: verification calls per candidate (0 disables verification and experience).
+    /// M: verification calls per candidate (TMAS: 0 disables verification and
+    /// experience; Verify-Refine: reports per solution).
     pub m: u32,
     /// T: iterations per problem.
     pub iterations: u32,
@@ -157,6 +196,7 @@ impl Default for MethodConfig {
     fn default() -> Self {
         Self {
             name: MethodName::Tmas,
+            k: 64,
             n: 8,
             m: 8,
             iterations: 20,

@@ -119,6 +119,18 @@ fn method_rules(c: &Config, s: &mut Sink) {
             format!("must be within (0, 1], got {}", m.dedup_threshold),
         );
     }
+    if m.name == super::MethodName::MajorityVote {
+        s.at_least_one(k(&["method", "k"]), u64::from(m.k));
+        if m.iterations != 1 {
+            s.push(
+                k(&["method", "iterations"]),
+                format!(
+                    "majority-vote is one vote over method.k samples: set iterations = 1 (got {})",
+                    m.iterations
+                ),
+            );
+        }
+    }
     if let Some(a) = m.max_verification_attempts
         && a < m.m
     {

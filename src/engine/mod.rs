@@ -8,6 +8,9 @@
 //!   this process wrote and, for earlier sessions' problems, from the store.
 //! - [`endpoints`]: the model client and the embedded simulator.
 //! - [`judging`]: the rule check and the LLM judge over a finished problem.
+//! - [`method_jobs`]: the per-problem jobs of the configured method (TMAS or a baseline).
+//! - [`experiment`]: `tmas experiment`, variants run together and compared.
+//! - [`shared_cap`]: an in-flight cap shared by the runs of one process.
 //! - [`run_dir`]: the files a run writes.
 //! - [`shutdown`]: SIGINT/SIGTERM handling for `tmas run`.
 //!
@@ -19,13 +22,16 @@
 
 pub mod accounting;
 pub mod endpoints;
+pub mod experiment;
 pub mod judging;
+pub mod method_jobs;
 pub mod observe; // issue 5: spans, metrics endpoint, progress display
 pub mod outputs;
 pub mod plan;
 pub mod preflight;
 pub mod results;
 pub mod run_dir;
+pub mod shared_cap;
 pub mod shutdown;
 
 use std::collections::HashMap;
@@ -36,12 +42,12 @@ use std::time::{Duration, Instant};
 
 use accounting::Accounting;
 use anyhow::Context;
-use tmas_actors::bank::{BankInit, JsonFileSink};
+use tmas_actors::bank::JsonFileSink;
 use tmas_actors::client::PermanentStop;
 use tmas_actors::runner::{
-    Admission as RuntimeAdmission, JobPriority, ProblemJob, RoleSettings, Runner, RunnerSettings,
+    Admission as RuntimeAdmission, JobPriority, RoleSettings, Runner, RunnerSettings,
 };
-use tmas_actors::strategy::{CallExecutor, Strategy};
+use tmas_actors::strategy::CallExecutor;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -49,9 +55,6 @@ use crate::config::schema::{Admission, CallPriority};
 use crate::config::{Config, Role};
 use crate::eval::dataset::{Dataset, Problem};
 use crate::eval::pass_at_1::PassAt1Table;
-use crate::method::{
-    ProblemInput, PromptSet, TmasOutcome, TmasParams, TmasStrategy, tmas_merge_policies,
-};
 use crate::store::executor::StoreExecutor;
 use crate::store::sink::StoreBankSink;
 use crate::store::{Fact, RunStore};
@@ -99,6 +102,9 @@ pub struct RunControl {
     /// Cancel to stop gracefully: no new calls, calls in flight get
     /// `run.shutdown_grace_secs` to finish and be stored, then the run ends interrupted.
     pub stop: CancellationToken,
+    /// A cap on calls in flight shared with other runs of this process (experiments);
+    /// `None`: only this run's `run.max_in_flight` applies.
+    pub shared_in_flight: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 /// How a run ended.
@@ -235,7 +241,16 @@ async fn execute(
     )?;
 
     let prompts = Arc::new(prompts);
-    let params = Arc::new(config.tmas_params());
+    let jobs = method_jobs::JobFactory::new(&config, prompts.clone());
+    // Calls go to the endpoints through the client, or through an in-flight cap shared
+    // with other runs of this process (`tmas experiment`).
+    let sender: Arc<dyn CallExecutor> = match &control.shared_in_flight {
+        Some(permits) => Arc::new(shared_cap::SharedCap::new(
+            Arc::new(client.clone()),
+            permits.clone(),
+        )),
+        None => Arc::new(client.clone()),
+    };
     // Keys looked up in the store: a call not among them is sent. Without
     // `--keep-failed` only answered calls are, so stored failures are sent again.
     let store_executor = if resend_failed {
@@ -248,11 +263,10 @@ async fn execute(
                 failed.len()
             );
         }
-        StoreExecutor::new(Arc::new(client.clone()), store.clone(), answered)
-            .with_failures_to_resend(failed)
+        StoreExecutor::new(sender, store.clone(), answered).with_failures_to_resend(failed)
     } else {
         let stored = store.read(|r| r.call_keys()).await?;
-        StoreExecutor::new(Arc::new(client.clone()), store.clone(), stored)
+        StoreExecutor::new(sender, store.clone(), stored)
     };
     let store_executor = Arc::new(store_executor);
     let counts = store_executor.counts();
@@ -324,10 +338,7 @@ async fn execute(
         .run(done_rx),
     );
 
-    let jobs: Vec<_> = to_run
-        .iter()
-        .map(|p| problem_job(p, &params, &prompts))
-        .collect();
+    let jobs: Vec<_> = to_run.iter().map(|p| jobs.job(p)).collect();
     let run = runner.run(jobs, move |report| {
         let _ = done_tx.send((
             report.problem.to_string(),
@@ -456,6 +467,8 @@ pub fn runner_settings(config: &Config) -> RunnerSettings {
         Role::Summary,
         Role::Experience,
         Role::Guideline,
+        Role::Critique,
+        Role::Extraction,
     ]
     .into_iter()
     .map(|role| {
@@ -481,36 +494,4 @@ pub fn runner_settings(config: &Config) -> RunnerSettings {
         CallPriority::LeastProgressFirst => JobPriority::LeastProgressFirst,
     };
     settings
-}
-
-fn problem_job(
-    problem: &Problem,
-    params: &Arc<TmasParams>,
-    prompts: &Arc<PromptSet>,
-) -> ProblemJob<TmasOutcome> {
-    let input = ProblemInput {
-        id: problem.id.as_str().into(),
-        question: problem.question.as_str().into(),
-    };
-    let strategy: Box<dyn Strategy<Output = TmasOutcome>> = Box::new(TmasStrategy::new(
-        input,
-        params.clone(),
-        prompts.clone(),
-        Vec::new(),
-        Vec::new(),
-    ));
-    let banks = tmas_merge_policies(params.dedup_threshold)
-        .into_iter()
-        .map(|(name, policy)| BankInit {
-            name,
-            items: Vec::new(),
-            version: 0,
-            policy,
-        })
-        .collect();
-    ProblemJob {
-        id: problem.id.as_str().into(),
-        strategy,
-        banks,
-    }
 }

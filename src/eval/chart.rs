@@ -107,8 +107,57 @@ pub fn write_pass_at_1_chart(
     svg_path: &Path,
 ) -> Result<(), ChartError> {
     let prepared = prepare(series)?;
-    let font = embedded_font()?;
+    render(title, &prepared, &ITERATION_AXIS, png_path, svg_path)
+}
 
+/// One line of a chart whose x axis is a quantity (cumulative tokens, a swept parameter).
+#[derive(Debug, Clone, PartialEq)]
+pub struct XySeries {
+    pub label: String,
+    /// `(x, pass@1)` with pass@1 a share in `[0, 1]`; drawn in increasing x.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Draws Pass@1 (in %) against a quantity named `x_desc` (e.g. "Completion tokens per
+/// problem"), same layout and files as [`write_pass_at_1_chart`].
+pub fn write_pass_at_1_xy_chart(
+    title: &str,
+    x_desc: &str,
+    series: &[XySeries],
+    png_path: &Path,
+    svg_path: &Path,
+) -> Result<(), ChartError> {
+    let prepared = prepare_xy(series)?;
+    let axis = XAxis {
+        desc: x_desc,
+        label: quantity_label,
+        padded: false,
+    };
+    render(title, &prepared, &axis, png_path, svg_path)
+}
+
+/// How the x axis is described and labelled.
+struct XAxis<'a> {
+    desc: &'a str,
+    label: fn(f64) -> String,
+    /// Iteration axes are padded half a step and ticked per iteration.
+    padded: bool,
+}
+
+const ITERATION_AXIS: XAxis<'static> = XAxis {
+    desc: "Iteration",
+    label: iteration_label,
+    padded: true,
+};
+
+fn render(
+    title: &str,
+    prepared: &Prepared,
+    axis: &XAxis<'_>,
+    png_path: &Path,
+    svg_path: &Path,
+) -> Result<(), ChartError> {
+    let font = embedded_font()?;
     let render_err = |path: &Path, e: String| ChartError::Render {
         path: path.to_path_buf(),
         message: e,
@@ -116,17 +165,89 @@ pub fn write_pass_at_1_chart(
     {
         let backend = text::GlyphText::new(BitMapBackend::new(png_path, CHART_SIZE), font);
         let root = backend.into_drawing_area();
-        draw(&root, title, &prepared).map_err(|e| render_err(png_path, e.to_string()))?;
+        draw(&root, title, prepared, axis).map_err(|e| render_err(png_path, e.to_string()))?;
         root.present()
             .map_err(|e| render_err(png_path, e.to_string()))?;
     }
     {
         let root = SVGBackend::new(svg_path, CHART_SIZE).into_drawing_area();
-        draw(&root, title, &prepared).map_err(|e| render_err(svg_path, e.to_string()))?;
+        draw(&root, title, prepared, axis).map_err(|e| render_err(svg_path, e.to_string()))?;
         root.present()
             .map_err(|e| render_err(svg_path, e.to_string()))?;
     }
     Ok(())
+}
+
+/// Compact quantity labels: 0.25, 5, 950, 1.2k, 12k, 3.4M.
+fn quantity_label(x: f64) -> String {
+    let a = x.abs();
+    if a >= 1e6 {
+        format!("{:.1}M", x / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", x / 1e3)
+    } else if a >= 1e3 {
+        format!("{:.1}k", x / 1e3)
+    } else if a >= 10.0 || (x - x.round()).abs() < 1e-9 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// [`prepare`] for quantity axes: no padding, a degenerate range widened a little.
+fn prepare_xy(series: &[XySeries]) -> Result<Prepared, ChartError> {
+    if series.is_empty() {
+        return Err(ChartError::NoData("no series given"));
+    }
+    let mut lines = Vec::with_capacity(series.len());
+    for s in series {
+        let mut pts = s.points.clone();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for &(x, value) in &pts {
+            if !(0.0..=1.0).contains(&value) || !x.is_finite() {
+                return Err(ChartError::InvalidValue {
+                    series: s.label.clone(),
+                    iteration: 0,
+                    value,
+                });
+            }
+        }
+        let label = if pts.is_empty() {
+            format!("{} (no data)", s.label)
+        } else {
+            s.label.clone()
+        };
+        lines.push((
+            label,
+            pts.into_iter().map(|(x, v)| (x, v * 100.0)).collect(),
+        ));
+    }
+    let all = || {
+        lines
+            .iter()
+            .flat_map(|(_, p): &(String, Vec<(f64, f64)>)| p.iter().copied())
+    };
+    let (Some(x_min), Some(x_max)) = (
+        all().map(|p| p.0).reduce(f64::min),
+        all().map(|p| p.0).reduce(f64::max),
+    ) else {
+        return Err(ChartError::NoData("every series is empty"));
+    };
+    let (y_min, y_max) = all()
+        .map(|p| p.1)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), y| {
+            (lo.min(y), hi.max(y))
+        });
+    let pad = ((x_max - x_min) * 0.03).max(if x_max.abs() > 1.0 {
+        x_max.abs() * 0.03
+    } else {
+        0.05
+    });
+    Ok(Prepared {
+        x: (x_min - pad)..(x_max + pad),
+        y: y_range(y_min, y_max),
+        lines,
+    })
 }
 
 /// The embedded font, parsed and registered with plotters (which lays text out with it)
@@ -247,6 +368,7 @@ fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
     data: &Prepared,
+    axis: &XAxis<'_>,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
     let body = root.titled(title, (FONT_FAMILY, 26))?;
@@ -269,14 +391,19 @@ fn draw<DB: DrawingBackend>(
         .build_cartesian_2d(data.x.clone(), data.y.clone())?;
 
     // At most ~20 iteration ticks: plotters then picks a step of 1, 2, 5, … iterations.
-    let span = (data.x.end - data.x.start).round() as usize;
+    let x_labels = if axis.padded {
+        ((data.x.end - data.x.start).round() as usize).clamp(2, 21)
+    } else {
+        8
+    };
+    let label = axis.label;
     chart
         .configure_mesh()
-        .x_desc("Iteration")
+        .x_desc(axis.desc)
         .y_desc("Pass@1 (%)")
-        .x_labels(span.clamp(2, 21))
+        .x_labels(x_labels)
         .y_labels(11)
-        .x_label_formatter(&|x| iteration_label(*x))
+        .x_label_formatter(&|x| label(*x))
         .y_label_formatter(&|y| format!("{y:.0}"))
         .label_style((FONT_FAMILY, 15))
         .axis_desc_style((FONT_FAMILY, 17))
@@ -343,6 +470,45 @@ fn marker_glyph<'a, DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantity_axis_labels_and_xy_charts() {
+        assert_eq!(quantity_label(5.0), "5");
+        assert_eq!(quantity_label(0.25), "0.25");
+        assert_eq!(quantity_label(1500.0), "1.5k");
+        assert_eq!(quantity_label(25_000.0), "25k");
+        assert_eq!(quantity_label(3_400_000.0), "3.4M");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (png, svg) = (dir.path().join("t.png"), dir.path().join("t.svg"));
+        let xy = |label: &str, points: &[(f64, f64)]| XySeries {
+            label: label.into(),
+            points: points.to_vec(),
+        };
+        write_pass_at_1_xy_chart(
+            "budget",
+            "Completion tokens",
+            &[
+                xy("A", &[(2000.0, 0.4), (100.0, 0.1)]),
+                xy("B", &[(0.0, 0.2)]),
+            ],
+            &png,
+            &svg,
+        )
+        .expect("chart written");
+        let text = std::fs::read_to_string(&svg).expect("svg");
+        assert!(
+            text.contains("Completion tokens") && text.contains("2.0k"),
+            "axis"
+        );
+        assert!(matches!(
+            write_pass_at_1_xy_chart("x", "y", &[xy("A", &[(1.0, 1.5)])], &png, &svg),
+            Err(ChartError::InvalidValue { .. })
+        ));
+        assert!(matches!(
+            write_pass_at_1_xy_chart("x", "y", &[], &png, &svg),
+            Err(ChartError::NoData(_))
+        ));
+    }
 
     fn series(label: &str, points: &[(u32, f64)]) -> Series {
         Series {

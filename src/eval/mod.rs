@@ -18,5 +18,6 @@ pub mod chart;
 pub mod dataset;
 pub mod equivalence;
 pub mod extract;
+pub mod hard_subset;
 pub mod judge;
 pub mod pass_at_1;

@@ -6,9 +6,12 @@
 //! - [`parse`]: think blocks, `\boxed{}`, scores, bank JSON.
 //! - [`banks`]: the merge policies the bank actors apply.
 //! - [`tmas`]: the per-problem strategy ([`TmasStrategy`]); [`result`]: what it returns.
+//! - [`baselines`]: the compared methods (MV@k, Self-Refine, Verify-Refine, PaCoRe, RSE)
+//!   on the same contract, producing the same outcome type.
 //! - [`rng`]: seeded, order-independent randomness.
 
 pub mod banks;
+pub mod baselines;
 pub mod params;
 pub mod parse;
 pub mod prompts;
@@ -23,7 +26,7 @@ pub use params::{RoleCall, RoleCalls, TmasParams};
 pub use prompts::{PromptError, PromptOverrides, PromptSet, TemplateKind};
 pub use result::{
     BankUpdateRecord, Branch, CallCounts, CandidateResult, CandidateStatus, FailureRecord,
-    IterationResult, ProblemInput, PromptMode, StopReason, TmasOutcome, VerificationRecord,
-    VerificationStatus, is_fully_verified,
+    IterationResult, ProblemInput, PromptMode, RoleTokens, StopReason, TmasOutcome,
+    VerificationRecord, VerificationStatus, is_fully_verified,
 };
 pub use tmas::TmasStrategy;

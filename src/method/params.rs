@@ -22,6 +22,10 @@ pub struct RoleCalls {
     pub experience: RoleCall,
     pub guideline: RoleCall,
     pub judge: RoleCall,
+    /// Self-Refine's self-feedback.
+    pub critique: RoleCall,
+    /// RSE's experience extractor.
+    pub extraction: RoleCall,
 }
 
 /// Parameters of one TMAS run (shared by every problem's strategy through an `Arc`).

@@ -128,6 +128,12 @@ pub struct CallCounts {
     pub summary: u32,
     pub experience: u32,
     pub guideline: u32,
+    /// Self-Refine's feedback calls.
+    #[serde(default)]
+    pub critique: u32,
+    /// RSE's extraction calls.
+    #[serde(default)]
+    pub extraction: u32,
     /// Calls that returned `Err` (after the client's retries).
     pub failed: u32,
     /// Re-asks after unparseable replies (included in the per-role counts).
@@ -138,7 +144,13 @@ pub struct CallCounts {
 
 impl CallCounts {
     pub fn total(&self) -> u32 {
-        self.solution + self.verification + self.summary + self.experience + self.guideline
+        self.solution
+            + self.verification
+            + self.summary
+            + self.experience
+            + self.guideline
+            + self.critique
+            + self.extraction
     }
 
     pub fn add(&mut self, other: &CallCounts) {
@@ -147,10 +159,29 @@ impl CallCounts {
         self.summary += other.summary;
         self.experience += other.experience;
         self.guideline += other.guideline;
+        self.critique += other.critique;
+        self.extraction += other.extraction;
         self.failed += other.failed;
         self.reasked += other.reasked;
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+    }
+}
+
+/// Calls that returned and their tokens, for one role (server `usage`; completion
+/// tokens estimated from the text when a server reports none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleTokens {
+    pub calls: u32,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl RoleTokens {
+    pub fn add(&mut self, prompt_tokens: u64, completion_tokens: u64) {
+        self.calls += 1;
+        self.prompt_tokens += prompt_tokens;
+        self.completion_tokens += completion_tokens;
     }
 }
 
@@ -167,6 +198,9 @@ pub struct IterationResult {
     pub skipped: bool,
     pub bank_updates: Vec<BankUpdateRecord>,
     pub calls: CallCounts,
+    /// Tokens by role (the equal-budget accounting of `tmas experiment report`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tokens_by_role: std::collections::BTreeMap<Arc<str>, RoleTokens>,
     pub failures: Vec<FailureRecord>,
 }
 

@@ -21,8 +21,8 @@ use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest};
 use crate::method::params::{RoleCall, TmasParams};
 use crate::method::prompts::PromptSet;
 use crate::method::result::{
-    Branch, CallCounts, FailureRecord, IterationResult, ProblemInput, PromptMode, StopReason,
-    TmasOutcome,
+    Branch, CallCounts, FailureRecord, IterationResult, ProblemInput, PromptMode, RoleTokens,
+    StopReason, TmasOutcome,
 };
 use crate::method::rng::DecisionRng;
 
@@ -49,6 +49,7 @@ struct IterationState {
     /// Empty until every candidate is done; then the memory-agent updates.
     banks: Vec<BankTask>,
     calls: CallCounts,
+    tokens_by_role: BTreeMap<Arc<str>, RoleTokens>,
     failures: Vec<FailureRecord>,
 }
 
@@ -181,6 +182,7 @@ impl TmasStrategy {
             candidates,
             banks: Vec::new(),
             calls: CallCounts::default(),
+            tokens_by_role: BTreeMap::new(),
             failures: Vec::new(),
         };
         let commands = prompts
@@ -408,6 +410,7 @@ impl TmasStrategy {
             skipped,
             bank_updates: it.banks.into_iter().map(|b| b.record).collect(),
             calls: it.calls,
+            tokens_by_role: it.tokens_by_role,
             failures: it.failures,
         });
         if self.stop.is_some() {
@@ -490,8 +493,15 @@ impl Strategy for TmasStrategy {
         }
         match &outcome {
             Ok(r) => {
+                // Completion tokens are estimated from the text when the server reported
+                // none, so a budget comparison never counts a call as free.
+                let (_, completion) = crate::method::baselines::usage_or_estimate(r, 0);
                 it.calls.prompt_tokens += r.usage.prompt_tokens;
-                it.calls.completion_tokens += r.usage.completion_tokens;
+                it.calls.completion_tokens += completion;
+                it.tokens_by_role
+                    .entry(key.role.clone())
+                    .or_default()
+                    .add(r.usage.prompt_tokens, completion);
             }
             Err(e) => {
                 it.calls.failed += 1;

@@ -274,6 +274,7 @@ mod tests {
             skipped: false,
             bank_updates: Vec::new(),
             calls: CallCounts::default(),
+            tokens_by_role: Default::default(),
             failures: Vec::new(),
         }
     }
@@ -289,7 +290,10 @@ mod tests {
                     question: question.into(),
                 },
                 iterations: vec![
-                    iteration(0, vec![candidate(0, "first try \\boxed{6}", "SUMMARY-ZERO")]),
+                    iteration(
+                        0,
+                        vec![candidate(0, "first try \\boxed{6}", "SUMMARY-ZERO")],
+                    ),
                     iteration(1, vec![candidate(0, "second \\boxed{7}", "SUMMARY-ONE")]),
                     iteration(2, vec![candidate(0, "third \\boxed{7}", "SUMMARY-TWO")]),
                 ],
@@ -302,13 +306,22 @@ mod tests {
         }
     }
 
-    fn version(bank: &str, v: u32, iteration: Option<u32>, items: &[&str]) -> (Option<u32>, BankVersion) {
+    fn version(
+        bank: &str,
+        v: u32,
+        iteration: Option<u32>,
+        items: &[&str],
+    ) -> (Option<u32>, BankVersion) {
         (
             iteration,
             BankVersion {
                 bank: Arc::from(bank),
                 version: v,
-                items: items.iter().map(|s| s.to_string()).collect::<Vec<_>>().into(),
+                items: items
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .into(),
                 rejected: Vec::new(),
             },
         )
@@ -318,7 +331,12 @@ mod tests {
         vec![
             version("experience", 0, None, &[]),
             version("experience", 1, Some(0), &["Anchor: T(2)=3"]),
-            version("experience", 2, Some(1), &["Anchor: T(2)=3", "Heuristic: check parity"]),
+            version(
+                "experience",
+                2,
+                Some(1),
+                &["Anchor: T(2)=3", "Heuristic: check parity"],
+            ),
             version("guideline", 0, None, &[]),
             version("guideline", 1, Some(0), &["induction on n"]),
         ]
@@ -352,7 +370,11 @@ mod tests {
         let count = |s| all.iter().filter(|i| i.source == s).count();
         // Iteration 0: normal only; 1 and 2: all three.
         assert_eq!(
-            (count(Source::Normal), count(Source::Experience), count(Source::Guideline)),
+            (
+                count(Source::Normal),
+                count(Source::Experience),
+                count(Source::Guideline)
+            ),
             (3, 2, 2)
         );
         let normal1 = all
@@ -388,7 +410,11 @@ mod tests {
         };
         let mut all = Vec::new();
         for i in 0..5 {
-            all.extend(problem_instances(&src, &record(&format!("p{i}"), &format!("Q{i}")), &banks()));
+            all.extend(problem_instances(
+                &src,
+                &record(&format!("p{i}"), &format!("Q{i}")),
+                &banks(),
+            ));
         }
         // The same question again under another id (a second run): counted once.
         all.extend(problem_instances(&src, &record("other", "Q0 "), &banks()));

@@ -9,7 +9,12 @@ use crate::method::{PromptSet, TemplateKind};
 
 /// The guideline-judge prompt. The response goes in without its `<think>` block: the
 /// judge compares strategies, and a reasoning trace only adds noise and length.
-pub fn prompt(prompts: &PromptSet, question: &str, guidelines: &[String], response: &str) -> String {
+pub fn prompt(
+    prompts: &PromptSet,
+    question: &str,
+    guidelines: &[String],
+    response: &str,
+) -> String {
     prompts.render(
         TemplateKind::GuidelineJudge,
         &[
@@ -71,8 +76,14 @@ mod tests {
         let cases: &[(&str, Option<bool>)] = &[
             ("It uses parity.\n\\boxed{novel}", Some(true)),
             ("\\boxed{Repeated}", Some(false)),
-            ("\\boxed{novel} on reflection \\boxed{repeated}", Some(false)),
-            ("<think>\\boxed{repeated}</think>\\boxed{\\text{novel}}", Some(true)),
+            (
+                "\\boxed{novel} on reflection \\boxed{repeated}",
+                Some(false),
+            ),
+            (
+                "<think>\\boxed{repeated}</think>\\boxed{\\text{novel}}",
+                Some(true),
+            ),
             ("Analysis\n**Repeated**", Some(false)),
             ("\\boxed{maybe}", None),
             ("", None),

@@ -87,10 +87,16 @@ impl RewardParams {
     /// Rejects values that would make rewards or advantages meaningless.
     pub fn validate(&self) -> Result<(), String> {
         if !self.beta.is_finite() || self.beta < 0.0 {
-            return Err(format!("beta must be a finite number ≥ 0, got {}", self.beta));
+            return Err(format!(
+                "beta must be a finite number ≥ 0, got {}",
+                self.beta
+            ));
         }
         if !self.delta.is_finite() || self.delta <= 0.0 {
-            return Err(format!("delta must be a finite number > 0, got {}", self.delta));
+            return Err(format!(
+                "delta must be a finite number > 0, got {}",
+                self.delta
+            ));
         }
         Ok(())
     }
@@ -203,12 +209,15 @@ mod tests {
     fn standard_advantages_by_hand() {
         // Rewards 1, 1, −1, −1: mean 0, population std 1.
         let p = RewardParams::default();
-        let r: Vec<f64> = [true, true, false, false]
-            .map(correctness_reward)
-            .to_vec();
+        let r: Vec<f64> = [true, true, false, false].map(correctness_reward).to_vec();
         close(
             &group_advantages(&r, &p),
-            &[1.0 / (1.0 + 1e-6), 1.0 / (1.0 + 1e-6), -1.0 / (1.0 + 1e-6), -1.0 / (1.0 + 1e-6)],
+            &[
+                1.0 / (1.0 + 1e-6),
+                1.0 / (1.0 + 1e-6),
+                -1.0 / (1.0 + 1e-6),
+                -1.0 / (1.0 + 1e-6),
+            ],
         );
         // 1, −1, −1, −1: mean −0.5, std √0.75.
         let r = [1.0, -1.0, -1.0, -1.0];
@@ -345,6 +354,13 @@ mod tests {
         assert!(p.validate().is_ok());
         assert!(RewardParams { delta: 0.0, ..p }.validate().is_err());
         assert!(RewardParams { beta: -0.1, ..p }.validate().is_err());
-        assert!(RewardParams { beta: f64::NAN, ..p }.validate().is_err());
+        assert!(
+            RewardParams {
+                beta: f64::NAN,
+                ..p
+            }
+            .validate()
+            .is_err()
+        );
     }
 }

@@ -40,7 +40,9 @@ pub fn run_instances(dir: &Path) -> anyhow::Result<(Vec<Instance>, RunReport)> {
         )
     })?;
     let params = config.tmas_params();
-    let dataset = reader.meta(META_DATASET)?.unwrap_or_else(|| "unknown".into());
+    let dataset = reader
+        .meta(META_DATASET)?
+        .unwrap_or_else(|| "unknown".into());
     let data_source = format!("tmas:{dataset}");
     let run = dir.display().to_string();
     let src = RunSource {
@@ -61,7 +63,9 @@ pub fn run_instances(dir: &Path) -> anyhow::Result<(Vec<Instance>, RunReport)> {
         out.extend(data::problem_instances(&src, &record, &banks));
     }
     let report = RunReport {
-        status: reader.meta(META_STATUS)?.unwrap_or_else(|| "unknown".into()),
+        status: reader
+            .meta(META_STATUS)?
+            .unwrap_or_else(|| "unknown".into()),
         done,
         not_done: problems.len() - done,
         instances: out.len(),
@@ -69,4 +73,3 @@ pub fn run_instances(dir: &Path) -> anyhow::Result<(Vec<Instance>, RunReport)> {
     };
     Ok((out, report))
 }
-

@@ -137,9 +137,10 @@ impl Judges {
         batch: &str,
     ) -> anyhow::Result<(Vec<Judged>, JudgeCounts)> {
         if self.guideline.is_none()
-            && let Some(i) = rollouts.iter().zip(kinds).position(|(r, k)| {
-                *k == RewardKind::Novelty && !r.guideline_bank.is_empty()
-            })
+            && let Some(i) = rollouts
+                .iter()
+                .zip(kinds)
+                .position(|(r, k)| *k == RewardKind::Novelty && !r.guideline_bank.is_empty())
         {
             anyhow::bail!(
                 "rollout {i} (group `{}`) needs a novelty verdict against its guideline bank, \
@@ -148,40 +149,44 @@ impl Judges {
                 rollouts[i].group_id
             );
         }
-        let per_rollout = rollouts.iter().zip(kinds).enumerate().map(|(i, (r, kind))| async move {
-            let mut record = JudgeRecord::from_reply(&r.ground_truth, &r.response);
-            let rule_undecided = record.needs_llm_judge(LlmJudgePolicy::WhenUndecided);
-            if rule_undecided && let Some(llm) = &self.llm {
-                let answer = record.answer.clone().unwrap_or_default();
-                let problem = format!("{batch}/{}", r.question_id);
-                let verdicts = llm
-                    .ask(&r.question, &r.ground_truth, &answer, &problem, 0, i as u32)
-                    .await;
-                record = record.with_llm(verdicts);
-            }
-            let (novel, novelty_failed, asked) = if *kind != RewardKind::Novelty {
-                (None, false, false)
-            } else if r.guideline_bank.is_empty() {
-                // Nothing tried yet: every strategy is new.
-                (Some(true), false, false)
-            } else {
-                match &self.guideline {
-                    Some(judge) => match judge.ask(r, batch, i).await {
-                        Some(v) => (Some(v), false, true),
-                        None => (Some(false), true, true),
-                    },
-                    None => (Some(false), true, false),
+        let per_rollout = rollouts
+            .iter()
+            .zip(kinds)
+            .enumerate()
+            .map(|(i, (r, kind))| async move {
+                let mut record = JudgeRecord::from_reply(&r.ground_truth, &r.response);
+                let rule_undecided = record.needs_llm_judge(LlmJudgePolicy::WhenUndecided);
+                if rule_undecided && let Some(llm) = &self.llm {
+                    let answer = record.answer.clone().unwrap_or_default();
+                    let problem = format!("{batch}/{}", r.question_id);
+                    let verdicts = llm
+                        .ask(&r.question, &r.ground_truth, &answer, &problem, 0, i as u32)
+                        .await;
+                    record = record.with_llm(verdicts);
                 }
-            };
-            let llm_decided = rule_undecided && !record.undecided && !record.llm.is_empty();
-            let judged = Judged {
-                correct: record.score > 0.5,
-                undecided: record.undecided,
-                novel,
-                novelty_failed,
-            };
-            (judged, rule_undecided, llm_decided, asked)
-        });
+                let (novel, novelty_failed, asked) = if *kind != RewardKind::Novelty {
+                    (None, false, false)
+                } else if r.guideline_bank.is_empty() {
+                    // Nothing tried yet: every strategy is new.
+                    (Some(true), false, false)
+                } else {
+                    match &self.guideline {
+                        Some(judge) => match judge.ask(r, batch, i).await {
+                            Some(v) => (Some(v), false, true),
+                            None => (Some(false), true, true),
+                        },
+                        None => (Some(false), true, false),
+                    }
+                };
+                let llm_decided = rule_undecided && !record.undecided && !record.llm.is_empty();
+                let judged = Judged {
+                    correct: record.score > 0.5,
+                    undecided: record.undecided,
+                    novel,
+                    novelty_failed,
+                };
+                (judged, rule_undecided, llm_decided, asked)
+            });
         let results = join_all(per_rollout).await;
         let mut counts = JudgeCounts {
             rollouts: rollouts.len(),
@@ -207,7 +212,9 @@ impl Judges {
         params: &RewardParams,
         batch: &str,
     ) -> anyhow::Result<ScoredBatch> {
-        params.validate().map_err(|e| anyhow::anyhow!("reward parameters: {e}"))?;
+        params
+            .validate()
+            .map_err(|e| anyhow::anyhow!("reward parameters: {e}"))?;
         let kinds = batch::reward_kinds(rollouts, mode)?;
         let (judged, counts) = self.judge(rollouts, &kinds, batch).await?;
         let scored = batch::score(rollouts, &judged, mode, params)?;
@@ -289,8 +296,16 @@ pub fn summarize(scored: &[Scored]) -> Vec<SourceSummary> {
             }
             let rewards: Vec<f64> = of.iter().map(|s| s.reward).collect();
             let advantages: Vec<f64> = of.iter().map(|s| s.advantage).collect();
-            let right: Vec<f64> = of.iter().filter(|s| s.correct).map(|s| s.advantage).collect();
-            let wrong: Vec<f64> = of.iter().filter(|s| !s.correct).map(|s| s.advantage).collect();
+            let right: Vec<f64> = of
+                .iter()
+                .filter(|s| s.correct)
+                .map(|s| s.advantage)
+                .collect();
+            let wrong: Vec<f64> = of
+                .iter()
+                .filter(|s| !s.correct)
+                .map(|s| s.advantage)
+                .collect();
             Some(SourceSummary {
                 source,
                 rollouts: of.len(),
@@ -348,16 +363,31 @@ mod tests {
         assert_eq!(summary.len(), 2);
         assert_eq!((summary[0].rollouts, summary[0].correct), (3, 1));
 
-        let needs_judge = vec![rollout("g", Source::Guideline, "\\boxed{12}", &["induction"])];
+        let needs_judge = vec![rollout(
+            "g",
+            Source::Guideline,
+            "\\boxed{12}",
+            &["induction"],
+        )];
         let e = judges
-            .score(&needs_judge, RewardMode::Hybrid, &RewardParams::default(), "b")
+            .score(
+                &needs_judge,
+                RewardMode::Hybrid,
+                &RewardParams::default(),
+                "b",
+            )
             .await
             .unwrap_err();
         assert!(e.to_string().contains("no guideline judge"), "{e}");
         // The standard mode needs no novelty.
         assert!(
             judges
-                .score(&needs_judge, RewardMode::Standard, &RewardParams::default(), "b")
+                .score(
+                    &needs_judge,
+                    RewardMode::Standard,
+                    &RewardParams::default(),
+                    "b"
+                )
                 .await
                 .is_ok()
         );

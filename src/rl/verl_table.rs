@@ -180,8 +180,7 @@ pub fn record_batch(rows: &[Instance], first_index: i64) -> anyhow::Result<Recor
 /// write never leaves a truncated file under the final name).
 pub fn write(path: &Path, rows: &[Instance]) -> anyhow::Result<()> {
     let tmp = path.with_extension("parquet.tmp");
-    let file =
-        File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let file = File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))

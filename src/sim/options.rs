@@ -182,6 +182,15 @@ pub struct TaskOptions {
     pub verifier_partial_rate: f64,
     /// Chance that the guideline agent returns a shorter, reworded list.
     pub guideline_rewrite_rate: f64,
+    /// Chance that a verification flags a wrong fact it finds in the candidate (an
+    /// `[avoid …]` marker in its report), per wrong fact.
+    pub verifier_flag_rate: f64,
+    /// The same for a model's feedback on its own solution (Self-Refine's critique): lower,
+    /// because a model shares its own blind spots.
+    pub self_critique_flag_rate: f64,
+    /// The same for RSE's extractor, which sees one attempt and no verification; a wrong
+    /// fact it does not flag becomes a (misleading) proposition.
+    pub extraction_flag_rate: f64,
 }
 
 impl Default for TaskOptions {
@@ -198,6 +207,9 @@ impl Default for TaskOptions {
             verifier_false_positive_rate: 0.1,
             verifier_partial_rate: 0.2,
             guideline_rewrite_rate: 0.0,
+            verifier_flag_rate: 0.7,
+            self_critique_flag_rate: 0.25,
+            extraction_flag_rate: 0.5,
         }
     }
 }
@@ -252,6 +264,9 @@ impl TaskOptions {
             ),
             ("verifier_partial_rate", self.verifier_partial_rate),
             ("guideline_rewrite_rate", self.guideline_rewrite_rate),
+            ("verifier_flag_rate", self.verifier_flag_rate),
+            ("self_critique_flag_rate", self.self_critique_flag_rate),
+            ("extraction_flag_rate", self.extraction_flag_rate),
         ] {
             check_probability(&format!("task.{name}"), v)?;
         }

@@ -33,13 +33,27 @@ pub enum TemplateKind {
     Judge,
     /// Hybrid-RL novelty: is a rollout's strategy already in the guideline bank?
     GuidelineJudge,
+    /// Self-Refine: the model's feedback on its own solution.
+    Critique,
+    /// Self-Refine: the refined solution from the previous one and its feedback.
+    SelfRefine,
+    /// Verify-Refine: the corrector, from a solution and its verifications.
+    Correction,
+    /// PaCoRe: a round's trajectory, conditioned on the previous round's messages.
+    PacoreRound,
+    /// PaCoRe: one previous-round message inside `pacore_round`.
+    PacoreMessage,
+    /// RSE: one attempt distilled into propositions and pitfalls (JSON).
+    Extraction,
+    /// RSE: an attempt conditioned on the experience bank.
+    RseSolution,
 }
 
 /// (name, required) per placeholder, in render order.
 type Placeholders = &'static [(&'static str, bool)];
 
 impl TemplateKind {
-    pub const ALL: [TemplateKind; 18] = [
+    pub const ALL: [TemplateKind; 25] = [
         Self::Solution,
         Self::SolutionRefine,
         Self::SolutionExplore,
@@ -58,6 +72,13 @@ impl TemplateKind {
         Self::Guideline,
         Self::Judge,
         Self::GuidelineJudge,
+        Self::Critique,
+        Self::SelfRefine,
+        Self::Correction,
+        Self::PacoreRound,
+        Self::PacoreMessage,
+        Self::Extraction,
+        Self::RseSolution,
     ];
 
     /// Name used in config overrides; the built-in file is `config/prompts/<name>.md`.
@@ -81,6 +102,13 @@ impl TemplateKind {
             Self::Guideline => "guideline",
             Self::Judge => "judge",
             Self::GuidelineJudge => "guideline_judge",
+            Self::Critique => "critique",
+            Self::SelfRefine => "self_refine",
+            Self::Correction => "correction",
+            Self::PacoreRound => "pacore_round",
+            Self::PacoreMessage => "pacore_message",
+            Self::Extraction => "extraction",
+            Self::RseSolution => "rse_solution",
         }
     }
 
@@ -108,6 +136,13 @@ impl TemplateKind {
             Self::Guideline => "guideline.md",
             Self::Judge => "judge.md",
             Self::GuidelineJudge => "guideline_judge.md",
+            Self::Critique => "critique.md",
+            Self::SelfRefine => "self_refine.md",
+            Self::Correction => "correction.md",
+            Self::PacoreRound => "pacore_round.md",
+            Self::PacoreMessage => "pacore_message.md",
+            Self::Extraction => "extraction.md",
+            Self::RseSolution => "rse_solution.md",
         }
     }
 
@@ -136,6 +171,13 @@ impl TemplateKind {
             Self::Guideline => p!("guideline.md"),
             Self::Judge => p!("judge.md"),
             Self::GuidelineJudge => p!("guideline_judge.md"),
+            Self::Critique => p!("critique.md"),
+            Self::SelfRefine => p!("self_refine.md"),
+            Self::Correction => p!("correction.md"),
+            Self::PacoreRound => p!("pacore_round.md"),
+            Self::PacoreMessage => p!("pacore_message.md"),
+            Self::Extraction => p!("extraction.md"),
+            Self::RseSolution => p!("rse_solution.md"),
         }
     }
 
@@ -192,6 +234,28 @@ impl TemplateKind {
                 ("question", false),
                 ("guidelines", true),
                 ("response", true),
+            ],
+            Self::Critique => &[("question", true), ("solution", true)],
+            Self::SelfRefine => &[
+                ("question", true),
+                ("style", true),
+                ("solution", true),
+                ("feedback", true),
+            ],
+            Self::Correction => &[
+                ("question", true),
+                ("style", true),
+                ("solution", true),
+                ("verifications", true),
+            ],
+            Self::PacoreRound => &[("question", true), ("style", true), ("messages", true)],
+            Self::PacoreMessage => &[("index", false), ("message", true)],
+            Self::Extraction => &[("question", true), ("solution", true)],
+            Self::RseSolution => &[
+                ("question", true),
+                ("style", true),
+                ("propositions", true),
+                ("pitfalls", true),
             ],
         }
     }

@@ -5,7 +5,8 @@ use serde_json::json;
 use super::problem::Problem;
 use super::replies::{SUMMARY_CLOSE, SUMMARY_OPEN};
 use super::scan::{
-    ANCHOR_SUFFIX, between, classify, find_from, markers, normalize_answer, strategies_mentioned,
+    ANCHOR_SUFFIX, between, classify, find_from, markers, normalize_answer, scan_facts,
+    strategies_mentioned,
 };
 use crate::sim::options::TaskOptions;
 use crate::sim::rng::SimRng;
@@ -90,6 +91,34 @@ pub fn guideline(p: &Problem, prompt: &str, t: &TaskOptions, rng: &mut SimRng) -
     };
     let body = json!({ "updated_guidelines": items });
     format!("{body}")
+}
+
+/// RSE's extractor: every correct fact of the attempt becomes a proposition; a wrong one
+/// is recognised as a pitfall at `extraction_flag_rate`, else it is passed on as a
+/// proposition (the extractor sees no verification, so it cannot tell).
+pub fn extraction(p: &Problem, prompt: &str, t: &TaskOptions, rng: &mut SimRng) -> String {
+    let facts = scan_facts(prompt, p);
+    let mut props = Vec::new();
+    let mut pits = Vec::new();
+    for f in &p.facts {
+        let bit = 1u64 << (f.id - 1);
+        if facts.correct & bit != 0 {
+            props.push(format!("{} was derived", f.statement(true)));
+        }
+        if facts.wrong & bit != 0 {
+            if rng.chance(t.extraction_flag_rate) {
+                pits.push(format!(
+                    "{} is wrong; recompute a{}",
+                    f.avoid_marker(),
+                    f.id
+                ));
+            } else {
+                props.push(format!("{} was derived", f.statement(false)));
+            }
+        }
+    }
+    let body = json!({ "verified_propositions": props, "critical_pitfalls": pits });
+    format!("Distilled experience:\n```json\n{body:#}\n```")
 }
 
 /// The judge: candidate vs reference after whitespace normalization.

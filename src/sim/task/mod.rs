@@ -33,10 +33,14 @@ pub enum Role {
     Other,
     /// Hybrid-RL novelty judge: is the response's strategy in the guideline bank?
     GuidelineJudge,
+    /// Self-Refine's feedback on its own solution.
+    Critique,
+    /// RSE's extractor.
+    Extraction,
 }
 
 impl Role {
-    pub const ALL: [Role; 8] = [
+    pub const ALL: [Role; 10] = [
         Role::Solution,
         Role::Verification,
         Role::Summary,
@@ -45,6 +49,8 @@ impl Role {
         Role::Judge,
         Role::Other,
         Role::GuidelineJudge,
+        Role::Critique,
+        Role::Extraction,
     ];
 
     pub fn from_header(v: &str) -> Role {
@@ -56,6 +62,8 @@ impl Role {
             "guideline" => Role::Guideline,
             "judge" => Role::Judge,
             "guideline_judge" => Role::GuidelineJudge,
+            "critique" => Role::Critique,
+            "extraction" => Role::Extraction,
             _ => Role::Other,
         }
     }
@@ -70,6 +78,8 @@ impl Role {
             Role::Judge => "judge",
             Role::Other => "other",
             Role::GuidelineJudge => "guideline_judge",
+            Role::Critique => "critique",
+            Role::Extraction => "extraction",
         }
     }
 
@@ -105,9 +115,11 @@ pub fn generate(
         Role::Guideline => banks::guideline(problem, prompt, t, rng),
         Role::Judge => banks::judge(prompt),
         Role::GuidelineJudge => novelty::guideline_judge(prompt),
+        Role::Critique => replies::critique(problem, prompt, t, rng),
+        Role::Extraction => banks::extraction(problem, prompt, t, rng),
         Role::Other => "This is the TMAS simulator; send an x-tmas-role header \
                         (solution, verification, summary, experience, guideline, judge, \
-                        guideline_judge) \
+                        guideline_judge, critique, extraction) \
                         to get a modelled reply."
             .to_owned(),
     };

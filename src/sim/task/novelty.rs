@@ -48,7 +48,9 @@ mod tests {
     #[test]
     fn repeated_when_the_bank_names_the_strategy() {
         let response = "Strategy: induction on n\nApproach: modular arithmetic is not used.";
-        assert!(ask("- Tried induction on n: small cases", response).ends_with("\\boxed{repeated}"));
+        assert!(
+            ask("- Tried induction on n: small cases", response).ends_with("\\boxed{repeated}")
+        );
         assert!(ask("- Tried modular arithmetic", response).ends_with("\\boxed{novel}"));
         assert!(ask("(none yet)", response).ends_with("\\boxed{novel}"));
         assert!(ask("- Tried induction on n", "no strategy here").ends_with("\\boxed{novel}"));

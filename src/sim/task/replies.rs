@@ -132,7 +132,34 @@ pub fn verification(
         "0.5" => "The result holds but one step is only sketched.",
         _ => "A key step fails, so the result does not hold.",
     });
+    flag_wrong_facts(&mut text, p, prompt, t.verifier_flag_rate, rng);
     let _ = write!(text, "\n{SCORE_MARKER}{score}]\nScore: \\boxed{{{score}}}");
+    text
+}
+
+/// Appends an `[avoid …]` line for each wrong fact of `prompt`, each with chance `rate`.
+/// Draws only when a wrong fact is present, so replies without one are unchanged.
+fn flag_wrong_facts(text: &mut String, p: &Problem, prompt: &str, rate: f64, rng: &mut SimRng) {
+    let wrong = scan_facts(prompt, p).wrong;
+    for f in &p.facts {
+        if wrong & (1 << (f.id - 1)) != 0 && rng.chance(rate) {
+            let _ = write!(
+                text,
+                "\n{} does not hold: re-derive a{} before using it.",
+                f.avoid_marker(),
+                f.id
+            );
+        }
+    }
+}
+
+/// Self-Refine's feedback on its own solution: it re-checks the intermediate facts and
+/// flags a wrong one at `self_critique_flag_rate` (lower than a verifier's rate); it
+/// never sees the reference answer.
+pub fn critique(p: &Problem, prompt: &str, t: &TaskOptions, rng: &mut SimRng) -> String {
+    let mut text = String::from("I re-checked my intermediate results.");
+    flag_wrong_facts(&mut text, p, prompt, t.self_critique_flag_rate, rng);
+    text.push_str("\nThe rest of the derivation looks consistent to me.");
     text
 }
 

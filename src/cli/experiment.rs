@@ -1,0 +1,196 @@
+//! `tmas experiment FILE.toml`: run a grid of variants as one job, then write the
+//! comparison report; `tmas experiment --resume DIR` continues one after a crash;
+//! `tmas experiment report DIR` rewrites the report. See `crate::engine::experiment`.
+//!
+//! Exit codes as `tmas run`: 0 done; 1 error (a variant could not run); 2 config error;
+//! 3 calls lost or problems failed; 4 an endpoint kept answering with permanent errors;
+//! 130 stopped by SIGINT/SIGTERM (resume it).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Subcommand;
+
+use crate::config::CliOverride;
+use crate::config::resolve::process_env;
+use crate::engine::experiment::{self, ExperimentResult, report};
+use crate::engine::{RunControl, shutdown};
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<ExperimentCommand>,
+    /// The experiment file (variants and sweeps over a base config; see experiments/).
+    #[arg(required_unless_present = "resume", value_name = "FILE.toml")]
+    pub file: Option<PathBuf>,
+    /// The experiment directory to create (default: `run.out_dir/experiment-NAME`).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Resume the experiment in DIR (each variant's run resumes from its store).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["file", "out"])]
+    pub resume: Option<PathBuf>,
+    /// Override a config key in every variant (`--set run.limit=5`), after the
+    /// experiment's own overrides. With --resume: operational settings only.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Seconds between status lines on stderr (0: none).
+    #[arg(long, default_value_t = 10)]
+    pub status_every: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExperimentCommand {
+    /// Write the comparison table (Markdown, CSV) and charts (PNG, SVG) of an experiment.
+    Report {
+        /// An experiment directory.
+        dir: PathBuf,
+    },
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(ExperimentCommand::Report { dir }) = &args.command {
+        print_report(dir)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let control = RunControl::default();
+    shutdown::install(control.stop.clone()).context("installing signal handlers")?;
+    crate::engine::observe::configure(crate::engine::observe::ObserveOptions {
+        metrics_addr: None,
+        trace_content: false,
+        quiet: true,
+        progress_every: None,
+    });
+    let status_every = (args.status_every > 0).then(|| Duration::from_secs(args.status_every));
+    let cli: Vec<CliOverride> = args.set.iter().map(CliOverride::set).collect();
+    let env = process_env();
+    let result = match (&args.resume, &args.file) {
+        (Some(dir), _) => experiment::resume(dir, env, cli, control, status_every).await?,
+        (None, Some(file)) => {
+            let out = match &args.out {
+                Some(o) => o.clone(),
+                None => default_dir(file, &env, &cli)?,
+            };
+            let plan = match experiment::plan_new(file, &out, &env, &cli)? {
+                Ok(plan) => plan,
+                Err(errors) => {
+                    for (variant, errs) in errors {
+                        for issue in errs.iter() {
+                            eprintln!("error: variant {variant}: {issue}");
+                        }
+                    }
+                    return Ok(ExitCode::from(2));
+                }
+            };
+            eprintln!(
+                "tmas experiment {}: {} variants sharing {} calls in flight → {}",
+                plan.name,
+                plan.variants.len(),
+                plan.max_in_flight,
+                out.display()
+            );
+            experiment::run_new(plan, &out, env, control, status_every).await?
+        }
+        (None, None) => anyhow::bail!("give an experiment file or --resume DIR"),
+    };
+    finish(&result)
+}
+
+/// `run.out_dir/experiment-NAME` (with `-2`, `-3`, … when taken).
+fn default_dir(
+    file: &Path,
+    env: &[(String, String)],
+    cli: &[CliOverride],
+) -> anyhow::Result<PathBuf> {
+    let spec = experiment::spec::ExperimentSpec::load(file)?;
+    let out_dir = match spec.base_config_path(file) {
+        Some(p) => crate::config::load_with(&p, env, cli)
+            .map(|c| c.run.out_dir)
+            .unwrap_or_else(|_| PathBuf::from("runs")),
+        None => PathBuf::from("runs"),
+    };
+    let base = out_dir.join(format!("experiment-{}", spec.name));
+    let mut dir = base.clone();
+    let mut n = 2;
+    while dir.exists() {
+        dir = PathBuf::from(format!("{}-{n}", base.display()));
+        n += 1;
+    }
+    Ok(dir)
+}
+
+fn print_report(dir: &Path) -> anyhow::Result<()> {
+    let written = report::write_report(dir)?;
+    println!("{}", written.markdown);
+    for f in &written.files {
+        println!("wrote {}", f.display());
+    }
+    Ok(())
+}
+
+/// Prints each variant's end and the report; the exit code says how the job ended.
+fn finish(result: &ExperimentResult) -> anyhow::Result<ExitCode> {
+    let mut errors = 0;
+    let mut degraded = 0;
+    let mut stopped = 0;
+    for (name, r) in &result.runs {
+        match r {
+            Ok(run) => {
+                for f in &run.problems_failed {
+                    eprintln!(
+                        "variant {name}: problem {} failed: {}",
+                        f.problem_id, f.error
+                    );
+                }
+                if !run.accounting.is_clean() {
+                    degraded += 1;
+                    eprintln!(
+                        "variant {name}: {} calls lost, {} problems failed",
+                        run.accounting.calls_lost,
+                        run.problems_failed.len()
+                    );
+                }
+                if let Some(stop) = &run.permanent_stop {
+                    stopped += 1;
+                    eprintln!(
+                        "error: variant {name}: stopped: endpoint `{}` answered {} calls in a row with an error that retrying cannot fix: {}",
+                        stop.endpoint, stop.consecutive, stop.error
+                    );
+                }
+            }
+            Err(e) => {
+                errors += 1;
+                eprintln!("error: variant {name}: {e:#}");
+            }
+        }
+    }
+    print_report(&result.dir)?;
+    if result.interrupted() {
+        eprintln!(
+            "interrupted; resume with: tmas experiment --resume {}",
+            result.dir.display()
+        );
+        return Ok(ExitCode::from(shutdown::EXIT_INTERRUPTED));
+    }
+    if errors > 0 {
+        eprintln!(
+            "{errors} variant(s) did not run to the end; fix the cause and resume with: tmas experiment --resume {}",
+            result.dir.display()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    if stopped > 0 {
+        return Ok(ExitCode::from(super::run::EXIT_PERMANENT_ERRORS));
+    }
+    Ok(if degraded > 0 {
+        eprintln!(
+            "once the endpoints are fine, `tmas experiment --resume {}` sends lost calls again",
+            result.dir.display()
+        );
+        ExitCode::from(super::run::EXIT_DEGRADED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

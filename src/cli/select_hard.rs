@@ -1,0 +1,200 @@
+//! `tmas select-hard`: the paper's hard-subset selection, reproducibly. It runs k
+//! independent samples per problem through the engine (a one-iteration, no-verification
+//! run: the `majority-vote` method with `method.k = k`, judged like any run, resumable
+//! with `tmas run --resume`), keeps the problems with fewer than c correct samples and
+//! draws n of them with a seeded draw. Output: JSONL, one problem a line with its counts
+//! (`problem_id`, `question`, `answer`, `correct`, `samples`), usable as a dataset.
+//! `--from-run DIR` selects from a finished run without running anything.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::config::ConfigArgs;
+use crate::config::resolve::process_env;
+use crate::engine::run_dir::{RunDir, new_run_dir_path};
+use crate::engine::{self, RunControl, RunRequest, shutdown};
+use crate::eval::dataset::{DatasetSpec, load_dataset};
+use crate::eval::hard_subset::{SampleCount, is_correct, select_hard};
+
+#[derive(Debug, clap::Args)]
+#[command(mut_arg("config", |a| a
+    .required(false)
+    .required_unless_present("from_run")
+    .default_value("-")
+    .hide_default_value(true)))]
+pub struct Args {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Independent samples per problem (paper: 8).
+    #[arg(short = 'k', long = "samples", default_value_t = 8)]
+    pub samples: u32,
+    /// Keep problems with fewer than this many correct samples (paper: 2).
+    #[arg(long = "below", default_value_t = 2)]
+    pub below: u32,
+    /// Problems to draw from the hard pool (paper: 50).
+    #[arg(short = 'n', long = "take", default_value_t = 50)]
+    pub take: usize,
+    /// Seed of the draw.
+    #[arg(long = "draw-seed", default_value_t = 0)]
+    pub draw_seed: u64,
+    /// Where to write the subset (JSONL).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// The sampling run's directory (default: a new one under `run.out_dir`).
+    #[arg(long, value_name = "DIR", conflicts_with = "from_run")]
+    pub run_dir: Option<PathBuf>,
+    /// Select from this finished sampling run instead of running one.
+    #[arg(long, value_name = "DIR")]
+    pub from_run: Option<PathBuf>,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let run_dir = match &args.from_run {
+        Some(dir) => dir.clone(),
+        None => match sample(&args).await? {
+            Ok(dir) => dir,
+            Err(code) => return Ok(code),
+        },
+    };
+    let counts = counts(&run_dir)?;
+    let picked = select_hard(&counts, args.below, args.take, args.draw_seed);
+    let hard = counts.iter().filter(|c| c.correct < args.below).count();
+    let mut out = Vec::new();
+    for p in &picked {
+        serde_json::to_writer(&mut out, p)?;
+        out.push(b'\n');
+    }
+    let mut file = std::fs::File::create(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    file.write_all(&out)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    println!(
+        "{} problems sampled, {hard} with fewer than {} correct; {} drawn (seed {}) → {}",
+        counts.len(),
+        args.below,
+        picked.len(),
+        args.draw_seed,
+        args.out.display()
+    );
+    if picked.len() < args.take {
+        eprintln!(
+            "note: only {} hard problems, fewer than the {} asked for",
+            picked.len(),
+            args.take
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the k samples; the run directory, or the exit code of an error already printed.
+async fn sample(args: &Args) -> anyhow::Result<Result<PathBuf, ExitCode>> {
+    let mut config_args = args.config.clone();
+    // Appended last, so they win over the file and the user's --set.
+    config_args.set.extend([
+        "method.name=\"majority-vote\"".to_string(),
+        format!("method.k={}", args.samples),
+        "method.iterations=1".to_string(),
+    ]);
+    let config = match config_args.load() {
+        Ok(c) => c,
+        Err(errors) => {
+            for issue in errors.iter() {
+                eprintln!("error: {issue}");
+            }
+            return Ok(Err(ExitCode::from(2)));
+        }
+    };
+    let path = config
+        .run
+        .dataset
+        .clone()
+        .context("no dataset: set run.dataset in the config or pass --dataset FILE")?;
+    let mut spec = DatasetSpec::new(path);
+    spec.limit = config.run.limit;
+    spec.ids = config.run.ids.clone();
+    let dataset = load_dataset(&spec)?;
+    let run_dir = args
+        .run_dir
+        .clone()
+        .unwrap_or_else(|| new_run_dir_path(&config.run.out_dir));
+    eprintln!(
+        "tmas select-hard: {} problems × {} samples → {}",
+        dataset.problems.len(),
+        args.samples,
+        run_dir.display()
+    );
+    let control = RunControl::default();
+    shutdown::install(control.stop.clone()).context("installing signal handlers")?;
+    let result = engine::run_with(
+        RunRequest {
+            config,
+            config_source: args.config.config.clone(),
+            dataset,
+            run_dir,
+            env: process_env(),
+            status_every: None,
+            preflight: true,
+        },
+        control,
+    )
+    .await?;
+    if result.interrupted {
+        eprintln!(
+            "interrupted; finish the samples with `tmas run --resume {}`, then select with --from-run",
+            result.run_dir.display()
+        );
+        return Ok(Err(ExitCode::from(shutdown::EXIT_INTERRUPTED)));
+    }
+    // Lost samples would make a problem look harder than it is: select only from a run
+    // where every call was answered.
+    anyhow::ensure!(
+        result.accounting.is_clean() && result.permanent_stop.is_none(),
+        "the sampling run in {} lost calls or problems ({} problems failed); once the \
+         endpoints are fine, `tmas run --resume {}` sends them again, then select with --from-run",
+        result.run_dir.display(),
+        result.problems_failed.len(),
+        result.run_dir.display()
+    );
+    Ok(Ok(result.run_dir))
+}
+
+/// Correct and judged samples per problem of a finished one-iteration run, in dataset
+/// order.
+fn counts(dir: &std::path::Path) -> anyhow::Result<Vec<SampleCount>> {
+    let run = RunDir::open(dir)?;
+    let mut records = run.read_problems()?;
+    anyhow::ensure!(
+        !records.is_empty(),
+        "{}: no finished problems",
+        dir.display()
+    );
+    let order: std::collections::HashMap<String, usize> =
+        std::fs::read_to_string(run.results_path())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .enumerate()
+            .filter_map(|(i, v)| Some((v.get("problem_id")?.as_str()?.to_string(), i)))
+            .collect();
+    records.sort_by_key(|r| order.get(&r.problem_id).copied().unwrap_or(usize::MAX));
+    Ok(records
+        .into_iter()
+        .map(|r| {
+            let judged: Vec<f64> = r
+                .judgments
+                .first()
+                .map(|c| c.iter().flatten().map(|j| j.score).collect())
+                .unwrap_or_default();
+            SampleCount {
+                correct: judged.iter().filter(|s| is_correct(**s)).count() as u32,
+                samples: judged.len() as u32,
+                problem_id: r.problem_id,
+                question: r.question,
+                answer: r.reference_answer,
+            }
+        })
+        .collect())
+}

@@ -1,0 +1,355 @@
+//! `tmas experiment`: a grid of variants (methods, ablation switches, swept parameter
+//! values; each a named set of overrides on one base config) run as one job.
+//!
+//! What is shared and what is not: all variants run at once in this process, each as an
+//! ordinary run (its own run directory, store, model client and, with `embedded-sim`
+//! endpoints, its own embedded simulator); their calls to the endpoints go through one
+//! semaphore of `run.max_in_flight` permits (taken from the first variant's config), so
+//! they interleave under one in-flight budget. Replayed calls take no permit; per-endpoint
+//! caps, rate limits and circuit breakers stay per variant. One status
+//! line covers every variant. A crash (even SIGKILL) is resumed with
+//! `tmas experiment --resume DIR`: a variant with a store is resumed like `tmas run
+//! --resume`, one without is started, so the report equals an uninterrupted one.
+//!
+//! - [`spec`]: the experiment file and its expansion into variants.
+//! - [`report`]: the comparison table and charts over the variants' run directories.
+
+pub mod report;
+pub mod spec;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::config::loader::load_str;
+use crate::config::{CliOverride, ConfigErrors};
+use crate::eval::dataset::{DatasetSpec, load_dataset};
+use crate::store::DB_FILE;
+
+use super::run_dir::write_atomic;
+use super::{RequestedConfig, ResumeRequest, RunControl, RunRequest, RunResult};
+
+/// The plan file in an experiment directory.
+pub const PLAN_FILE: &str = "experiment.json";
+
+/// A variant as planned: its name, run directory (relative to the experiment directory)
+/// and resolved config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedVariant {
+    pub name: String,
+    pub dir: String,
+    /// For sweep variants: the swept key and value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swept: Option<spec::Swept>,
+    /// The resolved config (TOML), used to start the variant's run.
+    pub config_toml: String,
+}
+
+/// `experiment.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentPlan {
+    pub name: String,
+    pub source: String,
+    /// Iterations shown as table columns.
+    pub report_iterations: Vec<u32>,
+    /// The in-flight budget shared by all variants.
+    pub max_in_flight: usize,
+    pub variants: Vec<PlannedVariant>,
+}
+
+impl ExperimentPlan {
+    pub fn read(dir: &Path) -> anyhow::Result<Self> {
+        let path = dir.join(PLAN_FILE);
+        let bytes = std::fs::read(&path).with_context(|| {
+            format!(
+                "cannot read {} (not an experiment directory?)",
+                path.display()
+            )
+        })?;
+        serde_json::from_slice(&bytes).with_context(|| format!("{} is not valid", path.display()))
+    }
+}
+
+/// How an experiment ended.
+#[derive(Debug)]
+pub struct ExperimentResult {
+    pub dir: PathBuf,
+    /// Per variant: its name and the run's result (or the error that ended it).
+    pub runs: Vec<(String, anyhow::Result<RunResult>)>,
+}
+
+impl ExperimentResult {
+    pub fn interrupted(&self) -> bool {
+        self.runs
+            .iter()
+            .any(|(_, r)| r.as_ref().is_ok_and(|r| r.interrupted))
+    }
+}
+
+/// Plans a new experiment from `file` into `dir` (which must not hold one already).
+/// Config errors of every variant are collected and returned together.
+pub fn plan_new(
+    file: &Path,
+    dir: &Path,
+    env: &[(String, String)],
+    cli: &[CliOverride],
+) -> anyhow::Result<Result<ExperimentPlan, Vec<(String, ConfigErrors)>>> {
+    anyhow::ensure!(
+        !dir.join(PLAN_FILE).exists(),
+        "{} already holds an experiment; resume it with: tmas experiment --resume {}",
+        dir.display(),
+        dir.display()
+    );
+    let spec = spec::ExperimentSpec::load(file)?;
+    let variants = spec.variants()?;
+    let mut planned = Vec::new();
+    let mut errors = Vec::new();
+    let base = spec.base_config_path(file);
+    let base_text = match &base {
+        Some(p) => std::fs::read_to_string(p).with_context(|| {
+            format!(
+                "{}: cannot read base config {}",
+                file.display(),
+                p.display()
+            )
+        })?,
+        None => String::new(),
+    };
+    let label = base.as_ref().map_or_else(
+        || format!("{} (defaults)", file.display()),
+        |p| p.display().to_string(),
+    );
+    let mut used = std::collections::BTreeSet::new();
+    for v in variants {
+        let mut overrides = spec.common_overrides();
+        overrides.extend(cli.iter().cloned());
+        overrides.extend(v.overrides.iter().cloned());
+        // Relative paths in the base config are resolved by the loader against the
+        // config file's directory when loaded from a path.
+        let loaded = match &base {
+            Some(p) => crate::config::load_with(p, env, &overrides),
+            None => load_str(&base_text, &label, env, &overrides),
+        };
+        match loaded {
+            Ok(config) => {
+                let dir_name = unique_slug(&v.name, &mut used);
+                planned.push(PlannedVariant {
+                    name: v.name,
+                    dir: dir_name,
+                    swept: v.swept,
+                    config_toml: config
+                        .to_toml_string()
+                        .context("serializing a variant's config")?,
+                });
+            }
+            Err(e) => errors.push((v.name, e)),
+        }
+    }
+    if !errors.is_empty() {
+        return Ok(Err(errors));
+    }
+    anyhow::ensure!(!planned.is_empty(), "{}: no variants", file.display());
+    let first = Config::from_toml_str(&planned[0].config_toml, "first variant")
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(Ok(ExperimentPlan {
+        name: spec.name.clone(),
+        source: file.display().to_string(),
+        report_iterations: spec.report_iterations.clone(),
+        max_in_flight: first.run.max_in_flight,
+        variants: planned,
+    }))
+}
+
+/// A directory name for a variant: its name with unsafe characters replaced, unique.
+fn unique_slug(name: &str, used: &mut std::collections::BTreeSet<String>) -> String {
+    let base: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let base = if base.is_empty() {
+        "variant".to_string()
+    } else {
+        base
+    };
+    let mut slug = base.clone();
+    let mut n = 2;
+    while !used.insert(slug.clone()) {
+        slug = format!("{base}-{n}");
+        n += 1;
+    }
+    slug
+}
+
+/// Writes the plan and runs every variant (see the module documentation).
+pub async fn run_new(
+    plan: ExperimentPlan,
+    dir: &Path,
+    env: Vec<(String, String)>,
+    control: RunControl,
+    status_every: Option<Duration>,
+) -> anyhow::Result<ExperimentResult> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create experiment directory {}", dir.display()))?;
+    write_atomic(&dir.join(PLAN_FILE), &serde_json::to_vec_pretty(&plan)?)?;
+    execute(plan, dir, env, Vec::new(), control, status_every).await
+}
+
+/// Resumes the experiment in `dir`: `cli` overrides may change operational settings of
+/// every variant (as `tmas run --resume` allows).
+pub async fn resume(
+    dir: &Path,
+    env: Vec<(String, String)>,
+    cli: Vec<CliOverride>,
+    control: RunControl,
+    status_every: Option<Duration>,
+) -> anyhow::Result<ExperimentResult> {
+    let plan = ExperimentPlan::read(dir)?;
+    execute(plan, dir, env, cli, control, status_every).await
+}
+
+async fn execute(
+    plan: ExperimentPlan,
+    dir: &Path,
+    env: Vec<(String, String)>,
+    cli: Vec<CliOverride>,
+    mut control: RunControl,
+    status_every: Option<Duration>,
+) -> anyhow::Result<ExperimentResult> {
+    let permits = Arc::new(tokio::sync::Semaphore::new(plan.max_in_flight.max(1)));
+    control.shared_in_flight = Some(permits);
+    let started = Instant::now();
+    let mut runs = Vec::new();
+    let mut totals = Vec::new();
+    for v in &plan.variants {
+        let run_dir = dir.join(&v.dir);
+        let resumed = run_dir.join(DB_FILE).is_file();
+        let control = control.clone();
+        let (env, cli) = (env.clone(), cli.clone());
+        let config = load_str(&v.config_toml, &format!("variant {}", v.name), &env, &cli)
+            .map_err(|e| anyhow::anyhow!("variant {}: {e}", v.name))?;
+        let problems = if resumed {
+            None
+        } else {
+            let dataset =
+                load_variant_dataset(&config).with_context(|| format!("variant {}", v.name))?;
+            Some(dataset)
+        };
+        totals.push(problems.as_ref().map(|d| d.problems.len()));
+        let name = v.name.clone();
+        let source = PathBuf::from(&plan.source);
+        runs.push(async move {
+            let result = match problems {
+                None => {
+                    let stored_env = env.clone();
+                    let requested: RequestedConfig = Box::new(move |stored| {
+                        load_str(stored, "stored config", &stored_env, &cli)
+                            .map_err(|e| anyhow::anyhow!("{e}"))
+                    });
+                    super::resume(
+                        ResumeRequest {
+                            run_dir,
+                            config: requested,
+                            force: false,
+                            keep_failed: false,
+                            env,
+                            status_every: None,
+                            preflight: true,
+                        },
+                        control,
+                    )
+                    .await
+                }
+                Some(dataset) => {
+                    super::run_with(
+                        RunRequest {
+                            config,
+                            config_source: source,
+                            dataset,
+                            run_dir,
+                            env,
+                            status_every: None,
+                            preflight: true,
+                        },
+                        control,
+                    )
+                    .await
+                }
+            };
+            (name, result)
+        });
+    }
+    let status = status_every.map(|every| {
+        let dirs: Vec<(String, PathBuf, Option<usize>)> = plan
+            .variants
+            .iter()
+            .zip(&totals)
+            .map(|(v, t)| (v.name.clone(), dir.join(&v.dir), *t))
+            .collect();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                eprintln!("{}", status_line(&dirs, started.elapsed()));
+            }
+        })
+    });
+    let runs = futures::future::join_all(runs).await;
+    if let Some(s) = status {
+        s.abort();
+    }
+    Ok(ExperimentResult {
+        dir: dir.to_path_buf(),
+        runs,
+    })
+}
+
+/// The dataset a variant's config selects (`run.dataset`, `run.limit`, `run.ids`).
+fn load_variant_dataset(config: &Config) -> anyhow::Result<crate::eval::dataset::Dataset> {
+    let path = config
+        .run
+        .dataset
+        .clone()
+        .context("no dataset: set run.dataset in the base config or with --set")?;
+    let mut spec = DatasetSpec::new(path);
+    spec.limit = config.run.limit;
+    spec.ids = config.run.ids.clone();
+    let dataset = load_dataset(&spec)?;
+    anyhow::ensure!(
+        !dataset.problems.is_empty(),
+        "{}: no problems selected",
+        spec.path.display()
+    );
+    Ok(dataset)
+}
+
+/// One line for every variant: finished problems (files in `problems/`) of the total.
+fn status_line(dirs: &[(String, PathBuf, Option<usize>)], elapsed: Duration) -> String {
+    let parts: Vec<String> = dirs
+        .iter()
+        .map(|(name, dir, total)| {
+            let done = std::fs::read_dir(dir.join("problems"))
+                .map(|r| r.filter(|e| e.is_ok()).count())
+                .unwrap_or(0);
+            match total {
+                Some(t) => format!("{name} {done}/{t}"),
+                None => format!("{name} {done} (resumed)"),
+            }
+        })
+        .collect();
+    format!(
+        "[{:>5.0}s] problems done: {}",
+        elapsed.as_secs_f64(),
+        parts.join(" · ")
+    )
+}

@@ -1,0 +1,609 @@
+//! `tmas experiment report DIR`: compares the variants of an experiment.
+//!
+//! Writes into DIR:
+//! - `comparison.md` / `comparison.csv`: one row per variant, Pass@1 at the chosen
+//!   iterations, the selected answer's accuracy at the last iteration (MV@k: the vote;
+//!   TMAS and Verify-Refine: the best-verified candidate), calls and tokens per problem,
+//!   and the run's status (a variant that did not finish says so, and has no numbers);
+//! - `budget.csv`: per variant and iteration, Pass@1 and per-problem calls and tokens (in
+//!   total and by role), with cumulative completion tokens (the equal-budget view);
+//! - `pass_at_1.png|svg`: Pass@1 per iteration, all variants; `pass_at_1_tokens.png|svg`:
+//!   Pass@1 against cumulative completion tokens per problem;
+//! - `sweep_<key>.png|svg` for each swept key: Pass@1 at the last iteration against the
+//!   swept value.
+//!
+//! Everything is read from the variants' run directories (`run.json`, `pass_at_1.json`,
+//! `problems/*.json`), so a report can be rebuilt at any time and equals itself.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::{ExperimentPlan, PlannedVariant};
+use crate::config::Config;
+use crate::engine::run_dir::{ProblemRecord, RunDir, RunSummaryFile, write_atomic};
+use crate::eval::chart::{Series, XySeries, write_pass_at_1_chart, write_pass_at_1_xy_chart};
+use crate::eval::pass_at_1::PassAt1Table;
+use crate::method::CallCounts;
+
+/// Per-problem means of one iteration.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IterationBudget {
+    pub iteration: usize,
+    pub pass_at_1: Option<f64>,
+    /// Calls per role, per problem.
+    pub calls_by_role: BTreeMap<&'static str, f64>,
+    /// (prompt, completion) tokens per role, per problem.
+    pub tokens_by_role: BTreeMap<&'static str, (f64, f64)>,
+    pub calls: f64,
+    pub prompt_tokens: f64,
+    pub completion_tokens: f64,
+    pub cumulative_completion_tokens: f64,
+}
+
+/// What the report knows of one variant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VariantReport {
+    pub name: String,
+    pub method: String,
+    pub status: String,
+    pub problems_total: usize,
+    pub problems_done: usize,
+    pub problems_failed: usize,
+    /// Pass@1 per iteration (empty when the run has no table yet).
+    pub pass_at_1: Vec<f64>,
+    /// Mean score of the iteration's selected candidate at the last iteration, over
+    /// problems that have one; `None` for methods without a selection.
+    pub selected_last: Option<f64>,
+    pub budget: Vec<IterationBudget>,
+    pub swept: Option<super::spec::Swept>,
+}
+
+impl VariantReport {
+    fn finished(&self) -> bool {
+        self.status == "completed" && !self.pass_at_1.is_empty()
+    }
+
+    fn totals(&self) -> (f64, f64, f64) {
+        self.budget.iter().fold((0.0, 0.0, 0.0), |(c, p, o), b| {
+            (c + b.calls, p + b.prompt_tokens, o + b.completion_tokens)
+        })
+    }
+}
+
+/// The roles in column order.
+const ROLES: [&str; 7] = [
+    "solution",
+    "verification",
+    "summary",
+    "experience",
+    "guideline",
+    "critique",
+    "extraction",
+];
+
+fn role_calls(c: &CallCounts) -> [u32; 7] {
+    [
+        c.solution,
+        c.verification,
+        c.summary,
+        c.experience,
+        c.guideline,
+        c.critique,
+        c.extraction,
+    ]
+}
+
+/// Reads one variant's run directory.
+pub fn read_variant(root: &Path, v: &PlannedVariant) -> anyhow::Result<VariantReport> {
+    let method = Config::from_toml_str(&v.config_toml, &v.name)
+        .map(|c| c.method.name.as_str().to_string())
+        .unwrap_or_else(|_| "?".into());
+    let dir = root.join(&v.dir);
+    let mut report = VariantReport {
+        name: v.name.clone(),
+        method,
+        status: "not started".into(),
+        problems_total: 0,
+        problems_done: 0,
+        problems_failed: 0,
+        pass_at_1: Vec::new(),
+        selected_last: None,
+        budget: Vec::new(),
+        swept: v.swept.clone(),
+    };
+    if !dir.is_dir() {
+        return Ok(report);
+    }
+    let run_dir = RunDir::open(&dir);
+    let summary: Option<RunSummaryFile> = run_dir.as_ref().ok().and_then(|d| d.read_summary().ok());
+    match &summary {
+        Some(s) => {
+            report.status = s.status.clone();
+            report.problems_total = s.problems_total;
+            report.problems_done = s.problems_done;
+            report.problems_failed = s.problems_failed.len();
+        }
+        None => report.status = "not finished".into(),
+    }
+    let table_path = dir.join("pass_at_1.json");
+    if summary.is_some() && table_path.is_file() {
+        let bytes = std::fs::read(&table_path)
+            .with_context(|| format!("cannot read {}", table_path.display()))?;
+        let table: PassAt1Table = serde_json::from_slice(&bytes)
+            .with_context(|| format!("{} is not a Pass@1 table", table_path.display()))?;
+        report.pass_at_1 = table.rows.iter().map(|r| r.pass_at_1).collect();
+    }
+    let records = match run_dir {
+        Ok(d) => d.read_problems()?,
+        Err(_) => Vec::new(),
+    };
+    report.budget = budget(&records, &report.pass_at_1);
+    report.selected_last = selected_accuracy(&records);
+    Ok(report)
+}
+
+/// Per-iteration means over the finished problems.
+fn budget(records: &[ProblemRecord], pass: &[f64]) -> Vec<IterationBudget> {
+    let iterations = records
+        .iter()
+        .map(|r| r.outcome.iterations.len())
+        .max()
+        .unwrap_or(0)
+        .max(pass.len());
+    let n = records.len().max(1) as f64;
+    let mut out = Vec::with_capacity(iterations);
+    let mut cumulative = 0.0;
+    for t in 0..iterations {
+        let mut b = IterationBudget {
+            iteration: t,
+            pass_at_1: pass.get(t).copied(),
+            ..IterationBudget::default()
+        };
+        let mut roles = [0u64; 7];
+        for r in records {
+            let Some(it) = r.outcome.iterations.get(t) else {
+                continue;
+            };
+            for (slot, v) in roles.iter_mut().zip(role_calls(&it.calls)) {
+                *slot += u64::from(v);
+            }
+            for role in ROLES {
+                if let Some(t) = it.tokens_by_role.get(role) {
+                    let e = b.tokens_by_role.entry(role).or_default();
+                    e.0 += t.prompt_tokens as f64 / n;
+                    e.1 += t.completion_tokens as f64 / n;
+                }
+            }
+            b.calls += f64::from(it.calls.total());
+            b.prompt_tokens += it.calls.prompt_tokens as f64;
+            b.completion_tokens += it.calls.completion_tokens as f64;
+        }
+        b.calls /= n;
+        b.prompt_tokens /= n;
+        b.completion_tokens /= n;
+        cumulative += b.completion_tokens;
+        b.cumulative_completion_tokens = cumulative;
+        for (role, v) in ROLES.into_iter().zip(roles) {
+            if v > 0 {
+                b.calls_by_role.insert(role, v as f64 / n);
+            }
+        }
+        out.push(b);
+    }
+    out
+}
+
+/// Mean judge score of the last iteration's selected (`best`) candidate, over problems
+/// with one; `None` when no problem has a selection (methods that select nothing).
+fn selected_accuracy(records: &[ProblemRecord]) -> Option<f64> {
+    let mut sum = 0.0;
+    let mut count = 0usize;
+    for r in records {
+        let Some(last) = r.outcome.iterations.last() else {
+            continue;
+        };
+        let Some(best) = last.best else { continue };
+        let score = r
+            .judgments
+            .get(last.iteration as usize)
+            .and_then(|c| c.get(best as usize))
+            .and_then(|j| j.as_ref())
+            .map_or(0.0, |j| j.score);
+        sum += score;
+        count += 1;
+    }
+    (count > 0).then(|| sum / count as f64)
+}
+
+/// The report's files, and its Markdown table (also printed).
+pub struct Written {
+    pub markdown: String,
+    pub files: Vec<PathBuf>,
+}
+
+/// Reads every variant of the experiment in `dir` and writes the report files.
+pub fn write_report(dir: &Path) -> anyhow::Result<Written> {
+    let plan = ExperimentPlan::read(dir)?;
+    let variants = plan
+        .variants
+        .iter()
+        .map(|v| read_variant(dir, v))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let max_t = variants
+        .iter()
+        .map(|v| v.pass_at_1.len())
+        .max()
+        .unwrap_or(0);
+    let mut columns: Vec<usize> = plan
+        .report_iterations
+        .iter()
+        .map(|t| *t as usize)
+        .filter(|t| *t < max_t)
+        .collect();
+    if max_t > 0 && !columns.contains(&(max_t - 1)) {
+        columns.push(max_t - 1);
+    }
+    let markdown = markdown_table(&plan, &variants, &columns);
+    let mut files = Vec::new();
+    let md = dir.join("comparison.md");
+    write_atomic(&md, markdown.as_bytes())?;
+    files.push(md);
+    let csv = dir.join("comparison.csv");
+    write_atomic(&csv, comparison_csv(&variants, &columns).as_bytes())?;
+    files.push(csv);
+    let budget_csv = dir.join("budget.csv");
+    write_atomic(&budget_csv, budget_csv_text(&variants).as_bytes())?;
+    files.push(budget_csv);
+    files.extend(write_charts(dir, &plan, &variants)?);
+    Ok(Written { markdown, files })
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("—".into(), |v| format!("{:.2}", v * 100.0))
+}
+
+fn markdown_table(plan: &ExperimentPlan, variants: &[VariantReport], columns: &[usize]) -> String {
+    let mut out = format!(
+        "# Experiment {}\n\nPass@1 (%) per iteration; tokens are means per problem over the finished problems.\n\n",
+        plan.name
+    );
+    let mut header = String::from("| variant | method |");
+    let mut rule = String::from("| --- | --- |");
+    for t in columns {
+        let _ = write!(header, " It{t} |");
+        rule.push_str(" ---: |");
+    }
+    header.push_str(" selected@last | calls/problem | prompt tok/problem | completion tok/problem | problems | status |");
+    rule.push_str(" ---: | ---: | ---: | ---: | ---: | --- |");
+    let _ = writeln!(out, "{header}\n{rule}");
+    for v in variants {
+        let _ = write!(out, "| {} | {} |", v.name, v.method);
+        for t in columns {
+            let value = if v.finished() {
+                v.pass_at_1.get(*t).copied()
+            } else {
+                None
+            };
+            let _ = write!(out, " {} |", pct(value));
+        }
+        let (calls, prompt, completion) = v.totals();
+        let status = if v.problems_failed > 0 {
+            format!("{} ({} failed)", v.status, v.problems_failed)
+        } else {
+            v.status.clone()
+        };
+        let _ = writeln!(
+            out,
+            " {} | {:.1} | {:.0} | {:.0} | {}/{} | {} |",
+            pct(v.selected_last.filter(|_| v.finished())),
+            calls,
+            prompt,
+            completion,
+            v.problems_done,
+            v.problems_total,
+            status
+        );
+    }
+    out
+}
+
+fn comparison_csv(variants: &[VariantReport], columns: &[usize]) -> String {
+    let mut out =
+        String::from("variant,method,status,problems_done,problems_total,problems_failed");
+    for t in columns {
+        let _ = write!(out, ",pass_at_1_it{t}");
+    }
+    out.push_str(",selected_last,calls_per_problem,prompt_tokens_per_problem,completion_tokens_per_problem\n");
+    let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.6}"));
+    for v in variants {
+        let _ = write!(
+            out,
+            "{},{},{},{},{},{}",
+            csv_field(&v.name),
+            v.method,
+            csv_field(&v.status),
+            v.problems_done,
+            v.problems_total,
+            v.problems_failed
+        );
+        for t in columns {
+            let value = if v.finished() {
+                v.pass_at_1.get(*t).copied()
+            } else {
+                None
+            };
+            let _ = write!(out, ",{}", opt(value));
+        }
+        let (calls, prompt, completion) = v.totals();
+        let _ = writeln!(
+            out,
+            ",{},{calls:.3},{prompt:.1},{completion:.1}",
+            opt(v.selected_last.filter(|_| v.finished()))
+        );
+    }
+    out
+}
+
+fn budget_csv_text(variants: &[VariantReport]) -> String {
+    let mut out = String::from("variant,iteration,pass_at_1,calls");
+    for r in ROLES {
+        let _ = write!(out, ",{r}_calls,{r}_prompt_tokens,{r}_completion_tokens");
+    }
+    out.push_str(",prompt_tokens,completion_tokens,cumulative_completion_tokens\n");
+    for v in variants {
+        for b in &v.budget {
+            let pass = b
+                .pass_at_1
+                .filter(|_| v.finished())
+                .map_or(String::new(), |p| format!("{p:.6}"));
+            let _ = write!(
+                out,
+                "{},{},{pass},{:.3}",
+                csv_field(&v.name),
+                b.iteration,
+                b.calls
+            );
+            for r in ROLES {
+                let _ = write!(
+                    out,
+                    ",{:.3}",
+                    b.calls_by_role.get(r).copied().unwrap_or(0.0)
+                );
+            }
+            let _ = writeln!(
+                out,
+                ",{:.1},{:.1},{:.1}",
+                b.prompt_tokens, b.completion_tokens, b.cumulative_completion_tokens
+            );
+        }
+    }
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn write_charts(
+    dir: &Path,
+    plan: &ExperimentPlan,
+    variants: &[VariantReport],
+) -> anyhow::Result<Vec<PathBuf>> {
+    let done: Vec<&VariantReport> = variants.iter().filter(|v| v.finished()).collect();
+    let mut files = Vec::new();
+    if done.is_empty() {
+        return Ok(files);
+    }
+    let series: Vec<Series> = done
+        .iter()
+        .map(|v| Series {
+            label: v.name.clone(),
+            points: v
+                .pass_at_1
+                .iter()
+                .enumerate()
+                .map(|(t, p)| (t as u32, *p))
+                .collect(),
+        })
+        .collect();
+    let (png, svg) = (dir.join("pass_at_1.png"), dir.join("pass_at_1.svg"));
+    write_pass_at_1_chart(
+        &format!("Pass@1 by iteration — {}", plan.name),
+        &series,
+        &png,
+        &svg,
+    )?;
+    files.extend([png, svg]);
+
+    let tokens: Vec<XySeries> = done
+        .iter()
+        .map(|v| XySeries {
+            label: v.name.clone(),
+            points: v
+                .budget
+                .iter()
+                .filter_map(|b| Some((b.cumulative_completion_tokens, b.pass_at_1?)))
+                .collect(),
+        })
+        .collect();
+    let (png, svg) = (
+        dir.join("pass_at_1_tokens.png"),
+        dir.join("pass_at_1_tokens.svg"),
+    );
+    write_pass_at_1_xy_chart(
+        &format!("Pass@1 against budget — {}", plan.name),
+        "Cumulative completion tokens per problem",
+        &tokens,
+        &png,
+        &svg,
+    )?;
+    files.extend([png, svg]);
+
+    let mut sweeps: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+    for v in &done {
+        if let (Some(s), Some(last)) = (&v.swept, v.pass_at_1.last()) {
+            sweeps
+                .entry(s.key.as_str())
+                .or_default()
+                .push((s.value, *last));
+        }
+    }
+    for (key, points) in sweeps {
+        let slug: String = key
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let (png, svg) = (
+            dir.join(format!("sweep_{slug}.png")),
+            dir.join(format!("sweep_{slug}.svg")),
+        );
+        let last = done.iter().map(|v| v.pass_at_1.len()).max().unwrap_or(1) - 1;
+        write_pass_at_1_xy_chart(
+            &format!("Pass@1 at It{last} against {key} — {}", plan.name),
+            key,
+            &[XySeries {
+                label: key.to_string(),
+                points,
+            }],
+            &png,
+            &svg,
+        )?;
+        files.extend([png, svg]);
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::eval::judge::JudgeRecord;
+    use crate::method::baselines::candidate;
+    use crate::method::{IterationResult, ProblemInput, PromptMode, StopReason, TmasOutcome};
+    use tmas_actors::wire::{ChatResponse, Usage};
+
+    fn record(id: &str, iterations: &[(u64, &[&str], Option<u32>)]) -> ProblemRecord {
+        let mut its = Vec::new();
+        let mut judgments = Vec::new();
+        for (t, (completion, answers, best)) in iterations.iter().enumerate() {
+            let candidates: Vec<_> = answers
+                .iter()
+                .enumerate()
+                .map(|(c, a)| {
+                    let reply = Ok(ChatResponse {
+                        content: format!("\\boxed{{{a}}}").into(),
+                        reasoning: None,
+                        usage: Usage::default(),
+                        finish_reason: None,
+                        latency_ms: 0,
+                        endpoint: "x".into(),
+                        attempts: 1,
+                        max_tokens_sent: 1,
+                    });
+                    candidate(c as u32, PromptMode::Fresh, "", Some(&reply))
+                })
+                .collect();
+            judgments.push(
+                answers
+                    .iter()
+                    .map(|a| Some(JudgeRecord::from_reply("7", &format!("\\boxed{{{a}}}"))))
+                    .collect(),
+            );
+            let mut calls = CallCounts {
+                solution: answers.len() as u32,
+                completion_tokens: *completion,
+                ..CallCounts::default()
+            };
+            calls.critique = 1;
+            its.push(IterationResult {
+                iteration: t as u32,
+                candidates,
+                best: *best,
+                skipped: false,
+                bank_updates: Vec::new(),
+                calls,
+                tokens_by_role: Default::default(),
+                failures: Vec::new(),
+            });
+        }
+        ProblemRecord {
+            problem_id: id.into(),
+            question: "q".into(),
+            reference_answer: "7".into(),
+            outcome: TmasOutcome {
+                problem: ProblemInput {
+                    id: Arc::from(id),
+                    question: "q".into(),
+                },
+                iterations: its,
+                stop: StopReason::Completed,
+                experience: Vec::new(),
+                guidelines: Vec::new(),
+                calls: CallCounts::default(),
+            },
+            judgments,
+        }
+    }
+
+    #[test]
+    fn budgets_are_per_problem_means_and_cumulate() {
+        let records = [
+            record(
+                "a",
+                &[(100, &["7", "1"], Some(1)), (300, &["7", "7"], Some(0))],
+            ),
+            record(
+                "b",
+                &[(200, &["1", "1"], Some(0)), (100, &["1", "7"], Some(1))],
+            ),
+        ];
+        let b = budget(&records, &[0.25, 0.75]);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].completion_tokens, 150.0);
+        assert_eq!(b[1].cumulative_completion_tokens, 150.0 + 200.0);
+        assert_eq!(b[0].calls, 3.0, "2 solutions + 1 critique per problem");
+        assert_eq!(b[0].calls_by_role["solution"], 2.0);
+        assert_eq!(b[0].calls_by_role["critique"], 1.0);
+        assert_eq!(b[1].pass_at_1, Some(0.75));
+        // Last iteration: a's best (0) is right, b's best (1) is right.
+        assert_eq!(selected_accuracy(&records), Some(1.0));
+        let none = [record("c", &[(1, &["7"], None)])];
+        assert_eq!(selected_accuracy(&none), None, "no selection, no number");
+    }
+
+    #[test]
+    fn unfinished_variants_show_no_pass_at_1() {
+        let v = VariantReport {
+            name: "x, y".into(),
+            method: "rse".into(),
+            status: "interrupted".into(),
+            problems_total: 4,
+            problems_done: 2,
+            problems_failed: 0,
+            pass_at_1: vec![0.5],
+            selected_last: Some(1.0),
+            budget: Vec::new(),
+            swept: None,
+        };
+        let csv = comparison_csv(std::slice::from_ref(&v), &[0]);
+        let row = csv.lines().nth(1).expect("a row");
+        assert!(row.starts_with("\"x, y\",rse,interrupted,2,4,0,,"), "{row}");
+        let plan = ExperimentPlan {
+            name: "e".into(),
+            source: "e.toml".into(),
+            report_iterations: vec![0],
+            max_in_flight: 1,
+            variants: Vec::new(),
+        };
+        let md = markdown_table(&plan, &[v], &[0]);
+        assert!(md.contains("| x, y | rse | — | — |"), "{md}");
+    }
+}

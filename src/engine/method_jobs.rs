@@ -1,0 +1,132 @@
+//! The per-problem jobs of the configured method: TMAS or one of the baselines
+//! ([`crate::method::baselines`]), with the banks each needs. The rest of the engine
+//! (store, judging, outputs) is the same for every method, because every strategy
+//! produces a [`TmasOutcome`].
+
+use std::sync::Arc;
+
+use tmas_actors::bank::BankInit;
+use tmas_actors::runner::ProblemJob;
+use tmas_actors::strategy::Strategy;
+
+use crate::config::{Config, MethodName};
+use crate::eval::dataset::Problem;
+use crate::eval::equivalence::{self, Outcome};
+use crate::eval::extract::last_boxed;
+use crate::method::baselines::{
+    AnswerRule, BASELINE_BANK, BaselineKind, BaselineParams, BaselineStrategy,
+};
+use crate::method::{
+    AppendOnlyMerge, ProblemInput, PromptSet, TmasOutcome, TmasParams, TmasStrategy,
+    tmas_merge_policies,
+};
+
+/// MV's answer grouping: the last `\boxed{}` and the evaluation's rule check.
+struct RuleCheck;
+
+impl AnswerRule for RuleCheck {
+    fn answer(&self, solution: &str) -> Option<String> {
+        last_boxed(solution).map(str::to_owned)
+    }
+
+    fn same(&self, a: &str, b: &str) -> bool {
+        equivalence::check(a, b).outcome == Outcome::Equivalent
+    }
+}
+
+/// The baseline of `name`, or `None` for TMAS.
+pub fn baseline_kind(name: MethodName) -> Option<BaselineKind> {
+    match name {
+        MethodName::Tmas => None,
+        MethodName::MajorityVote => Some(BaselineKind::MajorityVote),
+        MethodName::SelfRefine => Some(BaselineKind::SelfRefine),
+        MethodName::VerifyRefine => Some(BaselineKind::VerifyRefine),
+        MethodName::Pacore => Some(BaselineKind::Pacore),
+        MethodName::Rse => Some(BaselineKind::Rse),
+    }
+}
+
+/// The baseline parameters of `config` (when its method is a baseline).
+pub fn baseline_params(config: &Config, kind: BaselineKind) -> BaselineParams {
+    let t = config.tmas_params();
+    let m = &config.method;
+    BaselineParams {
+        kind,
+        n: m.n as usize,
+        m: m.m as usize,
+        k: m.k as usize,
+        iterations: m.iterations,
+        no_proof: m.no_proof,
+        dedup_threshold: m.dedup_threshold,
+        seed: config.run.seed,
+        roles: t.roles,
+        answers: Arc::new(RuleCheck),
+    }
+}
+
+/// Builds the jobs of one run.
+pub enum JobFactory {
+    Tmas(Arc<TmasParams>, Arc<PromptSet>),
+    Baseline(Arc<BaselineParams>, Arc<PromptSet>),
+}
+
+impl JobFactory {
+    pub fn new(config: &Config, prompts: Arc<PromptSet>) -> Self {
+        match baseline_kind(config.method.name) {
+            None => JobFactory::Tmas(Arc::new(config.tmas_params()), prompts),
+            Some(kind) => JobFactory::Baseline(Arc::new(baseline_params(config, kind)), prompts),
+        }
+    }
+
+    pub fn job(&self, problem: &Problem) -> ProblemJob<TmasOutcome> {
+        let input = ProblemInput {
+            id: problem.id.as_str().into(),
+            question: problem.question.as_str().into(),
+        };
+        let (strategy, banks): (Box<dyn Strategy<Output = TmasOutcome>>, Vec<BankInit>) =
+            match self {
+                JobFactory::Tmas(params, prompts) => {
+                    let s: Box<dyn Strategy<Output = TmasOutcome>> = Box::new(TmasStrategy::new(
+                        input,
+                        params.clone(),
+                        prompts.clone(),
+                        Vec::new(),
+                        Vec::new(),
+                    ));
+                    let banks = tmas_merge_policies(params.dedup_threshold)
+                        .into_iter()
+                        .map(|(name, policy)| BankInit {
+                            name,
+                            items: Vec::new(),
+                            version: 0,
+                            policy,
+                        })
+                        .collect();
+                    (s, banks)
+                }
+                JobFactory::Baseline(params, prompts) => {
+                    let banks = if params.kind == BaselineKind::Rse {
+                        vec![BankInit {
+                            name: BASELINE_BANK.into(),
+                            items: Vec::new(),
+                            version: 0,
+                            policy: Arc::new(AppendOnlyMerge {
+                                threshold: params.dedup_threshold,
+                            }),
+                        }]
+                    } else {
+                        Vec::new()
+                    };
+                    let s: Box<dyn Strategy<Output = TmasOutcome>> = Box::new(
+                        BaselineStrategy::new(input, params.clone(), prompts.clone()),
+                    );
+                    (s, banks)
+                }
+            };
+        ProblemJob {
+            id: problem.id.as_str().into(),
+            strategy,
+            banks,
+        }
+    }
+}

@@ -1,0 +1,541 @@
+//! The methods TMAS is compared with (paper Table 1), as sans-IO strategies on the same
+//! contract as TMAS, so they get the same runtime, run store, resume, judging, tracing
+//! and Pass@1 per iteration. `docs/method.md` gives each one's call graph and the choices
+//! made where the public descriptions leave a detail open.
+//!
+//! Every baseline is a [`Method`]: per iteration a short sequence of *phases*, each a set
+//! of calls issued together; when every call of a phase has reported, the method says
+//! what comes next (more calls, a bank update, or the iteration's candidates). The
+//! [`BaselineStrategy`] driver does the bookkeeping every method shares: pending calls,
+//! per-role call and token counts, failures, bank records and the per-iteration results
+//! (the same [`TmasOutcome`] TMAS produces, so storing, judging and reports are shared).
+//! A phase waits for all its calls, so a chain never runs ahead of the others within a
+//! problem; other problems keep the in-flight cap busy meanwhile. Results never depend
+//! on completion order: outcomes are handed over sorted by call key.
+//!
+//! - [`majority_vote`]: MV@k, one iteration of k samples and the voted answer.
+//! - [`self_refine`]: N chains of generate / self-feedback / refine.
+//! - [`verify_refine`]: N chains of generate / M verifications / correct.
+//! - [`pacore`]: rounds of N trajectories conditioned on the previous round's messages.
+//! - [`rse`]: N attempts per iteration conditioned on a de-duplicated experience bank.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, CallSpec, Command, Strategy};
+use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest};
+
+use crate::method::params::{RoleCall, RoleCalls};
+use crate::method::parse::strip_think;
+use crate::method::prompts::{PromptSet, TemplateKind};
+use crate::method::result::{
+    BankUpdateRecord, Branch, CallCounts, CandidateResult, CandidateStatus, FailureRecord,
+    IterationResult, ProblemInput, PromptMode, RoleTokens, StopReason, TmasOutcome,
+};
+
+pub mod majority_vote;
+pub mod pacore;
+pub mod rse;
+pub mod self_refine;
+pub mod verify_refine;
+
+/// Which baseline (the typed form of `method.name` for everything but TMAS).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BaselineKind {
+    MajorityVote,
+    SelfRefine,
+    VerifyRefine,
+    Pacore,
+    Rse,
+}
+
+/// The roles baseline calls are made in (the `x-tmas-role` header and `CallKey::role`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CallRole {
+    /// Every call that writes a candidate solution (generation, refinement, correction).
+    Solution,
+    /// Verify-Refine's scored reviews.
+    Verification,
+    /// Self-Refine's feedback on its own solution.
+    Critique,
+    /// RSE's extractor.
+    Extraction,
+}
+
+impl CallRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallRole::Solution => "solution",
+            CallRole::Verification => "verification",
+            CallRole::Critique => "critique",
+            CallRole::Extraction => "extraction",
+        }
+    }
+}
+
+/// Decides whether two final answers are the same (MV's grouping). The evaluation's rule
+/// check implements it; the method only calls it.
+pub trait AnswerRule: Send + Sync + 'static {
+    /// The final answer of a (think-stripped) solution, if it has one.
+    fn answer(&self, solution: &str) -> Option<String>;
+    /// Whether two answers are equivalent.
+    fn same(&self, a: &str, b: &str) -> bool;
+}
+
+/// Parameters shared by every problem's baseline strategy.
+#[derive(Clone)]
+pub struct BaselineParams {
+    pub kind: BaselineKind,
+    /// Chains / trajectories / attempts per iteration.
+    pub n: usize,
+    /// Verify-Refine's verifications per candidate.
+    pub m: usize,
+    /// MV's samples.
+    pub k: usize,
+    pub iterations: u32,
+    /// Answer-style problems (selects the `solution_style_*` instructions).
+    pub no_proof: bool,
+    /// RSE bank: Jaccard similarity at or above which an item is a duplicate.
+    pub dedup_threshold: f64,
+    pub seed: u64,
+    pub roles: RoleCalls,
+    /// MV's answer grouping.
+    pub answers: Arc<dyn AnswerRule>,
+}
+
+impl std::fmt::Debug for BaselineParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BaselineParams")
+            .field("kind", &self.kind)
+            .field("n", &self.n)
+            .field("m", &self.m)
+            .field("k", &self.k)
+            .field("iterations", &self.iterations)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BaselineParams {
+    fn role_call(&self, role: CallRole) -> RoleCall {
+        match role {
+            CallRole::Solution => self.roles.solution,
+            CallRole::Verification => self.roles.verification,
+            CallRole::Critique => self.roles.critique,
+            CallRole::Extraction => self.roles.extraction,
+        }
+    }
+}
+
+/// What a method sees of the problem and the run.
+pub struct Ctx {
+    pub problem: ProblemInput,
+    pub params: Arc<BaselineParams>,
+    pub prompts: Arc<PromptSet>,
+}
+
+impl Ctx {
+    /// The answer-style or proof-style instructions.
+    pub fn style(&self) -> String {
+        let kind = if self.params.no_proof {
+            TemplateKind::SolutionStyleAnswer
+        } else {
+            TemplateKind::SolutionStyleProof
+        };
+        self.prompts.render(kind, &[])
+    }
+
+    /// The plain solution prompt (no experience).
+    pub fn fresh_prompt(&self) -> Arc<str> {
+        self.prompts
+            .render(
+                TemplateKind::Solution,
+                &[&self.problem.question, &self.style(), ""],
+            )
+            .into()
+    }
+}
+
+/// One call a method wants.
+#[derive(Debug, Clone)]
+pub struct Req {
+    pub role: CallRole,
+    pub candidate: Option<u32>,
+    pub index: Option<u32>,
+    pub prompt: Arc<str>,
+}
+
+impl Req {
+    pub fn new(role: CallRole, candidate: u32, index: Option<u32>, prompt: Arc<str>) -> Self {
+        Self {
+            role,
+            candidate: Some(candidate),
+            index,
+            prompt,
+        }
+    }
+}
+
+/// A phase's outcomes, by call key (so in key order, whatever the completion order).
+pub type Replies = BTreeMap<CallKey, CallOutcome>;
+
+/// The iteration's end: its candidates (all slots, failed ones included) and the one
+/// the method would answer with.
+#[derive(Debug, Clone)]
+pub struct IterationEnd {
+    pub candidates: Vec<CandidateResult>,
+    pub best: Option<u32>,
+}
+
+/// What a method does next.
+#[derive(Debug)]
+pub enum Step {
+    /// Issue these calls (never empty) and report them together.
+    Calls(Vec<Req>),
+    /// Merge `Some(items)` into the method's bank (`None`: record a failed update).
+    UpdateBank(Option<Vec<String>>),
+    /// The iteration is over.
+    Done(IterationEnd),
+}
+
+/// One baseline's per-problem logic; the driver does the rest.
+pub trait Method: Send + 'static {
+    /// The first phase of iteration `t`.
+    fn begin(&mut self, cx: &Ctx, t: u32) -> Step;
+    /// Every call of the last phase has reported.
+    fn on_replies(&mut self, cx: &Ctx, t: u32, replies: Replies) -> Step;
+    /// The bank update asked for by [`Step::UpdateBank`] was applied.
+    fn on_bank(&mut self, _cx: &Ctx, _t: u32, _version: &BankVersion) -> Step {
+        Step::Done(IterationEnd {
+            candidates: Vec::new(),
+            best: None,
+        })
+    }
+    /// The bank as it stands (reported as the outcome's `experience`).
+    fn bank(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// The name of the baselines' one bank (RSE's experience bank).
+pub const BASELINE_BANK: &str = crate::method::banks::EXPERIENCE_BANK;
+
+/// The method of `kind`.
+pub fn method_for(kind: BaselineKind) -> Box<dyn Method> {
+    match kind {
+        BaselineKind::MajorityVote => Box::new(majority_vote::MajorityVote),
+        BaselineKind::SelfRefine => Box::new(self_refine::SelfRefine::default()),
+        BaselineKind::VerifyRefine => Box::new(verify_refine::VerifyRefine::default()),
+        BaselineKind::Pacore => Box::new(pacore::Pacore::default()),
+        BaselineKind::Rse => Box::new(rse::Rse::default()),
+    }
+}
+
+/// Drives a [`Method`] for one problem. See the module documentation.
+pub struct BaselineStrategy {
+    cx: Ctx,
+    method: Box<dyn Method>,
+    iteration: u32,
+    started: bool,
+    /// Calls issued and not yet reported, with their prompt's length in bytes.
+    pending: BTreeMap<CallKey, usize>,
+    replies: Replies,
+    waiting_bank: bool,
+    calls: CallCounts,
+    tokens_by_role: BTreeMap<Arc<str>, RoleTokens>,
+    failures: Vec<FailureRecord>,
+    bank_updates: Vec<BankUpdateRecord>,
+    results: Vec<IterationResult>,
+    totals: CallCounts,
+    stop: Option<StopReason>,
+}
+
+impl BaselineStrategy {
+    pub fn new(
+        problem: ProblemInput,
+        params: Arc<BaselineParams>,
+        prompts: Arc<PromptSet>,
+    ) -> Self {
+        let method = method_for(params.kind);
+        Self {
+            cx: Ctx {
+                problem,
+                params,
+                prompts,
+            },
+            method,
+            iteration: 0,
+            started: false,
+            pending: BTreeMap::new(),
+            replies: Replies::new(),
+            waiting_bank: false,
+            calls: CallCounts::default(),
+            tokens_by_role: BTreeMap::new(),
+            failures: Vec::new(),
+            bank_updates: Vec::new(),
+            results: Vec::new(),
+            totals: CallCounts::default(),
+            stop: None,
+        }
+    }
+
+    /// Iterations to run (MV runs one).
+    fn iterations(&self) -> u32 {
+        self.cx.params.iterations
+    }
+
+    fn call(&mut self, req: Req) -> Command {
+        let key = CallKey {
+            problem: self.cx.problem.id.clone(),
+            iteration: self.iteration,
+            role: req.role.as_str().into(),
+            candidate: req.candidate,
+            index: req.index,
+            attempt: 0,
+        };
+        let c = &mut self.calls;
+        match req.role {
+            CallRole::Solution => c.solution += 1,
+            CallRole::Verification => c.verification += 1,
+            CallRole::Critique => c.critique += 1,
+            CallRole::Extraction => c.extraction += 1,
+        }
+        let rc = self.cx.params.role_call(req.role);
+        let prompt_bytes = req.prompt.len();
+        let request = ChatRequest {
+            messages: vec![ChatMessage::user(req.prompt)],
+            sampling: rc.sampling,
+            tags: CallTags {
+                role: req.role.as_str().into(),
+                problem: self.cx.problem.id.clone(),
+                iteration: self.iteration,
+                call: None,
+            },
+            stream: rc.stream,
+        };
+        self.pending.insert(key.clone(), prompt_bytes);
+        Command::Call(CallSpec { key, request })
+    }
+
+    /// Performs `step`, moving on through finished iterations.
+    fn perform(&mut self, mut step: Step) -> Vec<Command> {
+        loop {
+            match step {
+                Step::Calls(reqs) if !reqs.is_empty() => {
+                    return reqs.into_iter().map(|r| self.call(r)).collect();
+                }
+                Step::Calls(_) => {
+                    // A method asked for nothing: treat it as a phase with no replies.
+                    step = self
+                        .method
+                        .on_replies(&self.cx, self.iteration, Replies::new());
+                    if matches!(&step, Step::Calls(r) if r.is_empty()) {
+                        step = Step::Done(IterationEnd {
+                            candidates: Vec::new(),
+                            best: None,
+                        });
+                    }
+                }
+                Step::UpdateBank(proposed) => {
+                    self.waiting_bank = true;
+                    self.bank_updates.push(BankUpdateRecord {
+                        bank: BASELINE_BANK.into(),
+                        attempts: 1,
+                        proposed: proposed.is_some(),
+                        version: None,
+                    });
+                    return vec![Command::UpdateBank {
+                        bank: BASELINE_BANK.into(),
+                        iteration: self.iteration,
+                        proposed,
+                    }];
+                }
+                Step::Done(end) => {
+                    let mut failures = std::mem::take(&mut self.failures);
+                    failures.sort_by(|a, b| a.key.cmp(&b.key));
+                    let calls = std::mem::take(&mut self.calls);
+                    self.totals.add(&calls);
+                    let skipped = end.candidates.iter().all(|c| c.solution.is_none());
+                    self.results.push(IterationResult {
+                        iteration: self.iteration,
+                        candidates: end.candidates,
+                        best: end.best,
+                        skipped,
+                        bank_updates: std::mem::take(&mut self.bank_updates),
+                        calls,
+                        tokens_by_role: std::mem::take(&mut self.tokens_by_role),
+                        failures,
+                    });
+                    self.iteration += 1;
+                    if self.iteration >= self.iterations() {
+                        self.stop = Some(StopReason::Completed);
+                        return Vec::new();
+                    }
+                    step = self.method.begin(&self.cx, self.iteration);
+                }
+            }
+        }
+    }
+}
+
+impl Strategy for BaselineStrategy {
+    type Output = TmasOutcome;
+
+    fn start(&mut self) -> Vec<Command> {
+        if self.started {
+            return Vec::new();
+        }
+        self.started = true;
+        if self.iterations() == 0 {
+            self.stop = Some(StopReason::Completed);
+            return Vec::new();
+        }
+        let step = self.method.begin(&self.cx, 0);
+        self.perform(step)
+    }
+
+    fn on_call(&mut self, key: CallKey, outcome: CallOutcome) -> Vec<Command> {
+        let Some(prompt_bytes) = self.pending.remove(&key) else {
+            tracing::warn!(problem = %self.cx.problem.id, call = %key, "outcome for a call that is not outstanding; ignored");
+            return Vec::new();
+        };
+        match &outcome {
+            Ok(r) => {
+                let (prompt, completion) = usage_or_estimate(r, prompt_bytes);
+                self.calls.prompt_tokens += prompt;
+                self.calls.completion_tokens += completion;
+                self.tokens_by_role
+                    .entry(key.role.clone())
+                    .or_default()
+                    .add(prompt, completion);
+            }
+            Err(e) => {
+                self.calls.failed += 1;
+                self.failures.push(FailureRecord {
+                    key: key.clone(),
+                    kind: e.kind.clone(),
+                    message: e.message.clone(),
+                });
+            }
+        }
+        self.replies.insert(key, outcome);
+        if !self.pending.is_empty() {
+            return Vec::new();
+        }
+        let replies = std::mem::take(&mut self.replies);
+        let step = self.method.on_replies(&self.cx, self.iteration, replies);
+        self.perform(step)
+    }
+
+    fn on_bank(&mut self, version: BankVersion) -> Vec<Command> {
+        if !self.waiting_bank {
+            return Vec::new();
+        }
+        self.waiting_bank = false;
+        if let Some(record) = self.bank_updates.last_mut() {
+            record.version = Some(version.clone());
+        }
+        let step = self.method.on_bank(&self.cx, self.iteration, &version);
+        self.perform(step)
+    }
+
+    fn is_finished(&self) -> bool {
+        self.stop.is_some() && self.pending.is_empty() && !self.waiting_bank
+    }
+
+    fn finish(self: Box<Self>) -> TmasOutcome {
+        let this = *self;
+        TmasOutcome {
+            problem: this.cx.problem,
+            iterations: this.results,
+            stop: this.stop.unwrap_or(StopReason::Unfinished),
+            experience: this.method.bank(),
+            guidelines: Vec::new(),
+            calls: this.totals,
+        }
+    }
+}
+
+/// Bytes per token when a server reports no usage (a common rough figure for English and
+/// LaTeX; only used so budgets are never silently zero).
+const BYTES_PER_TOKEN: u64 = 4;
+
+/// The server's token counts, or estimates from the texts' lengths where it reported
+/// none (a server that omits `usage` would otherwise make a method look free).
+pub fn usage_or_estimate(r: &tmas_actors::wire::ChatResponse, prompt_bytes: usize) -> (u64, u64) {
+    let prompt = if r.usage.prompt_tokens == 0 {
+        (prompt_bytes as u64).div_ceil(BYTES_PER_TOKEN)
+    } else {
+        r.usage.prompt_tokens
+    };
+    let completion = if r.usage.completion_tokens == 0 {
+        let bytes = r.content.len() + r.reasoning.as_deref().map_or(0, str::len);
+        (bytes as u64).div_ceil(BYTES_PER_TOKEN)
+    } else {
+        r.usage.completion_tokens
+    };
+    (prompt, completion)
+}
+
+/// A candidate slot with the given prompt mode, filled from a solution call's outcome.
+pub fn candidate(
+    index: u32,
+    mode: PromptMode,
+    prompt: &str,
+    outcome: Option<&CallOutcome>,
+) -> CandidateResult {
+    let (status, solution, truncated) = match outcome {
+        Some(Ok(r)) => (
+            CandidateStatus::Complete,
+            Some(Arc::<str>::from(strip_think(&r.content).as_ref())),
+            r.finish_reason.as_deref() == Some("length"),
+        ),
+        _ => (CandidateStatus::SolutionFailed, None, false),
+    };
+    CandidateResult {
+        index,
+        branch: Branch::Exploit,
+        branch_draw: 0.0,
+        mode,
+        context_rollouts: Vec::new(),
+        experience_items: 0,
+        guideline_items: 0,
+        prompt_bytes: prompt.len(),
+        status,
+        solution,
+        truncated,
+        verifications: Vec::new(),
+        scores: Vec::new(),
+        average_score: None,
+        fully_verified: false,
+        summary: None,
+    }
+}
+
+/// The outcome of the call of `role` for `candidate` (index `index`) in `replies`.
+pub fn reply_of(
+    replies: &Replies,
+    role: CallRole,
+    candidate: u32,
+    index: Option<u32>,
+) -> Option<&CallOutcome> {
+    replies
+        .iter()
+        .find(|(k, _)| {
+            k.role.as_ref() == role.as_str() && k.candidate == Some(candidate) && k.index == index
+        })
+        .map(|(_, v)| v)
+}
+
+/// The think-stripped text of a successful, non-empty reply.
+pub fn text_of(outcome: Option<&CallOutcome>) -> Option<Arc<str>> {
+    match outcome {
+        Some(Ok(r)) => {
+            let t = strip_think(&r.content);
+            (!t.trim().is_empty()).then(|| Arc::from(t.as_ref()))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,421 @@
+//! The baselines driven by canned replies and by the simulator's task model, no actors or
+//! network: call counts per role against the formulas of `docs/method.md`, independence
+//! from completion order, failure handling, and that the mechanisms pay off on the
+//! simulator.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use tmas_actors::strategy::{
+    BankVersion, CallFailure, CallOutcome, CallSpec, Command, MergePolicy, Strategy,
+};
+use tmas_actors::wire::{ChatResponse, Usage};
+
+use super::*;
+use crate::method::banks::AppendOnlyMerge;
+use crate::method::parse::last_boxed;
+use crate::method::rng::DecisionRng;
+use crate::sim::options::SimOptions;
+use crate::sim::rng::{SimRng, hash_str};
+use crate::sim::task::{Problem, Role as SimRole, generate};
+
+fn ok(content: &str) -> CallOutcome {
+    Ok(ChatResponse {
+        content: content.into(),
+        reasoning: None,
+        usage: Usage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+        },
+        finish_reason: Some("stop".into()),
+        latency_ms: 1,
+        endpoint: "fake".into(),
+        attempts: 1,
+        max_tokens_sent: 1000,
+    })
+}
+
+fn fail() -> CallOutcome {
+    Err(CallFailure::new("status", "HTTP 503 from fake"))
+}
+
+/// Plain text comparison (the evaluation's rule check is tested in `crate::eval`).
+struct Exact;
+
+impl AnswerRule for Exact {
+    fn answer(&self, solution: &str) -> Option<String> {
+        last_boxed(solution).map(str::to_owned)
+    }
+    fn same(&self, a: &str, b: &str) -> bool {
+        a.trim() == b.trim()
+    }
+}
+
+fn params(kind: BaselineKind, n: usize, m: usize, k: usize, iterations: u32) -> BaselineParams {
+    BaselineParams {
+        kind,
+        n,
+        m,
+        k,
+        iterations,
+        no_proof: true,
+        dedup_threshold: 0.7,
+        seed: 5,
+        roles: crate::config::Config::default().tmas_params().roles,
+        answers: Arc::new(Exact),
+    }
+}
+
+struct Run {
+    outcome: TmasOutcome,
+    calls: Vec<CallSpec>,
+    bank_updates: usize,
+}
+
+impl Run {
+    fn count(&self, role: CallRole) -> usize {
+        self.calls
+            .iter()
+            .filter(|c| c.key.role.as_ref() == role.as_str())
+            .count()
+    }
+}
+
+/// Drives one problem; work is delivered in an order drawn from `order_seed` (0: FIFO).
+fn drive(p: BaselineParams, order_seed: u64, reply: impl Fn(&CallSpec) -> CallOutcome) -> Run {
+    drive_problem("p1", p, order_seed, reply)
+}
+
+fn drive_problem(
+    id: &str,
+    p: BaselineParams,
+    order_seed: u64,
+    reply: impl Fn(&CallSpec) -> CallOutcome,
+) -> Run {
+    let threshold = p.dedup_threshold;
+    let prompts = Arc::new(PromptSet::builtin().expect("built-in prompts"));
+    let problem = ProblemInput {
+        id: id.into(),
+        question: "QUESTION-TEXT: find x.".into(),
+    };
+    let mut s = BaselineStrategy::new(problem, Arc::new(p), prompts);
+    let mut queue: VecDeque<Command> = s.start().into();
+    let mut calls = Vec::new();
+    let mut bank: (Vec<String>, u32) = (Vec::new(), 0);
+    let mut bank_updates = 0;
+    let mut rng = DecisionRng::for_decision(order_seed, "order", 0, 0, "");
+    let mut steps = 0;
+    while !queue.is_empty() {
+        steps += 1;
+        assert!(steps < 100_000, "strategy does not converge");
+        let idx = if order_seed == 0 {
+            0
+        } else {
+            rng.below(queue.len())
+        };
+        let Some(cmd) = queue.remove(idx) else { break };
+        let more = match cmd {
+            Command::Call(spec) => {
+                calls.push(spec.clone());
+                let outcome = reply(&spec);
+                s.on_call(spec.key, outcome)
+            }
+            Command::UpdateBank {
+                bank: name,
+                proposed,
+                ..
+            } => {
+                bank_updates += 1;
+                let mut rejected = Vec::new();
+                if let Some(p) = proposed {
+                    let out = AppendOnlyMerge { threshold }.merge(&bank.0, p);
+                    bank.0 = out.items;
+                    rejected = out.rejected;
+                }
+                bank.1 += 1;
+                s.on_bank(BankVersion {
+                    bank: name,
+                    version: bank.1,
+                    items: bank.0.clone().into(),
+                    rejected,
+                })
+            }
+        };
+        queue.extend(more);
+    }
+    assert!(
+        s.is_finished(),
+        "queue drained but the strategy is not finished"
+    );
+    Run {
+        outcome: Box::new(s).finish(),
+        calls,
+        bank_updates,
+    }
+}
+
+/// A canned reply per role: solutions box a number, verifications score 1, extractions
+/// return one proposition and one pitfall.
+fn canned(spec: &CallSpec) -> CallOutcome {
+    match spec.key.role.as_ref() {
+        "verification" => ok("Looks right.\n\\boxed{1}"),
+        "critique" => ok("Step 2 is unjustified."),
+        "extraction" => ok(&format!(
+            r#"{{"verified_propositions": ["x{} = 3"], "critical_pitfalls": ["do not divide by zero"]}}"#,
+            spec.key.candidate.unwrap_or(0)
+        )),
+        _ => ok(&format!(
+            "work\n\\boxed{{{}}}",
+            spec.key.candidate.unwrap_or(0) % 2
+        )),
+    }
+}
+
+/// The call-graph formulas of docs/method.md (nothing failing), per role:
+/// (solution, verification, critique, extraction, bank updates).
+fn formula(kind: BaselineKind, n: usize, m: usize, k: usize, t: usize) -> [usize; 5] {
+    match kind {
+        BaselineKind::MajorityVote => [k, 0, 0, 0, 0],
+        BaselineKind::SelfRefine => [n * t, 0, n * (t - 1), 0, 0],
+        BaselineKind::VerifyRefine => [n * t, n * m * t, 0, 0, 0],
+        BaselineKind::Pacore => [n * t, 0, 0, 0, 0],
+        BaselineKind::Rse => [n * t, 0, 0, n * (t - 1), t - 1],
+    }
+}
+
+const KINDS: [BaselineKind; 5] = [
+    BaselineKind::MajorityVote,
+    BaselineKind::SelfRefine,
+    BaselineKind::VerifyRefine,
+    BaselineKind::Pacore,
+    BaselineKind::Rse,
+];
+
+fn counts(run: &Run) -> [usize; 5] {
+    [
+        run.count(CallRole::Solution),
+        run.count(CallRole::Verification),
+        run.count(CallRole::Critique),
+        run.count(CallRole::Extraction),
+        run.bank_updates,
+    ]
+}
+
+#[test]
+fn calls_per_role_match_the_documented_formulas() {
+    for kind in KINDS {
+        let (n, m, k) = (3, 2, 5);
+        let t = if kind == BaselineKind::MajorityVote {
+            1
+        } else {
+            4
+        };
+        let run = drive(params(kind, n, m, k, t as u32), 0, canned);
+        assert_eq!(counts(&run), formula(kind, n, m, k, t), "{kind:?}");
+        assert_eq!(run.outcome.iterations.len(), t, "{kind:?}");
+        assert_eq!(run.outcome.stop, StopReason::Completed);
+        let per_it: u32 = run.outcome.iterations.iter().map(|i| i.calls.total()).sum();
+        assert_eq!(per_it as usize, run.calls.len(), "{kind:?}");
+        assert_eq!(run.outcome.calls.total() as usize, run.calls.len());
+        // Every call's tokens are accounted (10 prompt + 5 completion each).
+        assert_eq!(
+            run.outcome.calls.completion_tokens,
+            5 * run.calls.len() as u64
+        );
+        let width = if kind == BaselineKind::MajorityVote {
+            k
+        } else {
+            n
+        };
+        for it in &run.outcome.iterations {
+            assert_eq!(it.candidates.len(), width, "{kind:?}");
+            assert!(it.candidates.iter().all(|c| c.solution.is_some()));
+        }
+    }
+}
+
+#[test]
+fn results_do_not_depend_on_completion_order() {
+    for kind in KINDS {
+        let t = if kind == BaselineKind::MajorityVote {
+            1
+        } else {
+            3
+        };
+        let a = drive(params(kind, 3, 2, 5, t), 0, canned);
+        for seed in [3, 17] {
+            let b = drive(params(kind, 3, 2, 5, t), seed, canned);
+            assert_eq!(a.outcome, b.outcome, "{kind:?} order seed {seed}");
+        }
+    }
+}
+
+#[test]
+fn majority_vote_picks_the_largest_group_ties_to_the_lowest_index() {
+    // Candidates 0..5 answer c % 2: {0, 2, 4} say 0, {1, 3} say 1.
+    let run = drive(params(BaselineKind::MajorityVote, 1, 0, 5, 1), 0, canned);
+    assert_eq!(run.outcome.iterations[0].best, Some(0));
+    // 4 samples: 2 vs 2, the group of candidate 0 wins.
+    let run = drive(params(BaselineKind::MajorityVote, 1, 0, 4, 1), 0, canned);
+    assert_eq!(run.outcome.iterations[0].best, Some(0));
+    // Answers 7, 9, 9: the group of 9 wins and reports its first member.
+    let run = drive(params(BaselineKind::MajorityVote, 1, 0, 3, 1), 0, |s| {
+        let a = if s.key.candidate == Some(0) { 7 } else { 9 };
+        ok(&format!("\\boxed{{{a}}}"))
+    });
+    assert_eq!(run.outcome.iterations[0].best, Some(1));
+}
+
+#[test]
+fn refinements_see_the_previous_solution_and_its_feedback() {
+    let run = drive(params(BaselineKind::SelfRefine, 2, 0, 0, 2), 0, canned);
+    let refine = run
+        .calls
+        .iter()
+        .find(|c| c.key.iteration == 1 && c.key.role.as_ref() == "solution")
+        .expect("a refinement");
+    let prompt = &refine.request.messages[0].content;
+    assert!(prompt.contains("Step 2 is unjustified.") && prompt.contains("\\boxed{0}"));
+
+    let run = drive(params(BaselineKind::VerifyRefine, 2, 2, 0, 2), 0, canned);
+    let corr = run
+        .calls
+        .iter()
+        .find(|c| c.key.iteration == 1 && c.key.role.as_ref() == "solution")
+        .expect("a correction");
+    assert!(corr.request.messages[0].content.contains("Looks right."));
+    let it0 = &run.outcome.iterations[0];
+    assert_eq!(it0.candidates[0].scores, vec![1.0, 1.0]);
+    assert_eq!(it0.best, Some(0));
+}
+
+#[test]
+fn pacore_rounds_see_every_message_of_the_previous_round() {
+    let run = drive(params(BaselineKind::Pacore, 3, 0, 0, 2), 0, |s| {
+        ok(&format!(
+            "<think>hidden</think>answer of {}",
+            s.key.candidate.unwrap_or(9)
+        ))
+    });
+    let r1: Vec<_> = run.calls.iter().filter(|c| c.key.iteration == 1).collect();
+    assert_eq!(r1.len(), 3);
+    let p = &r1[0].request.messages[0].content;
+    for c in 0..3 {
+        assert!(p.contains(&format!("answer of {c}")), "{p}");
+    }
+    assert!(!p.contains("hidden"), "messages are cut after </think>");
+}
+
+#[test]
+fn rse_bank_grows_without_duplicates_and_reaches_the_attempts() {
+    let run = drive(params(BaselineKind::Rse, 3, 0, 0, 3), 0, canned);
+    // One pitfall (the same text from every extraction) and one proposition per attempt
+    // index; near-duplicates "x0 = 3", "x1 = 3" differ in a token, so all three stay.
+    let bank = &run.outcome.experience;
+    assert_eq!(
+        bank.iter()
+            .filter(|i| i.starts_with(rse::PITFALL_PREFIX))
+            .count(),
+        1,
+        "{bank:?}"
+    );
+    let last = run
+        .calls
+        .iter()
+        .rfind(|c| c.key.role.as_ref() == "solution")
+        .expect("a solution call");
+    assert!(
+        last.request.messages[0]
+            .content
+            .contains("do not divide by zero")
+    );
+    assert!(run.outcome.iterations[1].bank_updates[0].proposed);
+}
+
+#[test]
+fn failed_calls_are_recorded_and_chains_restart() {
+    // Every call of candidate 1 fails in iteration 0.
+    let reply = |s: &CallSpec| {
+        if s.key.iteration == 0 && s.key.candidate == Some(1) {
+            fail()
+        } else {
+            canned(s)
+        }
+    };
+    for kind in [
+        BaselineKind::SelfRefine,
+        BaselineKind::VerifyRefine,
+        BaselineKind::Rse,
+    ] {
+        let run = drive(params(kind, 2, 2, 0, 2), 0, reply);
+        let it0 = &run.outcome.iterations[0];
+        assert!(it0.candidates[1].solution.is_none(), "{kind:?}");
+        assert_eq!(it0.calls.failed, 1, "{kind:?}");
+        assert_eq!(it0.failures.len(), 1);
+        assert!(run.outcome.iterations[1].candidates[1].solution.is_some());
+    }
+}
+
+/// Mean share of right candidates per iteration over `ids`, on the simulator.
+fn sim_curve(kind: BaselineKind, ids: &[&str], t: u32) -> Vec<f64> {
+    let opts = SimOptions::default();
+    let mut sums = vec![0.0; t as usize];
+    for id in ids {
+        let problem = Problem::derive(id, None, &opts.task);
+        let reply = |spec: &CallSpec| {
+            let mut rng = SimRng::new(hash_str(7, &spec.key.to_string()));
+            let prompt = &spec.request.messages[0].content;
+            let r = generate(
+                SimRole::from_header(&spec.key.role),
+                &problem,
+                prompt,
+                &opts,
+                &mut rng,
+                false,
+            );
+            ok(&r.content)
+        };
+        let mut p = params(kind, 8, 2, 8, t);
+        p.answers = Arc::new(Exact);
+        let run = drive_problem(id, p, 0, reply);
+        for (i, it) in run.outcome.iterations.iter().enumerate() {
+            let right = it
+                .candidates
+                .iter()
+                .filter(|c| {
+                    c.solution.as_deref().and_then(last_boxed) == Some(problem.answer.as_str())
+                })
+                .count();
+            sums[i] += right as f64 / it.candidates.len() as f64;
+        }
+    }
+    sums.iter().map(|s| s / ids.len() as f64).collect()
+}
+
+#[test]
+fn on_the_simulator_feedback_and_shared_experience_pay_off() {
+    let ids: Vec<String> = (0..40).map(|i| format!("sim-{i}")).collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let mut last = BTreeMap::new();
+    for kind in [
+        BaselineKind::SelfRefine,
+        BaselineKind::VerifyRefine,
+        BaselineKind::Pacore,
+        BaselineKind::Rse,
+    ] {
+        let curve = sim_curve(kind, &ids, 6);
+        eprintln!("{kind:?}: {curve:?}");
+        // PaCoRe shares facts unverified (wrong ones unflagged): no gain is promised.
+        if kind != BaselineKind::Pacore {
+            assert!(
+                curve[5] > curve[0] + 0.05,
+                "{kind:?} should improve over iterations: {curve:?}"
+            );
+        }
+        last.insert(format!("{kind:?}"), curve[5]);
+    }
+    assert!(
+        last["VerifyRefine"] > last["SelfRefine"],
+        "verified feedback beats self-feedback: {last:?}"
+    );
+}
