@@ -109,11 +109,21 @@ fn check_output(out: &Path) -> Result<(), String> {
     }
 }
 
+/// The roles `tmas run` sends calls for (the method's five, then the answer judge).
+const RUN_ROLES: [Role; 6] = [
+    Role::Solution,
+    Role::Verification,
+    Role::Summary,
+    Role::Experience,
+    Role::Guideline,
+    Role::Judge,
+];
+
 /// Names of the endpoints some role of the run sends calls to (the judge's only when the
 /// LLM judge is on), without the embedded simulator (started in-process).
 pub fn endpoints_in_use(config: &Config) -> Vec<String> {
     let mut names = BTreeSet::new();
-    for role in Role::ALL {
+    for role in RUN_ROLES {
         if role == Role::Judge && !config.judge.enabled {
             continue;
         }
@@ -466,6 +476,41 @@ mod tests {
             "{text}"
         );
         assert_eq!(shown(b" \n"), "<empty body>");
+    }
+
+    #[test]
+    fn endpoints_in_use_follow_the_roles_and_skip_the_embedded_simulator() {
+        let text = r#"
+[endpoints.gpu]
+base_url = "http://127.0.0.1:8000/v1"
+model = "big"
+[endpoints.judge-gpu]
+base_url = "http://127.0.0.1:8001/v1"
+model = "small"
+[endpoints.sim]
+base_url = "embedded-sim"
+model = "tmas-sim"
+[groups]
+main = ["gpu", "sim"]
+judging = ["judge-gpu"]
+spare = ["gpu"]
+[roles.solution]
+group = "main"
+[roles.verification]
+group = "main"
+[roles.summary]
+group = "main"
+[roles.experience]
+group = "main"
+[roles.guideline]
+group = "main"
+[roles.judge]
+group = "judging"
+"#;
+        let mut config = Config::from_toml_str(text, "t").expect("valid");
+        assert_eq!(endpoints_in_use(&config), ["gpu", "judge-gpu"]);
+        config.judge.enabled = false;
+        assert_eq!(endpoints_in_use(&config), ["gpu"]);
     }
 
     #[test]
