@@ -40,7 +40,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         format!("Pass@1 by iteration — {name}")
     });
     let series = [Series {
-        label: "TMAS".into(),
+        label: method_label(&dir),
         points: table
             .rows
             .iter()
@@ -100,4 +100,23 @@ fn load_table(dir: &RunDir) -> anyhow::Result<PassAt1Table> {
         }
     }
     Ok(builder.build())
+}
+
+/// The legend text: the run's method as its `config.toml` names it (`tmas`, the only
+/// method older runs had, when the file or key is missing).
+fn method_label(dir: &RunDir) -> String {
+    #[derive(serde::Deserialize)]
+    struct Method {
+        name: crate::config::MethodName,
+    }
+    #[derive(serde::Deserialize)]
+    struct Only {
+        method: Method,
+    }
+    std::fs::read_to_string(dir.root.join("config.toml"))
+        .ok()
+        .and_then(|text| toml::from_str::<Only>(&text).ok())
+        .map_or(crate::config::MethodName::Tmas, |c| c.method.name)
+        .as_str()
+        .to_string()
 }
