@@ -119,11 +119,22 @@ const RUN_ROLES: [Role; 6] = [
     Role::Judge,
 ];
 
+/// [`RUN_ROLES`] plus the role of its own the configured baseline calls.
+fn run_roles(config: &Config) -> Vec<Role> {
+    let mut roles = RUN_ROLES.to_vec();
+    match config.method.name {
+        crate::config::MethodName::SelfRefine => roles.push(Role::Critique),
+        crate::config::MethodName::Rse => roles.push(Role::Extraction),
+        _ => {}
+    }
+    roles
+}
+
 /// Names of the endpoints some role of the run sends calls to (the judge's only when the
 /// LLM judge is on), without the embedded simulator (started in-process).
 pub fn endpoints_in_use(config: &Config) -> Vec<String> {
     let mut names = BTreeSet::new();
-    for role in RUN_ROLES {
+    for role in run_roles(config) {
         if role == Role::Judge && !config.judge.enabled {
             continue;
         }
@@ -511,6 +522,9 @@ group = "judging"
         assert_eq!(endpoints_in_use(&config), ["gpu", "judge-gpu"]);
         config.judge.enabled = false;
         assert_eq!(endpoints_in_use(&config), ["gpu"]);
+        // RSE's extractor (default group: every endpoint) is checked only for RSE.
+        config.method.name = crate::config::MethodName::Rse;
+        assert_eq!(endpoints_in_use(&config), ["gpu", "judge-gpu"]);
     }
 
     #[test]

@@ -13,12 +13,14 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::rewards::{
-    GroupKind, RewardKind, RewardParams, correctness_reward, experience_rewards,
-    group_advantages, novelty_reward,
+    GroupKind, RewardKind, RewardParams, correctness_reward, experience_rewards, group_advantages,
+    novelty_reward,
 };
 
 /// Which training objective an instance was built for (the parquet `_source` column).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// Standard correctness.
@@ -313,7 +315,11 @@ mod tests {
         let standard = score(&rollouts, &verdicts, RewardMode::Standard, &p).unwrap();
         let r: Vec<f64> = standard.iter().map(|s| s.reward).collect();
         assert_eq!(r, vec![1.0, -1.0, 1.0, -1.0, 1.0, -1.0]);
-        assert!(standard.iter().all(|s| s.reward_kind == RewardKind::Standard));
+        assert!(
+            standard
+                .iter()
+                .all(|s| s.reward_kind == RewardKind::Standard)
+        );
     }
 
     #[test]
@@ -326,13 +332,31 @@ mod tests {
         let e = score(&mixed, &v, RewardMode::Hybrid, &RewardParams::default()).unwrap_err();
         assert!(e.to_string().contains("group `a` mixes"), "{e}");
         let bank_only = vec![rollout("b", Source::Experience, Some(GroupKind::Bank))];
-        let e = score(&bank_only, &v[..1], RewardMode::Hybrid, &RewardParams::default())
-            .unwrap_err();
+        let e = score(
+            &bank_only,
+            &v[..1],
+            RewardMode::Hybrid,
+            &RewardParams::default(),
+        )
+        .unwrap_err();
         assert_eq!(e, BatchError::NoBase { group: "b".into() });
         // Under the standard mode the same group is fine.
-        assert!(score(&bank_only, &v[..1], RewardMode::Standard, &RewardParams::default()).is_ok());
+        assert!(
+            score(
+                &bank_only,
+                &v[..1],
+                RewardMode::Standard,
+                &RewardParams::default()
+            )
+            .is_ok()
+        );
         assert!(matches!(
-            score(&bank_only, &[], RewardMode::Hybrid, &RewardParams::default()),
+            score(
+                &bank_only,
+                &[],
+                RewardMode::Hybrid,
+                &RewardParams::default()
+            ),
             Err(BatchError::Length { .. })
         ));
     }
@@ -348,6 +372,9 @@ mod tests {
             r#"{"question_id":"q","group_id":"g","group_kind":"bank","_source":"experience","ground_truth":"3","response":""}"#,
         )
         .unwrap();
-        assert_eq!((r.source, r.group_kind), (Source::Experience, Some(GroupKind::Bank)));
+        assert_eq!(
+            (r.source, r.group_kind),
+            (Source::Experience, Some(GroupKind::Bank))
+        );
     }
 }
