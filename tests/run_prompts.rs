@@ -75,18 +75,35 @@ async fn epsilon_one_only_explores() {
         &["method.epsilon=1.0", "method.n=4", "method.iterations=3"],
     )
     .await;
+    let root = done.dir.path();
     let prompts = solution_prompts(&done);
     assert_eq!(prompts.len(), 3 * 3 * 4);
+    let mut constrained = 0;
     for (problem, iteration, prompt) in prompts {
-        assert!(
+        // The constraint appears only once the guideline bank has an entry (the released
+        // runner's rule); before that an exploring candidate gets the base prompt.
+        let guidelines = bank_before(&bank_versions(root, &problem, "guideline"), iteration);
+        assert_eq!(
             prompt.contains(EXPLORE_MARKER),
-            "{problem} it {iteration}: every prompt explores with ε = 1"
+            !guidelines.is_empty(),
+            "{problem} it {iteration}: explore constraint iff the guideline bank has entries"
         );
+        assert!(!prompt.contains(REFINE_MARKER) && !prompt.contains(EXPERIENCE_MARKER));
+        assert!(!prompt.contains("(none yet)"));
+        constrained += usize::from(!guidelines.is_empty());
     }
+    assert!(constrained > 0, "the guideline bank grew during the run");
     for r in &done.records {
-        for it in &r.outcome.iterations {
+        for (t, it) in r.outcome.iterations.iter().enumerate() {
+            let guidelines =
+                bank_before(&bank_versions(root, &r.problem_id, "guideline"), t as u32);
+            let mode = if guidelines.is_empty() {
+                PromptMode::Fresh
+            } else {
+                PromptMode::Explore
+            };
             for c in &it.candidates {
-                assert_eq!((c.branch, c.mode), (Branch::Explore, PromptMode::Explore));
+                assert_eq!((c.branch, c.mode), (Branch::Explore, mode));
             }
         }
     }
@@ -163,8 +180,13 @@ async fn exploring_prompts_hold_every_guideline_and_no_rollout_or_experience() {
         for (t, it) in r.outcome.iterations.iter().enumerate() {
             let guidelines =
                 bank_before(&bank_versions(root, &r.problem_id, "guideline"), t as u32);
+            let mode = if guidelines.is_empty() {
+                PromptMode::Fresh
+            } else {
+                PromptMode::Explore
+            };
             for c in it.candidates.iter().filter(|c| c.branch == Branch::Explore) {
-                assert_eq!(c.mode, PromptMode::Explore);
+                assert_eq!(c.mode, mode);
                 assert!(c.context_rollouts.is_empty());
                 assert_eq!(c.experience_items, 0);
                 assert_eq!(c.guideline_items, guidelines.len());
@@ -177,12 +199,14 @@ async fn exploring_prompts_hold_every_guideline_and_no_rollout_or_experience() {
 async fn exploiting_prompts_from_iteration_one_hold_previous_rollouts_and_current_experience() {
     let done = mixed_run().await;
     let root = done.dir.path();
-    let mut refined = 0;
+    let (mut refined, mut with_experience) = (0, 0);
     for (problem, iteration, prompt) in solution_prompts(&done) {
         if prompt.contains(EXPLORE_MARKER) {
             continue;
         }
-        if iteration == 0 {
+        if iteration == 0 || !prompt.contains(REFINE_MARKER) {
+            // It0, or an exploring candidate that found the guideline bank empty (base
+            // prompt): no rollouts. Exploiting candidates after It0 are checked below.
             assert!(
                 !prompt.contains(REFINE_MARKER),
                 "iteration 0 has no rollouts"
@@ -216,11 +240,13 @@ async fn exploiting_prompts_from_iteration_one_hold_previous_rollouts_and_curren
             "{problem} it {iteration}: previous rollouts exist"
         );
         let experience = bank_before(&bank_versions(root, &problem, "experience"), iteration);
-        assert!(
+        // A bank still empty (no candidate of the problem verified yet) adds no section.
+        assert_eq!(
+            prompt.contains(EXPERIENCE_MARKER),
             !experience.is_empty(),
-            "{problem} it {iteration}: the experience bank has items by now"
+            "{problem} it {iteration}: experience section iff the bank has items"
         );
-        assert!(prompt.contains(EXPERIENCE_MARKER));
+        with_experience += usize::from(!experience.is_empty());
         for e in &experience {
             assert!(
                 prompt.contains(&format!("- {}", experience_body(e))),
@@ -229,6 +255,10 @@ async fn exploiting_prompts_from_iteration_one_hold_previous_rollouts_and_curren
         }
     }
     assert!(refined > 0, "some candidate exploited after iteration 0");
+    assert!(
+        with_experience > 0,
+        "some exploiting prompt was checked with a non-empty experience bank"
+    );
     for r in &done.records {
         for (t, it) in r.outcome.iterations.iter().enumerate().skip(1) {
             let prev: Vec<u32> = r.outcome.iterations[t - 1]
@@ -316,5 +346,67 @@ async fn a_rewriting_guideline_agent_never_removes_a_stored_guideline() {
     assert!(
         dropped_by_model > 0,
         "some guideline reply was a shorter list than the bank"
+    );
+}
+
+/// Proof mode end to end on the simulator: proof prompts for every solution, the proof
+/// rubric for every verification, and an LLM grader that sees each proof with the
+/// problem's reference solution and grading guidelines and grades it 0 / 0.5 / 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proof_mode_writes_grades_and_judges_proofs() {
+    let mut data = dataset(3);
+    for p in &mut data.problems {
+        p.reference_solution = Some(format!("REFERENCE-PROOF of {}", p.id));
+        p.grading_guidelines = Some(format!("GUIDELINES for {}", p.id));
+    }
+    let done = run_on_sim(
+        sim_options(25),
+        data,
+        &[
+            "method.no_proof=false",
+            "method.n=3",
+            "method.m=2",
+            "method.iterations=2",
+            "judge.enabled=true",
+            "judge.repeats=2",
+        ],
+    )
+    .await;
+    for (problem, iteration, prompt) in solution_prompts(&done) {
+        assert!(
+            prompt.contains("Write a complete and rigorous proof"),
+            "{problem} it {iteration}: not a proof prompt"
+        );
+    }
+    let graders = requests_by_problem_iteration(&done.sim, "judge");
+    let mut graded = 0;
+    for ((problem, _), calls) in &graders {
+        for r in calls {
+            let prompt = text(r);
+            assert!(prompt.contains(&format!("REFERENCE-PROOF of {problem}")));
+            assert!(prompt.contains(&format!("GUIDELINES for {problem}")));
+            assert!(prompt.contains("<proof>") && prompt.contains("This completes the proof."));
+            graded += 1;
+        }
+    }
+    // Every candidate is graded twice: 3 problems × 2 iterations × 3 candidates × 2.
+    assert_eq!(graded, 3 * 2 * 3 * 2);
+    let mut seen = BTreeSet::new();
+    for r in &done.records {
+        for it in &r.judgments {
+            for j in it.iter().flatten() {
+                assert_eq!(j.grades.len(), 2);
+                for g in j.grades.iter().flatten() {
+                    seen.insert((g * 2.0) as u8);
+                }
+                let parsed: Vec<f64> = j.grades.iter().flatten().copied().collect();
+                let mean = parsed.iter().sum::<f64>() / parsed.len() as f64;
+                assert_eq!(j.score, mean);
+            }
+        }
+    }
+    assert!(
+        seen.contains(&2) && seen.contains(&0),
+        "grades seen: {seen:?}"
     );
 }

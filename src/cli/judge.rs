@@ -316,6 +316,7 @@ impl LlmSession {
             sampling: config.role(Role::Judge).sampling(),
             repeats: (config.judge.repeats as usize).max(1),
             policy: LlmJudgePolicy::Always,
+            input: config.judge.input,
             prompts: Arc::new(prompts),
         };
         Ok(Self { endpoints, judge })

@@ -1,4 +1,6 @@
-//! `tmas report DIR`: print a run's Pass@1 table and draw its chart.
+//! `tmas report DIR`: print a run's Pass@1 table and draw its chart, then the paper's
+//! analyses of the run (`crate::eval::analyses`): each as a text table and a chart, all of
+//! them also in `analyses.json`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -6,8 +8,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::engine::accounting::Accounting;
-use crate::engine::run_dir::RunDir;
-use crate::eval::chart::{Series, write_pass_at_1_chart};
+use crate::engine::run_dir::{ProblemRecord, RunDir, write_atomic};
+use crate::eval::analyses::{Analyses, ProblemRun};
+use crate::eval::chart::{Series, write_line_chart, write_pass_at_1_chart};
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
 use crate::store::{DB_FILE, StoreReader};
 
@@ -18,6 +21,9 @@ pub struct Args {
     /// Chart title (default: the run directory's name).
     #[arg(long)]
     pub title: Option<String>,
+    /// Seed of the verification paradox's permutation test.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -51,6 +57,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let svg = dir.root.join("pass_at_1.svg");
     write_pass_at_1_chart(&title, &series, &png, &svg)?;
     println!("chart: {} and {}", png.display(), svg.display());
+    report_analyses(&dir, &args)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -68,6 +75,52 @@ fn load_accounting(dir: &RunDir, iterations: usize) -> anyhow::Result<Option<Acc
         &reader.answered_calls()?,
         iterations,
     )))
+}
+
+/// Computes, prints and draws the analyses of the run's finished problems.
+fn report_analyses(dir: &RunDir, args: &Args) -> anyhow::Result<()> {
+    let records = load_records(dir)?;
+    let runs: Vec<ProblemRun<'_>> = records
+        .iter()
+        .map(|r| ProblemRun {
+            id: &r.problem_id,
+            outcome: &r.outcome,
+            judgments: &r.judgments,
+        })
+        .collect();
+    let analyses = Analyses::of(&runs, args.seed);
+    println!();
+    println!("{}", analyses.render_text());
+    let json = dir.root.join("analyses.json");
+    write_atomic(&json, &serde_json::to_vec_pretty(&analyses)?)?;
+    println!("analyses: {}", json.display());
+    let name = args
+        .dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for chart in analyses.charts(&name) {
+        let png = dir.root.join(format!("{}.png", chart.stem));
+        let svg = dir.root.join(format!("{}.svg", chart.stem));
+        match write_line_chart(&chart.title, &chart.y, &chart.series, &png, &svg) {
+            Ok(()) => println!("chart: {} and {}", png.display(), svg.display()),
+            // A run without data for one analysis (say, no explorer ever) still gets the
+            // others; the table above shows why.
+            Err(e) => eprintln!("note: chart {} not drawn: {e}", chart.stem),
+        }
+    }
+    Ok(())
+}
+
+/// The judged records of the run's finished problems: from the run store, or from
+/// `problems/*.json` when the directory has no store.
+fn load_records(dir: &RunDir) -> anyhow::Result<Vec<ProblemRecord>> {
+    let db = dir.root.join(DB_FILE);
+    if db.is_file() {
+        let reader = StoreReader::open_read_only(&db)?;
+        return Ok(reader.records()?);
+    }
+    dir.read_problems()
 }
 
 /// The stored table, or one rebuilt from `problems/*.json` when the run was interrupted

@@ -169,6 +169,9 @@ impl Config {
                 ));
             }
         }
+        if let Some(issue) = self.self_judging_issue() {
+            out.push(issue);
+        }
         if self.method.m == 0 && self.method.use_experience {
             out.push(ConfigIssue::new(
                 "",
@@ -177,6 +180,46 @@ impl Config {
             ));
         }
         out
+    }
+}
+
+impl Config {
+    /// A warning when the LLM judge would be served by the same endpoint and model as the
+    /// solution role: the model under test would grade itself (the paper judged with a
+    /// different model, DeepSeek-V3.2).
+    fn self_judging_issue(&self) -> Option<ConfigIssue> {
+        if !self.judge.enabled {
+            return None;
+        }
+        let target = |name: &String| {
+            self.endpoints
+                .get(name)
+                .map(|e| (e.base_url.clone(), e.model.clone()))
+        };
+        let solution: Vec<(String, String)> = self
+            .role_endpoints(Role::Solution)
+            .iter()
+            .filter_map(target)
+            .collect();
+        let shared: Vec<String> = self
+            .role_endpoints(Role::Judge)
+            .iter()
+            .filter(|name| target(name).is_some_and(|t| solution.contains(&t)))
+            .cloned()
+            .collect();
+        if shared.is_empty() {
+            return None;
+        }
+        Some(ConfigIssue::new(
+            "",
+            "roles.judge.group",
+            format!(
+                "the judge uses the same endpoint and model as the solution role ({}): the \
+                 model under test grades its own answers; point roles.judge.group at a group \
+                 serving another model (the paper judged with DeepSeek-V3.2)",
+                shared.join(", ")
+            ),
+        ))
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tmas_actors::client::ResiliencePolicy;
 
-use crate::eval::judge::LlmJudgePolicy;
+use crate::eval::judge::{JudgeInput, LlmJudgePolicy};
 
 /// How problems are admitted into a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -235,6 +235,10 @@ pub struct JudgeConfig {
     /// protocol; rule verdicts are kept to measure agreement). `when_undecided`: only
     /// candidates the rule check could not decide (cheaper).
     pub policy: LlmJudgePolicy,
+    /// What the LLM judge sees: `final` (the boxed answer, or the end of an unboxed
+    /// solution so an unboxed correct answer can be recognised) or `boxed` (the boxed
+    /// answer only; no box scores 0 without a judge call).
+    pub input: JudgeInput,
 }
 
 impl Default for JudgeConfig {
@@ -243,6 +247,7 @@ impl Default for JudgeConfig {
             enabled: true,
             repeats: 4,
             policy: LlmJudgePolicy::Always,
+            input: JudgeInput::Final,
         }
     }
 }

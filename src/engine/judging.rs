@@ -8,9 +8,11 @@ use futures::future::join_all;
 use tmas_actors::strategy::{CallExecutor, CallKey};
 use tmas_actors::wire::Sampling;
 
+use crate::eval::dataset::Problem;
 use crate::eval::judge::{
-    JUDGE_ROLE, JudgeRecord, LlmJudgePolicy, judge_request, parse_judge_reply,
+    JUDGE_ROLE, JudgeInput, JudgeRecord, LlmJudgePolicy, judge_request, parse_judge_reply,
 };
+use crate::method::parse::parse_score;
 use crate::method::{PromptSet, TmasOutcome};
 
 /// How candidates are judged in a run.
@@ -18,6 +20,10 @@ use crate::method::{PromptSet, TmasOutcome};
 pub struct JudgeSetup {
     /// `None`: rule check only.
     pub llm: Option<LlmJudge>,
+    /// Proof mode (`method.no_proof = false`): the LLM judge grades each solution as a
+    /// proof (0 / 0.5 / 1) against the problem's reference solution and grading
+    /// guidelines, instead of comparing final answers.
+    pub proof: bool,
     /// What the progress display shows of the judge phase.
     pub progress: Arc<JudgeProgress>,
 }
@@ -40,6 +46,8 @@ pub struct LlmJudge {
     pub sampling: Sampling,
     pub repeats: usize,
     pub policy: LlmJudgePolicy,
+    /// What the judge is shown of a candidate (boxed answer, or the solution's end).
+    pub input: JudgeInput,
     pub prompts: Arc<PromptSet>,
 }
 
@@ -48,19 +56,28 @@ impl JudgeSetup {
     /// Returns `judgments[iteration][candidate]` (`None` where the solution call failed).
     pub async fn judge_outcome(
         &self,
-        question: &str,
-        reference: &str,
+        problem: &Problem,
         outcome: &TmasOutcome,
     ) -> Vec<Vec<Option<JudgeRecord>>> {
+        let (question, reference) = (problem.question.as_str(), problem.answer.as_str());
         let mut out = Vec::with_capacity(outcome.iterations.len());
         for it in &outcome.iterations {
             let per_candidate = it.candidates.iter().map(|c| async move {
                 let index = c.index;
                 let solution = c.solution.as_deref()?;
+                if let (true, Some(llm)) = (self.proof, &self.llm) {
+                    let grades = llm.grade(problem, solution, it.iteration, index).await;
+                    return Some(JudgeRecord::from_grades(grades));
+                }
                 let record = JudgeRecord::from_reply(reference, solution);
-                Some(match &self.llm {
-                    Some(llm) if record.needs_llm_judge(llm.policy) => {
-                        let answer = record.answer.clone().unwrap_or_default();
+                let shown = self.llm.as_ref().and_then(|llm| {
+                    record
+                        .needs_llm_judge(llm.policy, llm.input)
+                        .then(|| record.judge_candidate(solution, llm.input))
+                        .flatten()
+                });
+                Some(match (&self.llm, shown) {
+                    (Some(llm), Some(answer)) => {
                         let verdicts = llm
                             .ask(
                                 question,
@@ -115,6 +132,49 @@ impl LlmJudge {
                 Ok(resp) => parse_judge_reply(&resp.content),
                 Err(failure) => {
                     tracing::warn!(problem, iteration, kind = %failure.kind, "judge call failed: {}", failure.message);
+                    None
+                }
+            })
+            .collect()
+    }
+}
+
+impl LlmJudge {
+    /// Proof mode: asks the grader `repeats` times to grade `proof` (the think-stripped
+    /// solution) against the problem's reference solution and grading guidelines; a
+    /// failed call or a reply without a grade of 0, 0.5 or 1 is `None`. Without a
+    /// reference solution the grader is given the reference answer.
+    pub async fn grade(
+        &self,
+        problem: &Problem,
+        proof: &str,
+        iteration: u32,
+        candidate: u32,
+    ) -> Vec<Option<f64>> {
+        let reference = problem
+            .reference_solution
+            .as_deref()
+            .unwrap_or(&problem.answer);
+        let guidelines = problem
+            .grading_guidelines
+            .as_deref()
+            .unwrap_or("(none given: grade by the rubric and the reference solution)");
+        let prompt = self
+            .prompts
+            .proof_grade(&problem.question, reference, guidelines, proof);
+        let calls = (0..self.repeats).map(|repeat| {
+            let request = judge_request(prompt.clone(), self.sampling, &problem.id, iteration);
+            let key = judge_key(&problem.id, iteration, candidate, repeat as u32);
+            self.executor
+                .execute_call(&key, self.group.clone(), request)
+        });
+        join_all(calls)
+            .await
+            .into_iter()
+            .map(|outcome| match outcome {
+                Ok(resp) => parse_score(&resp.content),
+                Err(failure) => {
+                    tracing::warn!(problem = %problem.id, iteration, kind = %failure.kind, "proof grader call failed: {}", failure.message);
                     None
                 }
             })

@@ -279,9 +279,11 @@ async fn execute(
             sampling: config.role(Role::Judge).sampling(),
             repeats: config.judge.repeats as usize,
             policy: config.judge.policy,
+            input: config.judge.input,
             prompts: prompts.clone(),
         }),
         progress: Arc::default(),
+        proof: !config.method.no_proof,
     };
 
     let settings = runner_settings(&config);

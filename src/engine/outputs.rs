@@ -42,6 +42,16 @@ pub struct CandidateScore {
     pub score: f64,
     pub undecided: bool,
     pub disagreement: bool,
+    /// Only whether the candidate had a boxed answer (its text is skipped, not copied).
+    #[serde(default)]
+    pub answer: Option<serde::de::IgnoredAny>,
+}
+
+impl CandidateScore {
+    /// The verdict "no answer", as [`JudgeRecord::is_no_answer`] says.
+    pub fn is_no_answer(&self) -> bool {
+        self.answer.is_none() && self.score == 0.0
+    }
 }
 
 /// A problem's judged candidates, per iteration in record order, without the candidates
@@ -73,6 +83,7 @@ impl JudgedScores {
                         score: as_stored(j.score),
                         undecided: j.undecided,
                         disagreement: j.disagreement,
+                        answer: j.answer.as_ref().map(|_| serde::de::IgnoredAny),
                     })
                     .collect()
             })
@@ -102,6 +113,9 @@ impl JudgedScores {
         for (t, candidates) in self.by_iteration.iter().enumerate().take(iterations) {
             for c in candidates {
                 builder.record_score(problem_id, t, c.score, c.undecided, c.disagreement)?;
+                if c.is_no_answer() {
+                    builder.record_no_answer(problem_id, t)?;
+                }
             }
         }
         Ok(())

@@ -246,6 +246,9 @@ pub async fn resume(
             id: p.problem_id.clone(),
             question: p.question.clone(),
             answer: p.reference_answer.clone(),
+            // Not kept in the run store: a resumed proof run grades against the answer.
+            reference_solution: None,
+            grading_guidelines: None,
         })
         .collect();
     store

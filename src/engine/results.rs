@@ -137,9 +137,7 @@ impl ResultWriter {
                     .with_context(|| format!("runner reported unknown problem {id}"))?;
                 let judge = self.judge.clone();
                 judging.spawn(async move {
-                    let judgments = judge
-                        .judge_outcome(&problem.question, &problem.answer, &outcome)
-                        .await;
+                    let judgments = judge.judge_outcome(&problem, &outcome).await;
                     ProblemRecord {
                         problem_id: problem.id,
                         question: problem.question,

@@ -427,11 +427,11 @@ impl ResultsRewrite {
 /// The per-iteration Pass@1 table as CSV (`pass_at_1.csv`, `tmas export --format csv`).
 pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
     let mut csv = String::from(
-        "iteration,pass_at_1,problems,candidates,empty_problems,undecided,disagreements,calls_lost\n",
+        "iteration,pass_at_1,problems,candidates,empty_problems,undecided,disagreements,no_answer,calls_lost\n",
     );
     for row in &table.rows {
         csv.push_str(&format!(
-            "{},{:.6},{},{},{},{},{},{}\n",
+            "{},{:.6},{},{},{},{},{},{},{}\n",
             row.iteration,
             row.pass_at_1,
             row.problems,
@@ -439,6 +439,7 @@ pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
             row.empty_problems,
             row.undecided,
             row.disagreements,
+            row.no_answer,
             row.calls_lost
         ));
     }

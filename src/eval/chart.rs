@@ -72,15 +72,54 @@ pub struct Series {
     pub points: Vec<(u32, f64)>,
 }
 
+/// The y axis of a line chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct YAxis {
+    /// Axis title, e.g. "Pass@1 (%)".
+    pub desc: String,
+    /// Values are shares in `[0, 1]` drawn in percent (zoomed to the data); otherwise
+    /// non-negative values drawn as they are, from 0.
+    pub percent: bool,
+}
+
+impl YAxis {
+    pub fn pass_at_1() -> Self {
+        Self::percent("Pass@1 (%)")
+    }
+
+    /// A share in `[0, 1]` shown in percent.
+    pub fn percent(desc: &str) -> Self {
+        Self {
+            desc: desc.to_string(),
+            percent: true,
+        }
+    }
+
+    /// A non-negative quantity (counts, means of counts, scores).
+    pub fn value(desc: &str) -> Self {
+        Self {
+            desc: desc.to_string(),
+            percent: false,
+        }
+    }
+}
+
 /// Why a chart could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum ChartError {
     /// Nothing to draw: no series, or none with a point.
-    #[error("no Pass@1 data to chart: {0}")]
+    #[error("no data to chart: {0}")]
     NoData(&'static str),
     /// A Pass@1 value that is not a share in `[0, 1]` (NaN included).
     #[error("series {series:?}, iteration {iteration}: Pass@1 {value} is not a share in [0, 1]")]
     InvalidValue {
+        series: String,
+        iteration: u32,
+        value: f64,
+    },
+    /// A value of a non-percent chart that is negative or not finite.
+    #[error("series {series:?}, iteration {iteration}: value {value} is not a finite number ≥ 0")]
+    InvalidAmount {
         series: String,
         iteration: u32,
         value: f64,
@@ -106,7 +145,20 @@ pub fn write_pass_at_1_chart(
     png_path: &Path,
     svg_path: &Path,
 ) -> Result<(), ChartError> {
-    let prepared = prepare(series)?;
+    write_line_chart(title, &YAxis::pass_at_1(), series, png_path, svg_path)
+}
+
+/// Draws any per-iteration quantity against iteration, one line per series, like the
+/// Pass@1 chart (same layout, fonts and styles); `y` says what the values are.
+pub fn write_line_chart(
+    title: &str,
+    y: &YAxis,
+    series: &[Series],
+    png_path: &Path,
+    svg_path: &Path,
+) -> Result<(), ChartError> {
+    let mut prepared = prepare_axis(series, y.percent)?;
+    prepared.y_desc = y.desc.clone();
     render(title, &prepared, &ITERATION_AXIS, png_path, svg_path)
 }
 
@@ -247,6 +299,7 @@ fn prepare_xy(series: &[XySeries]) -> Result<Prepared, ChartError> {
         x: (x_min - pad)..(x_max + pad),
         y: y_range(y_min, y_max),
         lines,
+        y_desc: YAxis::pass_at_1().desc,
     })
 }
 
@@ -270,10 +323,18 @@ struct Prepared {
     lines: Vec<(String, Vec<(f64, f64)>)>,
     x: Range<f64>,
     y: Range<f64>,
+    y_desc: String,
 }
 
-/// Checks the data and computes the axes; pure, so the rules are unit-testable.
+/// Checks Pass@1 data and computes the axes; pure, so the rules are unit-testable.
+#[cfg(test)]
 fn prepare(series: &[Series]) -> Result<Prepared, ChartError> {
+    prepare_axis(series, true)
+}
+
+/// Checks the data (shares in `[0, 1]` when `percent`, else finite values ≥ 0) and
+/// computes the axes.
+fn prepare_axis(series: &[Series], percent: bool) -> Result<Prepared, ChartError> {
     if series.is_empty() {
         return Err(ChartError::NoData("no series given"));
     }
@@ -282,8 +343,16 @@ fn prepare(series: &[Series]) -> Result<Prepared, ChartError> {
         let mut pts = s.points.clone();
         pts.sort_by_key(|&(it, _)| it);
         for (i, &(iteration, value)) in pts.iter().enumerate() {
-            if !(0.0..=1.0).contains(&value) {
+            if percent && !(0.0..=1.0).contains(&value) {
                 return Err(ChartError::InvalidValue {
+                    series: s.label.clone(),
+                    iteration,
+                    value,
+                });
+            }
+            let amount_ok = value.is_finite() && value >= 0.0;
+            if !percent && !amount_ok {
+                return Err(ChartError::InvalidAmount {
                     series: s.label.clone(),
                     iteration,
                     value,
@@ -303,7 +372,7 @@ fn prepare(series: &[Series]) -> Result<Prepared, ChartError> {
         };
         let pct = pts
             .into_iter()
-            .map(|(it, v)| (f64::from(it), v * 100.0))
+            .map(|(it, v)| (f64::from(it), if percent { v * 100.0 } else { v }))
             .collect::<Vec<_>>();
         lines.push((label, pct));
     }
@@ -323,9 +392,19 @@ fn prepare(series: &[Series]) -> Result<Prepared, ChartError> {
         // Half an iteration either side so edge markers are not clipped; a single
         // iteration still gets a non-empty range.
         x: (x_min - 0.5)..(x_max + 0.5),
-        y: y_range(y_min, y_max),
+        y: if percent {
+            y_range(y_min, y_max)
+        } else {
+            amount_range(y_max)
+        },
         lines,
+        y_desc: YAxis::pass_at_1().desc,
     })
+}
+
+/// The y range of a non-percent chart: from 0 to the maximum plus a tenth, at least 1.
+fn amount_range(max: f64) -> Range<f64> {
+    0.0..(max * 1.1).max(1.0)
 }
 
 /// The y range in percent: the data plus a margin of a tenth of its span (at least 2
@@ -400,11 +479,17 @@ fn draw<DB: DrawingBackend>(
     chart
         .configure_mesh()
         .x_desc(axis.desc)
-        .y_desc("Pass@1 (%)")
+        .y_desc(data.y_desc.as_str())
         .x_labels(x_labels)
         .y_labels(11)
         .x_label_formatter(&|x| label(*x))
-        .y_label_formatter(&|y| format!("{y:.0}"))
+        .y_label_formatter(&|y| {
+            if data.y.end - data.y.start < 5.0 {
+                format!("{y:.2}")
+            } else {
+                format!("{y:.0}")
+            }
+        })
         .label_style((FONT_FAMILY, 15))
         .axis_desc_style((FONT_FAMILY, 17))
         .bold_line_style(BLACK.mix(0.12))

@@ -24,7 +24,19 @@ pub struct Problem {
     pub id: String,
     pub question: String,
     pub answer: String,
+    /// Proof problems (JSONL `reference_solution`, optional): a reference proof the proof
+    /// grader compares with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_solution: Option<String>,
+    /// Proof problems (JSONL `grading_guidelines`, optional): what the grader should
+    /// award marks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grading_guidelines: Option<String>,
 }
+
+/// JSONL keys of the optional proof fields.
+pub const REFERENCE_SOLUTION_FIELD: &str = "reference_solution";
+pub const GRADING_GUIDELINES_FIELD: &str = "grading_guidelines";
 
 /// File format of a dataset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -406,10 +418,19 @@ fn jsonl_row(rows: &Rows<'_>, fields: &Fields, line: u64, text: &str) -> Result<
         };
         non_empty(rows, line, name, &text)
     };
+    // Optional proof fields: absent or null is fine; present, they must be non-empty text.
+    let optional = |name: &str| -> Result<Option<String>, RowError> {
+        match object.get(name) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(_) => get(name, false).map(Some),
+        }
+    };
     Ok(Problem {
         id: get(&fields.id, true)?,
         question: get(&fields.question, false)?,
         answer: get(&fields.answer, true)?,
+        reference_solution: optional(REFERENCE_SOLUTION_FIELD)?,
+        grading_guidelines: optional(GRADING_GUIDELINES_FIELD)?,
     })
 }
 
@@ -526,6 +547,8 @@ fn csv_row(
         id: get(id)?,
         question: get(question)?,
         answer: get(answer)?,
+        reference_solution: None,
+        grading_guidelines: None,
     })
 }
 

@@ -155,6 +155,33 @@ pub enum LlmJudgePolicy {
     WhenUndecided,
 }
 
+/// What the LLM judge is shown of a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JudgeInput {
+    /// The last `\boxed{}` only; a candidate without one scores 0 without a judge call.
+    Boxed,
+    /// The last `\boxed{}` when there is one, otherwise the end of the think-stripped
+    /// solution ([`FINAL_TAIL_CHARS`] characters), so an unboxed correct answer can be
+    /// recognised.
+    #[default]
+    Final,
+}
+
+/// How much of an unboxed solution's end the judge sees under [`JudgeInput::Final`].
+pub const FINAL_TAIL_CHARS: usize = 2_000;
+
+/// The last `max_chars` characters of `text` (all of it when shorter), trimmed.
+pub fn tail_chars(text: &str, max_chars: usize) -> &str {
+    let start = text
+        .char_indices()
+        .rev()
+        .nth(max_chars.saturating_sub(1))
+        .map_or(0, |(i, _)| i);
+    let tail = if max_chars == 0 { "" } else { &text[start..] };
+    tail.trim()
+}
+
 /// Everything known about how one candidate was judged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgeRecord {
@@ -171,6 +198,60 @@ pub struct JudgeRecord {
     pub disagreement: bool,
     /// True when the score came from the rules and they were undecided (scored 0).
     pub undecided: bool,
+    /// Proof mode: one grade (0, 0.5 or 1) per grader reply (`None`: unparseable or
+    /// failed); empty for answer-style judging.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grades: Vec<Option<f64>>,
+}
+
+impl JudgeRecord {
+    /// The verdict "no answer": the candidate boxed nothing and was not judged correct
+    /// (under `judge.input = "final"` the judge still read the end of its solution).
+    pub fn is_no_answer(&self) -> bool {
+        self.answer.is_none() && self.grades.is_empty() && self.score == 0.0
+    }
+
+    /// A proof graded by the LLM grader: the score is the mean of the parsed grades (0
+    /// when none parsed, then marked undecided: a grader failure says nothing about the
+    /// proof, and it is counted apart).
+    pub fn from_grades(grades: Vec<Option<f64>>) -> Self {
+        let parsed: Vec<f64> = grades.iter().flatten().copied().collect();
+        let score = if parsed.is_empty() {
+            0.0
+        } else {
+            parsed.iter().sum::<f64>() / parsed.len() as f64
+        };
+        Self {
+            answer: None,
+            rule: Verdict {
+                outcome: Outcome::Undecided,
+                reason: "proof: graded by the LLM proof grader".into(),
+                normalized_reference: String::new(),
+                normalized_candidate: String::new(),
+            },
+            llm: Vec::new(),
+            score,
+            disagreement: false,
+            undecided: parsed.is_empty(),
+            grades,
+        }
+    }
+
+    /// What the LLM judge is shown of this candidate (`reply`: its solution text), or
+    /// `None` when there is nothing to show: no box under [`JudgeInput::Boxed`], or an
+    /// empty solution.
+    pub fn judge_candidate(&self, reply: &str, input: JudgeInput) -> Option<String> {
+        if let Some(answer) = &self.answer {
+            return Some(answer.clone());
+        }
+        match input {
+            JudgeInput::Boxed => None,
+            JudgeInput::Final => {
+                let tail = tail_chars(extract::strip_think(reply), FINAL_TAIL_CHARS);
+                (!tail.is_empty()).then(|| tail.to_string())
+            }
+        }
+    }
 }
 
 impl JudgeRecord {
@@ -219,17 +300,21 @@ impl JudgeRecord {
             score,
             disagreement,
             undecided,
+            grades: Vec::new(),
         }
     }
 
     /// True when this candidate should be sent to the LLM judge under `policy`. A
-    /// candidate without a final answer never is: there is nothing to compare.
-    pub fn needs_llm_judge(&self, policy: LlmJudgePolicy) -> bool {
-        self.answer.is_some()
-            && match policy {
-                LlmJudgePolicy::Always => true,
-                LlmJudgePolicy::WhenUndecided => self.rule.outcome == Outcome::Undecided,
-            }
+    /// candidate without a boxed answer is sent only under [`JudgeInput::Final`] (the
+    /// rules cannot decide it; the judge reads the end of its solution).
+    pub fn needs_llm_judge(&self, policy: LlmJudgePolicy, input: JudgeInput) -> bool {
+        if self.answer.is_none() {
+            return input == JudgeInput::Final;
+        }
+        match policy {
+            LlmJudgePolicy::Always => true,
+            LlmJudgePolicy::WhenUndecided => self.rule.outcome == Outcome::Undecided,
+        }
     }
 }
 
@@ -306,10 +391,13 @@ mod tests {
             (0.0, false, None)
         );
         assert!(missing.rule.reason.starts_with("no_answer"));
-        assert!(!missing.needs_llm_judge(LlmJudgePolicy::Always));
-        assert!(right.needs_llm_judge(LlmJudgePolicy::Always));
-        assert!(!right.needs_llm_judge(LlmJudgePolicy::WhenUndecided));
-        assert!(prose.needs_llm_judge(LlmJudgePolicy::WhenUndecided));
+        assert!(missing.is_no_answer());
+        assert!(!missing.needs_llm_judge(LlmJudgePolicy::Always, JudgeInput::Boxed));
+        assert!(missing.needs_llm_judge(LlmJudgePolicy::Always, JudgeInput::Final));
+        assert!(missing.needs_llm_judge(LlmJudgePolicy::WhenUndecided, JudgeInput::Final));
+        assert!(right.needs_llm_judge(LlmJudgePolicy::Always, JudgeInput::Boxed));
+        assert!(!right.needs_llm_judge(LlmJudgePolicy::WhenUndecided, JudgeInput::Final));
+        assert!(prose.needs_llm_judge(LlmJudgePolicy::WhenUndecided, JudgeInput::Boxed));
     }
 
     #[test]
@@ -341,6 +429,52 @@ mod tests {
 
         let judge_broken = JudgeRecord::from_reply("3", "\\boxed{3}").with_llm(vec![None, None]);
         assert_eq!((judge_broken.score, judge_broken.undecided), (1.0, false));
+    }
+
+    #[test]
+    fn judge_input_boxed_or_final_tail() {
+        let boxed = JudgeRecord::from_reply("3", "long work \\boxed{3}");
+        for input in [JudgeInput::Boxed, JudgeInput::Final] {
+            assert_eq!(
+                boxed
+                    .judge_candidate("long work \\boxed{3}", input)
+                    .as_deref(),
+                Some("3")
+            );
+        }
+        let reply = format!("<think>3?</think>{}So the answer is 3.", "x".repeat(5_000));
+        let unboxed = JudgeRecord::from_reply("3", &reply);
+        assert_eq!(unboxed.judge_candidate(&reply, JudgeInput::Boxed), None);
+        let shown = unboxed
+            .judge_candidate(&reply, JudgeInput::Final)
+            .expect("the end of the solution");
+        assert_eq!(shown.chars().count(), FINAL_TAIL_CHARS);
+        assert!(shown.ends_with("So the answer is 3.") && !shown.contains("think"));
+        assert_eq!(
+            unboxed.judge_candidate("<think>only</think>", JudgeInput::Final),
+            None
+        );
+        // An unboxed answer the judge accepts is not "no answer".
+        let judged = unboxed.with_llm(vec![Some(true), Some(true)]);
+        assert_eq!(judged.score, 1.0);
+        assert!(!judged.is_no_answer());
+        assert_eq!(tail_chars("héllo", 3), "llo");
+        assert_eq!(tail_chars("ab", 10), "ab");
+        assert_eq!(tail_chars("ab", 0), "");
+    }
+
+    #[test]
+    fn proof_grades_average_and_failures_are_undecided() {
+        let r = JudgeRecord::from_grades(vec![Some(1.0), Some(0.5), None, Some(0.0)]);
+        assert_eq!((r.score, r.undecided), (0.5, false));
+        assert!(!r.is_no_answer());
+        let none = JudgeRecord::from_grades(vec![None, None]);
+        assert_eq!((none.score, none.undecided), (0.0, true));
+        let json = serde_json::to_value(&r).expect("serializes");
+        assert_eq!(json["grades"][1], 0.5);
+        // Answer-style records keep their old shape (no `grades` key).
+        let plain = serde_json::to_value(JudgeRecord::from_reply("3", "\\boxed{3}")).expect("json");
+        assert!(plain.get("grades").is_none());
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! - [`pass_at_1`]: Pass@1 per iteration as the paper defines it.
 //! - [`chart`]: the Pass@1-vs-iteration chart.
 
+pub mod analyses;
 pub mod chart;
 pub mod dataset;
 pub mod equivalence;

@@ -42,6 +42,7 @@ struct Cell {
     candidates: usize,
     undecided: usize,
     disagreements: usize,
+    no_answer: usize,
 }
 
 /// Collects judged candidates of a run, then computes the table.
@@ -92,7 +93,33 @@ impl PassAt1Builder {
             record.score,
             record.undecided,
             record.disagreement,
-        )
+        )?;
+        if record.is_no_answer() {
+            self.record_no_answer(problem, iteration)?;
+        }
+        Ok(())
+    }
+
+    /// Counts a candidate already recorded at (`problem`, `iteration`) as "no answer".
+    pub fn record_no_answer(
+        &mut self,
+        problem: &str,
+        iteration: usize,
+    ) -> Result<(), PassAt1Error> {
+        let &p = self
+            .index
+            .get(problem)
+            .ok_or_else(|| PassAt1Error::UnknownProblem(problem.to_owned()))?;
+        let cell =
+            self.cells[p]
+                .get_mut(iteration)
+                .ok_or_else(|| PassAt1Error::IterationOutOfRange {
+                    problem: problem.to_owned(),
+                    iteration,
+                    iterations: self.iterations,
+                })?;
+        cell.no_answer += 1;
+        Ok(())
     }
 
     /// Adds one candidate's score in [0, 1] (mean over judge repeats).
@@ -157,6 +184,7 @@ impl PassAt1Builder {
                     row.candidates += cell.candidates;
                     row.undecided += cell.undecided;
                     row.disagreements += cell.disagreements;
+                    row.no_answer += cell.no_answer;
                     if cell.candidates == 0 {
                         row.empty_problems += 1;
                     } else {
@@ -192,6 +220,10 @@ pub struct PassAt1Row {
     pub undecided: usize,
     /// Candidates where the rule and LLM verdicts disagree.
     pub disagreements: usize,
+    /// Candidates with the verdict "no answer": no `\boxed{}` and not judged correct
+    /// (a verdict of its own, apart from wrong answers).
+    #[serde(default)]
+    pub no_answer: usize,
     /// Calls of this iteration (any role, the judge's included) that failed after the
     /// client's retries: the figure rests on fewer answers than the method asks for.
     #[serde(default)]
@@ -220,12 +252,12 @@ impl PassAt1Table {
     /// A fixed-width text table (Pass@1 in percent with two decimals, as the paper).
     pub fn render_text(&self) -> String {
         let mut out = String::from(
-            "iteration  pass@1(%)  problems  candidates  empty  undecided  disagree  calls lost\n",
+            "iteration  pass@1(%)  problems  candidates  empty  undecided  disagree  no-answer  calls lost\n",
         );
         for r in &self.rows {
             let _ = writeln!(
                 out,
-                "It{:<7} {:>10.2} {:>9} {:>11} {:>6} {:>10} {:>9} {:>11}",
+                "It{:<7} {:>10.2} {:>9} {:>11} {:>6} {:>10} {:>9} {:>10} {:>11}",
                 r.iteration,
                 r.pass_at_1 * 100.0,
                 r.problems,
@@ -233,6 +265,7 @@ impl PassAt1Table {
                 r.empty_problems,
                 r.undecided,
                 r.disagreements,
+                r.no_answer,
                 r.calls_lost
             );
         }
@@ -286,9 +319,12 @@ mod tests {
             &JudgeRecord::from_reply("all odd $n$", "\\boxed{odd integers}"),
         )
         .unwrap();
+        b.record("p", 0, &JudgeRecord::from_reply("3", "it is 3, no box"))
+            .unwrap();
         let table = b.build();
-        assert_eq!(table.rows[0].pass_at_1, 0.5);
+        assert!((table.rows[0].pass_at_1 - 1.0 / 3.0).abs() < 1e-12);
         assert_eq!(table.rows[0].undecided, 1);
+        assert_eq!(table.rows[0].no_answer, 1);
     }
 
     #[test]

@@ -4,13 +4,18 @@
 //! obey. Here the rule is code: [`AppendOnlyMerge`] never drops or rewrites an entry and
 //! refuses near-duplicates. The experience bank is meant to be rewritten each iteration,
 //! so [`DedupReplaceMerge`] takes the model's list (de-duplicated) unless it is empty.
-//! Similarity is the Jaccard index of normalized token sets (the released memory store
-//! de-duplicates at 0.7).
+//! Near-duplicates are found by [`similarity`], which keeps numbers, operators, negations
+//! and formula order (the released store's token-set Jaccard does not); the threshold is
+//! the released store's 0.7 (`method.dedup_threshold`). Anchors and heuristics are never
+//! compared with each other: "T(2) = 3" as a verified fact and as a warning are two items.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use tmas_actors::strategy::{MergeOutcome, MergePolicy, Rejection};
+
+pub mod similarity;
+
+pub use similarity::ItemFeatures;
 
 /// Bank name of the experience bank (as used in `Command::UpdateBank`).
 pub const EXPERIENCE_BANK: &str = "experience";
@@ -21,43 +26,105 @@ pub const ANCHOR_PREFIX: &str = "Anchor: ";
 /// Prefix of an error-avoidance-heuristic experience item.
 pub const HEURISTIC_PREFIX: &str = "Heuristic: ";
 
-/// Lower-cased alphanumeric tokens, ignoring an `Anchor:`/`Heuristic:` prefix so that the
-/// prefix alone does not make two short items look alike.
-pub fn normalized_tokens(item: &str) -> BTreeSet<String> {
-    let body = item
-        .strip_prefix(ANCHOR_PREFIX)
-        .or_else(|| item.strip_prefix(HEURISTIC_PREFIX))
-        .unwrap_or(item);
-    body.split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .map(str::to_lowercase)
-        .collect()
+/// What an item is, for de-duplication: items of different kinds are never duplicates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ItemKind {
+    Anchor,
+    Heuristic,
+    /// A guideline, or an experience item without a known prefix.
+    Plain,
 }
 
-/// Jaccard similarity of the normalized token sets (1.0 for two token-less items).
-pub fn jaccard(a: &str, b: &str) -> f64 {
-    token_jaccard(&normalized_tokens(a), &normalized_tokens(b))
-}
-
-fn token_jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
-    if a.is_empty() && b.is_empty() {
-        return 1.0;
+/// An item's kind and its body (prefix removed).
+fn kind_and_body(item: &str) -> (ItemKind, &str) {
+    if let Some(body) = item.strip_prefix(ANCHOR_PREFIX) {
+        (ItemKind::Anchor, body)
+    } else if let Some(body) = item.strip_prefix(HEURISTIC_PREFIX) {
+        (ItemKind::Heuristic, body)
+    } else {
+        (ItemKind::Plain, item)
     }
-    let inter = a.intersection(b).count();
-    let union = a.len() + b.len() - inter;
-    inter as f64 / union as f64
 }
 
-/// The most similar item of `kept` at or above `threshold`, with its similarity.
-fn near_duplicate<'a>(
-    tokens: &BTreeSet<String>,
-    kept: &'a [(String, BTreeSet<String>)],
-    threshold: f64,
-) -> Option<(&'a str, f64)> {
+/// An item ready for comparison.
+#[derive(Debug, Clone)]
+struct Kept {
+    item: String,
+    kind: ItemKind,
+    features: ItemFeatures,
+}
+
+impl Kept {
+    fn new(item: String) -> Self {
+        let (kind, body) = kind_and_body(&item);
+        let features = ItemFeatures::of(body);
+        Self {
+            item,
+            kind,
+            features,
+        }
+    }
+}
+
+/// Similarity of two bank items: 0 across kinds (anchor vs heuristic), else
+/// [`similarity::similarity`] of their bodies.
+pub fn item_similarity(a: &str, b: &str) -> f64 {
+    let (a, b) = (Kept::new(a.to_string()), Kept::new(b.to_string()));
+    if a.kind == b.kind {
+        a.features.similarity(&b.features)
+    } else {
+        0.0
+    }
+}
+
+/// The most similar item of `kept` of the same kind at or above `threshold`.
+fn near_duplicate<'a>(new: &Kept, kept: &'a [Kept], threshold: f64) -> Option<(&'a str, f64)> {
     kept.iter()
-        .map(|(item, t)| (item.as_str(), token_jaccard(tokens, t)))
+        .filter(|k| k.kind == new.kind)
+        .map(|k| (k.item.as_str(), k.features.similarity(&new.features)))
         .filter(|(_, sim)| *sim >= threshold)
         .max_by(|x, y| x.1.total_cmp(&y.1))
+}
+
+/// Why a merge policy refused an item, as the run store's rejection reasons start (the
+/// report counts them by kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RejectionKind {
+    /// A new entry too similar to one already in the bank or the update.
+    Duplicate,
+    /// A rewording of an existing guideline (append-only: the original stays).
+    Rewrite,
+    /// An existing guideline left out of the model's list (kept).
+    Dropped,
+    /// A blank entry.
+    Empty,
+    /// The update had no usable entry; the previous bank was kept.
+    NoUsableEntries,
+    /// Anything else (another policy, an older run).
+    Other,
+}
+
+const REASON_DUPLICATE: &str = "duplicates entry";
+const REASON_REWRITE: &str = "rewrites existing entry";
+const REASON_DROPPED: &str = "dropped by the model";
+const REASON_EMPTY: &str = "empty entry";
+const REASON_NO_USABLE: &str = "update had no usable entries";
+
+impl RejectionKind {
+    /// The kind of a stored rejection reason written by this module's policies.
+    pub fn of(reason: &str) -> Self {
+        [
+            (REASON_DUPLICATE, Self::Duplicate),
+            (REASON_REWRITE, Self::Rewrite),
+            (REASON_DROPPED, Self::Dropped),
+            (REASON_EMPTY, Self::Empty),
+            (REASON_NO_USABLE, Self::NoUsableEntries),
+        ]
+        .into_iter()
+        .find(|(prefix, _)| reason.starts_with(prefix))
+        .map_or(Self::Other, |(_, kind)| kind)
+    }
 }
 
 /// Splits experience items into (anchors, heuristics) with prefixes removed. Items
@@ -77,7 +144,7 @@ pub fn split_experience(items: &[String]) -> (Vec<&str>, Vec<&str>) {
 
 /// Guideline bank rule: entries are only ever added. Entries the model dropped or
 /// rewrote stay as they were (and are reported); a proposed entry that duplicates an
-/// existing or already-added one (Jaccard ≥ threshold) is not added.
+/// existing or already-added one (similarity ≥ threshold) is not added.
 #[derive(Debug, Clone, Copy)]
 pub struct AppendOnlyMerge {
     pub threshold: f64,
@@ -85,57 +152,55 @@ pub struct AppendOnlyMerge {
 
 impl MergePolicy for AppendOnlyMerge {
     fn merge(&self, current: &[String], proposed: Vec<String>) -> MergeOutcome {
-        let mut kept: Vec<(String, BTreeSet<String>)> = current
-            .iter()
-            .map(|c| (c.clone(), normalized_tokens(c)))
-            .collect();
+        let mut kept: Vec<Kept> = current.iter().map(|c| Kept::new(c.clone())).collect();
         let mut rejected = Vec::new();
         let proposed: Vec<String> = proposed.into_iter().map(|p| p.trim().to_string()).collect();
-        let mut rewritten: BTreeSet<String> = BTreeSet::new();
+        let mut rewritten: Vec<String> = Vec::new();
         for item in &proposed {
             if item.is_empty() {
-                rejected.push(reject(item, "empty entry".into()));
+                rejected.push(reject(item, REASON_EMPTY.into()));
                 continue;
             }
             if current.iter().any(|c| c.trim() == item) {
                 continue; // an existing entry, repeated as asked
             }
-            let tokens = normalized_tokens(item);
-            if let Some((dup, sim)) = near_duplicate(&tokens, &kept, self.threshold) {
+            let new = Kept::new(item.clone());
+            if let Some((dup, sim)) = near_duplicate(&new, &kept, self.threshold) {
                 let is_current = current.iter().any(|c| c == dup);
                 let reason = if is_current && !proposed.iter().any(|p| p == dup.trim()) {
-                    rewritten.insert(dup.to_string());
+                    rewritten.push(dup.to_string());
                     format!(
-                        "rewrites existing entry {dup:?} (Jaccard {sim:.2}); the bank is append-only, the original is kept"
+                        "{REASON_REWRITE} {dup:?} (similarity {sim:.2}); the bank is append-only, the original is kept"
                     )
                 } else {
                     format!(
-                        "duplicates entry {dup:?} (Jaccard {sim:.2} ≥ {:.2})",
+                        "{REASON_DUPLICATE} {dup:?} (similarity {sim:.2} ≥ {:.2})",
                         self.threshold
                     )
                 };
                 rejected.push(reject(item, reason));
                 continue;
             }
-            kept.push((item.clone(), tokens));
+            kept.push(new);
         }
         for c in current {
             if !rewritten.contains(c) && !proposed.iter().any(|p| p == c.trim()) {
                 rejected.push(reject(
                     c,
-                    "dropped by the model; kept (the bank is append-only)".into(),
+                    format!("{REASON_DROPPED}; kept (the bank is append-only)"),
                 ));
             }
         }
         MergeOutcome {
-            items: kept.into_iter().map(|(i, _)| i).collect(),
+            items: kept.into_iter().map(|k| k.item).collect(),
             rejected,
         }
     }
 }
 
 /// Experience bank rule: the model's new list replaces the bank, minus blanks and
-/// near-duplicates (the first of a similar pair wins). An empty list keeps the bank.
+/// near-duplicates of the same kind (the first of a similar pair wins). An empty list
+/// keeps the bank.
 #[derive(Debug, Clone, Copy)]
 pub struct DedupReplaceMerge {
     pub threshold: f64,
@@ -143,28 +208,28 @@ pub struct DedupReplaceMerge {
 
 impl MergePolicy for DedupReplaceMerge {
     fn merge(&self, current: &[String], proposed: Vec<String>) -> MergeOutcome {
-        let mut kept: Vec<(String, BTreeSet<String>)> = Vec::new();
+        let mut kept: Vec<Kept> = Vec::new();
         let mut rejected = Vec::new();
         for item in proposed.into_iter().map(|p| p.trim().to_string()) {
             if item.is_empty() {
-                rejected.push(reject(&item, "empty entry".into()));
+                rejected.push(reject(&item, REASON_EMPTY.into()));
                 continue;
             }
-            let tokens = normalized_tokens(&item);
-            if let Some((dup, sim)) = near_duplicate(&tokens, &kept, self.threshold) {
+            let new = Kept::new(item);
+            if let Some((dup, sim)) = near_duplicate(&new, &kept, self.threshold) {
                 let reason = format!(
-                    "duplicates entry {dup:?} (Jaccard {sim:.2} ≥ {:.2})",
+                    "{REASON_DUPLICATE} {dup:?} (similarity {sim:.2} ≥ {:.2})",
                     self.threshold
                 );
-                rejected.push(reject(&item, reason));
+                rejected.push(reject(&new.item, reason));
                 continue;
             }
-            kept.push((item, tokens));
+            kept.push(new);
         }
         if kept.is_empty() {
             rejected.push(reject(
                 "",
-                "update had no usable entries; previous bank kept".into(),
+                format!("{REASON_NO_USABLE}; previous bank kept"),
             ));
             return MergeOutcome {
                 items: current.to_vec(),
@@ -172,7 +237,7 @@ impl MergePolicy for DedupReplaceMerge {
             };
         }
         MergeOutcome {
-            items: kept.into_iter().map(|(i, _)| i).collect(),
+            items: kept.into_iter().map(|k| k.item).collect(),
             rejected,
         }
     }

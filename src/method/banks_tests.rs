@@ -5,12 +5,57 @@ fn items(xs: &[&str]) -> Vec<String> {
 }
 
 #[test]
-fn jaccard_normalizes_case_punctuation_and_prefix() {
-    assert_eq!(jaccard("Induction on n!", "induction ON n"), 1.0);
-    assert_eq!(jaccard("Anchor: x = 1", "Heuristic: x = 1"), 1.0);
-    assert_eq!(jaccard("a b", "c d"), 0.0);
-    assert!((jaccard("a b c", "a b d") - 0.5).abs() < 1e-12);
-    assert_eq!(jaccard("", "!!"), 1.0);
+fn item_similarity_normalizes_case_punctuation_and_prefix() {
+    assert_eq!(item_similarity("Induction on n.", "induction ON n"), 1.0);
+    assert_eq!(item_similarity("Anchor: x = 1", "Anchor: x=1"), 1.0);
+    assert_eq!(item_similarity("alpha beta", "gamma delta"), 0.0);
+    assert!((item_similarity("alpha beta gamma", "alpha beta delta") - 0.5).abs() < 1e-12);
+    assert_eq!(item_similarity("", "!!"), 1.0);
+}
+
+#[test]
+fn anchors_and_heuristics_are_never_duplicates_of_each_other() {
+    assert_eq!(item_similarity("Anchor: x = 1", "Heuristic: x = 1"), 0.0);
+    assert_eq!(item_similarity("Anchor: x = 1", "x = 1"), 0.0);
+    assert_eq!(
+        item_similarity("Heuristic: check n = 0", "Heuristic: check n=0"),
+        1.0
+    );
+}
+
+#[test]
+fn rejection_kinds_round_trip_through_the_reasons() {
+    let merge = AppendOnlyMerge { threshold: 0.7 };
+    let current = items(&["induction on n", "generating functions for the sequence"]);
+    let out = merge.merge(
+        &current,
+        items(&[
+            "generating functions for the whole sequence",
+            "",
+            "case split on parity",
+            "case split on the parity",
+        ]),
+    );
+    let kinds: Vec<RejectionKind> = out
+        .rejected
+        .iter()
+        .map(|r| RejectionKind::of(&r.reason))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            RejectionKind::Rewrite,
+            RejectionKind::Empty,
+            RejectionKind::Duplicate,
+            RejectionKind::Dropped
+        ]
+    );
+    let out = DedupReplaceMerge { threshold: 0.7 }.merge(&current, vec![]);
+    assert_eq!(
+        RejectionKind::of(&out.rejected[0].reason),
+        RejectionKind::NoUsableEntries
+    );
+    assert_eq!(RejectionKind::of("something else"), RejectionKind::Other);
 }
 
 #[test]
@@ -52,18 +97,49 @@ fn append_only_keeps_dropped_and_rewritten_entries() {
 
 #[test]
 fn append_only_rejects_near_duplicates_at_threshold() {
-    let current = items(&["a b c d"]);
-    // Jaccard("a b c d", "a b c e") = 3/5 = 0.6; with "a b c d e": 4/5 = 0.8.
+    let current = items(&["alpha beta gamma delta"]);
+    // Similarity with "alpha beta gamma epsilon" = 3/5 = 0.6; with
+    // "alpha beta gamma delta epsilon": 4/5 = 0.8.
     let low = AppendOnlyMerge { threshold: 0.7 };
-    let out = low.merge(&current, items(&["a b c d", "a b c e", "a b c d e"]));
-    assert_eq!(out.items, items(&["a b c d", "a b c e"]));
+    let out = low.merge(
+        &current,
+        items(&[
+            "alpha beta gamma delta",
+            "alpha beta gamma epsilon",
+            "alpha beta gamma delta epsilon",
+        ]),
+    );
+    assert_eq!(
+        out.items,
+        items(&["alpha beta gamma delta", "alpha beta gamma epsilon"])
+    );
     assert_eq!(out.rejected.len(), 1);
-    assert_eq!(out.rejected[0].item, "a b c d e");
+    assert_eq!(out.rejected[0].item, "alpha beta gamma delta epsilon");
     assert!(out.rejected[0].reason.contains("duplicates"));
     // Exactly at the threshold counts as a duplicate.
     let at = AppendOnlyMerge { threshold: 0.6 };
-    let out = at.merge(&current, items(&["a b c d", "a b c e"]));
-    assert_eq!(out.items, items(&["a b c d"]));
+    let out = at.merge(
+        &current,
+        items(&["alpha beta gamma delta", "alpha beta gamma epsilon"]),
+    );
+    assert_eq!(out.items, items(&["alpha beta gamma delta"]));
+}
+
+#[test]
+fn a_different_number_or_sign_is_a_new_entry() {
+    let merge = DedupReplaceMerge { threshold: 0.7 };
+    let out = merge.merge(
+        &[],
+        items(&[
+            "Anchor: T(2) = 3",
+            "Anchor: T(3) = 2",
+            "Anchor: x = -3 is a root",
+            "Anchor: x = 3 is a root",
+            "Heuristic: n is even",
+            "Heuristic: n is not even",
+        ]),
+    );
+    assert_eq!(out.items.len(), 6, "{:?}", out.rejected);
 }
 
 #[test]
@@ -79,23 +155,29 @@ fn append_only_with_repeat_of_everything_adds_nothing_and_rejects_nothing() {
 }
 
 #[test]
-fn dedup_replace_takes_new_list_deduplicated() {
+fn dedup_replace_takes_new_list_deduplicated_within_each_kind() {
     let merge = DedupReplaceMerge { threshold: 0.7 };
     let current = items(&["Anchor: old fact"]);
     let out = merge.merge(
         &current,
         items(&[
             "Anchor: T(2) = 3",
-            "Heuristic: t(2)=3",
+            "Anchor: t(2)=3",
+            "Heuristic: T(2) = 3",
             "Heuristic: check small cases",
         ]),
     );
+    // The same formula as an anchor and as a heuristic are two items.
     assert_eq!(
         out.items,
-        items(&["Anchor: T(2) = 3", "Heuristic: check small cases"])
+        items(&[
+            "Anchor: T(2) = 3",
+            "Heuristic: T(2) = 3",
+            "Heuristic: check small cases"
+        ])
     );
     assert_eq!(out.rejected.len(), 1);
-    assert_eq!(out.rejected[0].item, "Heuristic: t(2)=3");
+    assert_eq!(out.rejected[0].item, "Anchor: t(2)=3");
 }
 
 #[test]

@@ -54,8 +54,9 @@ pub struct TmasParams {
     pub early_stop: bool,
     /// Run the experience agent and show the experience bank (ablation switch).
     pub use_experience: bool,
-    /// Run the guideline agent (ablation switch). Exploring candidates still see the
-    /// (then never-growing) initial guideline bank.
+    /// Run the guideline agent and show the guideline bank (ablation switch). Off,
+    /// exploring candidates are still drawn with probability ε but get the base prompt,
+    /// as they do whenever the bank is empty.
     pub use_guideline: bool,
     /// Normalized-token Jaccard similarity at or above which a bank item is a duplicate.
     pub dedup_threshold: f64,

@@ -9,6 +9,8 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
+mod lenient_json;
+
 const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";
 
@@ -127,7 +129,8 @@ pub fn parse_score(reply: &str) -> Option<f64> {
 
 /// Finds the last JSON object in a reply that has at least one of `keys`. Looks, in order
 /// of preference, in fenced code blocks, then at every balanced `{…}` of the visible text
-/// (think blocks removed); tolerates trailing commas.
+/// (think blocks removed); reads LaTeX inside strings, trailing commas and single quotes
+/// as [`lenient_json`] describes.
 pub fn find_json_object(reply: &str, keys: &[&str]) -> Option<Map<String, Value>> {
     let visible = strip_think(reply);
     let fenced = fenced_blocks(&visible);
@@ -297,46 +300,22 @@ fn object_spans(text: &str) -> Vec<&str> {
     spans
 }
 
+/// Parses one `{…}` span as a model wrote it (see [`lenient_json`]): LaTeX backslashes,
+/// raw line breaks, trailing commas and unambiguous single quotes are repaired first; the
+/// span as written is the fallback.
 fn parse_object(span: &str) -> Option<Map<String, Value>> {
-    let parsed = serde_json::from_str::<Value>(span)
+    let parsed = serde_json::from_str::<Value>(&lenient_json::repair(span))
         .ok()
-        .or_else(|| serde_json::from_str::<Value>(&remove_trailing_commas(span)).ok())?;
+        .or_else(|| serde_json::from_str::<Value>(span).ok())?;
     match parsed {
         Value::Object(map) => Some(map),
         _ => None,
     }
 }
 
-/// Drops commas directly before `]` or `}` outside strings (a common model slip).
-fn remove_trailing_commas(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, &c) in chars.iter().enumerate() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-            out.push(c);
-            continue;
-        }
-        if c == '"' {
-            in_string = true;
-        } else if c == ',' {
-            let next = chars[i + 1..].iter().find(|n| !n.is_whitespace());
-            if matches!(next, Some(']') | Some('}')) {
-                continue;
-            }
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 #[path = "parse_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+mod latex_tests;

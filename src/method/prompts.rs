@@ -244,6 +244,20 @@ impl PromptSet {
     pub fn judge(&self, question: &str, reference: &str, candidate: &str) -> String {
         self.render(TemplateKind::Judge, &[question, reference, candidate])
     }
+
+    /// The proof grader's prompt (proof mode's evaluation).
+    pub fn proof_grade(
+        &self,
+        question: &str,
+        reference_solution: &str,
+        grading_guidelines: &str,
+        proof: &str,
+    ) -> String {
+        self.render(
+            TemplateKind::ProofGrade,
+            &[question, reference_solution, grading_guidelines, proof],
+        )
+    }
 }
 
 impl fmt::Display for TemplateKind {

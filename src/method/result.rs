@@ -27,7 +27,8 @@ pub enum Branch {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PromptMode {
-    /// Base prompt (exploit with no previous rollouts), plus experience if any.
+    /// Base prompt: an exploiting candidate with no previous rollouts (plus experience if
+    /// any), or an exploring one with no guideline to avoid (without experience).
     Fresh,
     /// Refine prompt with previous rollouts and experience.
     Refine,

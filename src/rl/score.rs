@@ -23,7 +23,7 @@ use crate::config::resolve::process_env;
 use crate::config::{Config, Role};
 use crate::engine::endpoints::Endpoints;
 use crate::engine::judging::LlmJudge;
-use crate::eval::judge::{JudgeRecord, LlmJudgePolicy};
+use crate::eval::judge::{JudgeInput, JudgeRecord, LlmJudgePolicy};
 use crate::method::PromptSet;
 
 /// The guideline judge's client side.
@@ -155,7 +155,10 @@ impl Judges {
             .enumerate()
             .map(|(i, (r, kind))| async move {
                 let mut record = JudgeRecord::from_reply(&r.ground_truth, &r.response);
-                let rule_undecided = record.needs_llm_judge(LlmJudgePolicy::WhenUndecided);
+                // RL rewards need a boxed answer: an unboxed response is not sent to the
+                // judge (JudgeInput::Boxed), it is wrong.
+                let rule_undecided =
+                    record.needs_llm_judge(LlmJudgePolicy::WhenUndecided, JudgeInput::Boxed);
                 if rule_undecided && let Some(llm) = &self.llm {
                     let answer = record.answer.clone().unwrap_or_default();
                     let problem = format!("{batch}/{}", r.question_id);
@@ -254,6 +257,7 @@ impl JudgeSession {
                 sampling: config.role(Role::Judge).sampling(),
                 repeats: (config.judge.repeats as usize).max(1),
                 policy: LlmJudgePolicy::WhenUndecided,
+                input: JudgeInput::Boxed,
                 prompts: prompts.clone(),
             }),
             guideline: Some(GuidelineJudge {

@@ -43,6 +43,8 @@ pub fn dataset(n: usize) -> Dataset {
                 i + 3
             ),
             answer: (1000 + 37 * i).to_string(),
+            reference_solution: None,
+            grading_guidelines: None,
         })
         .collect();
     Dataset {

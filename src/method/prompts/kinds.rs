@@ -47,13 +47,16 @@ pub enum TemplateKind {
     Extraction,
     /// RSE: an attempt conditioned on the experience bank.
     RseSolution,
+    /// Proof mode's evaluation grader: a proof against a reference solution and grading
+    /// guidelines, graded 0 / 0.5 / 1.
+    ProofGrade,
 }
 
 /// (name, required) per placeholder, in render order.
 type Placeholders = &'static [(&'static str, bool)];
 
 impl TemplateKind {
-    pub const ALL: [TemplateKind; 25] = [
+    pub const ALL: [TemplateKind; 26] = [
         Self::Solution,
         Self::SolutionRefine,
         Self::SolutionExplore,
@@ -79,6 +82,7 @@ impl TemplateKind {
         Self::PacoreMessage,
         Self::Extraction,
         Self::RseSolution,
+        Self::ProofGrade,
     ];
 
     /// Name used in config overrides; the built-in file is `config/prompts/<name>.md`.
@@ -109,6 +113,7 @@ impl TemplateKind {
             Self::PacoreMessage => "pacore_message",
             Self::Extraction => "extraction",
             Self::RseSolution => "rse_solution",
+            Self::ProofGrade => "proof_grade",
         }
     }
 
@@ -143,6 +148,7 @@ impl TemplateKind {
             Self::PacoreMessage => "pacore_message.md",
             Self::Extraction => "extraction.md",
             Self::RseSolution => "rse_solution.md",
+            Self::ProofGrade => "proof_grade.md",
         }
     }
 
@@ -178,6 +184,7 @@ impl TemplateKind {
             Self::PacoreMessage => p!("pacore_message.md"),
             Self::Extraction => p!("extraction.md"),
             Self::RseSolution => p!("rse_solution.md"),
+            Self::ProofGrade => p!("proof_grade.md"),
         }
     }
 
@@ -256,6 +263,12 @@ impl TemplateKind {
                 ("style", true),
                 ("propositions", true),
                 ("pitfalls", true),
+            ],
+            Self::ProofGrade => &[
+                ("question", true),
+                ("reference_solution", true),
+                ("grading_guidelines", false),
+                ("proof", true),
             ],
         }
     }

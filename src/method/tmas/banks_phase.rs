@@ -12,6 +12,19 @@ use crate::method::banks::{EXPERIENCE_BANK, GUIDELINE_BANK};
 use crate::method::parse::{parse_experience_reply, parse_guideline_reply};
 use crate::method::result::{BankUpdateRecord, FailureRecord};
 
+/// How much of an unreadable memory-agent reply is logged: enough to see what the model
+/// wrote (prose, a cut-off object, broken escapes) without flooding the log.
+const REPLY_HEAD_BYTES: usize = 300;
+
+/// The first [`REPLY_HEAD_BYTES`] bytes of `reply`, cut back to a character boundary.
+fn reply_head(reply: &str) -> &str {
+    let mut end = reply.len().min(REPLY_HEAD_BYTES);
+    while !reply.is_char_boundary(end) {
+        end -= 1;
+    }
+    &reply[..end]
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// Waiting for the memory agent's reply.
@@ -28,6 +41,16 @@ pub(super) struct BankTask {
     prompt: Arc<str>,
     state: State,
     pub record: BankUpdateRecord,
+}
+
+#[cfg(test)]
+#[test]
+fn reply_head_cuts_at_a_character_boundary() {
+    assert_eq!(reply_head("short"), "short");
+    let long = "é".repeat(200); // 400 bytes
+    assert_eq!(reply_head(&long).len(), 300);
+    let odd = format!("x{}", "é".repeat(200));
+    assert_eq!(reply_head(&odd).len(), 299);
 }
 
 impl BankTask {
@@ -98,12 +121,20 @@ impl TmasStrategy {
             Ok(r) => parse_guideline_reply(&r.content),
             Err(_) => None, // already recorded as a failed call
         };
-        if outcome.is_ok() && proposed.is_none() {
+        if let (Ok(reply), None) = (outcome, &proposed) {
+            let head = reply_head(&reply.content);
+            tracing::warn!(
+                problem = %self.problem.id,
+                call = %key,
+                reply_head = head,
+                "unreadable {} bank reply (first {REPLY_HEAD_BYTES} bytes logged)",
+                it.banks[t].bank
+            );
             it.failures.push(FailureRecord {
                 key: key.clone(),
                 kind: "unparseable_json".to_string(),
                 message: format!(
-                    "no JSON object with the {} bank's list in the reply",
+                    "no JSON object with the {} bank's list in the reply; it starts: {head:?}",
                     it.banks[t].bank
                 ),
             });

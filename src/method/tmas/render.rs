@@ -60,8 +60,22 @@ impl SolutionContext<'_> {
     }
 
     /// Exploring prompt: question, instructions and every guideline; never rollouts or
-    /// experience.
+    /// experience. With no guideline to avoid (an empty bank, or the guideline bank
+    /// switched off) it is the base prompt without experience, as in the released
+    /// runner: telling a candidate to "find a different line of attack" when nothing has
+    /// been tried only pushes it away from the natural approach.
     pub fn explore(&self) -> SolutionPrompt {
+        if self.guidelines.is_empty() || !self.params.use_guideline {
+            let text = self
+                .prompts
+                .render(TemplateKind::Solution, &[self.question, &self.style(), ""]);
+            return SolutionPrompt {
+                mode: PromptMode::Fresh,
+                text: text.into(),
+                experience_items: 0,
+                guideline_items: 0,
+            };
+        }
         let text = self.prompts.render(
             TemplateKind::SolutionExplore,
             &[self.question, &self.style(), &bullet_list(self.guidelines)],

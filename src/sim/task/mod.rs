@@ -10,6 +10,7 @@
 mod banks;
 mod novelty;
 mod problem;
+mod proofs;
 mod replies;
 mod scan;
 
@@ -107,22 +108,29 @@ pub fn generate(
     unparseable_score: bool,
 ) -> Reply {
     let t = &opts.task;
-    let mut content = match role {
-        Role::Solution => replies::solution(problem, prompt, t, opts.solution_bytes, rng),
-        Role::Verification => replies::verification(problem, prompt, t, rng, unparseable_score),
-        Role::Summary => replies::summary(problem, prompt, opts.summary_bytes),
-        Role::Experience => banks::experience(problem, prompt),
-        Role::Guideline => banks::guideline(problem, prompt, t, rng),
-        Role::Judge => banks::judge(prompt),
-        Role::GuidelineJudge => novelty::guideline_judge(prompt),
-        Role::Critique => replies::critique(problem, prompt, t, rng),
-        Role::Extraction => banks::extraction(problem, prompt, t, rng),
-        Role::Other => "This is the TMAS simulator; send an x-tmas-role header \
+    let mut content =
+        match role {
+            Role::Solution if proofs::asks_for_proof(prompt) => proofs::as_proof(
+                replies::solution(problem, prompt, t, opts.solution_bytes, rng),
+            ),
+            Role::Solution => replies::solution(problem, prompt, t, opts.solution_bytes, rng),
+            Role::Verification => replies::verification(problem, prompt, t, rng, unparseable_score),
+            Role::Summary => replies::summary(problem, prompt, opts.summary_bytes),
+            Role::Experience => banks::experience(problem, prompt),
+            Role::Guideline => banks::guideline(problem, prompt, t, rng),
+            Role::Judge if proofs::is_grading_prompt(prompt) => {
+                proofs::grade(problem, prompt, t, rng)
+            }
+            Role::Judge => banks::judge(prompt),
+            Role::GuidelineJudge => novelty::guideline_judge(prompt),
+            Role::Critique => replies::critique(problem, prompt, t, rng),
+            Role::Extraction => banks::extraction(problem, prompt, t, rng),
+            Role::Other => "This is the TMAS simulator; send an x-tmas-role header \
                         (solution, verification, summary, experience, guideline, judge, \
                         guideline_judge, critique, extraction) \
                         to get a modelled reply."
-            .to_owned(),
-    };
+                .to_owned(),
+        };
     let mut reasoning = String::new();
     if opts.reasoning_bytes > 0 {
         let head = format!("Thinking about the {} task. ", role.as_str());

@@ -41,23 +41,81 @@ fn epsilon_one_only_explores() {
         ..Driver::default()
     }
     .run(params(4, 1, 3, 1.0), good);
-    for it in &run.outcome.iterations {
+    for (t, it) in run.outcome.iterations.iter().enumerate() {
+        // It0 starts with an empty guideline bank: nothing to avoid, so the base prompt.
+        let mode = if t == 0 {
+            PromptMode::Fresh
+        } else {
+            PromptMode::Explore
+        };
         assert!(
             it.candidates
                 .iter()
-                .all(|c| c.branch == Branch::Explore && c.mode == PromptMode::Explore)
+                .all(|c| c.branch == Branch::Explore && c.mode == mode)
         );
     }
     for t in 0..3 {
         for s in run.solutions(t) {
             let p = Run::prompt(s);
-            assert!(p.contains(EXPLORE_HEADING));
+            assert_eq!(p.contains(EXPLORE_HEADING), t > 0, "it{t}");
             assert!(
                 !p.contains("EXP-ITEM")
                     && !p.contains("SUMMARY-TEXT")
                     && !p.contains("SOLUTION-TEXT")
+                    && !p.contains("## Experience")
             );
         }
+    }
+}
+
+/// The released runner adds the "avoid these strategies" constraint only when the bank
+/// has an entry: with none (an empty bank, or the guideline bank switched off) an
+/// exploring candidate gets exactly the base prompt, without experience or "(none yet)".
+#[test]
+fn exploring_without_guidelines_gets_the_base_prompt() {
+    let base = Driver::default().run(params(2, 1, 1, 0.0), good);
+    let base_prompt = Run::prompt(base.solutions(0)[0]).to_string();
+    let empty = Driver::default().run(params(2, 1, 1, 1.0), good);
+    for (c, s) in empty.outcome.iterations[0]
+        .candidates
+        .iter()
+        .zip(empty.solutions(0))
+    {
+        assert_eq!((c.branch, c.mode), (Branch::Explore, PromptMode::Fresh));
+        assert_eq!(c.guideline_items, 0);
+        assert_eq!(Run::prompt(s), base_prompt);
+        assert!(!Run::prompt(s).contains("(none yet)"));
+    }
+    // use_guideline = false: the initial bank is not shown even when it has entries.
+    let mut off = params(2, 1, 3, 1.0);
+    off.use_guideline = false;
+    let run = Driver {
+        guidelines: vec!["GUIDE-ONE parity".into()],
+        experience: vec!["Anchor: EXP-ITEM".into()],
+        ..Driver::default()
+    }
+    .run(off, good);
+    for t in 0..3 {
+        for (c, s) in run.outcome.iterations[t as usize]
+            .candidates
+            .iter()
+            .zip(run.solutions(t))
+        {
+            let p = Run::prompt(s);
+            assert_eq!(c.mode, PromptMode::Fresh);
+            assert!(!p.contains(EXPLORE_HEADING) && !p.contains("GUIDE-ONE"));
+            assert!(!p.contains("EXP-ITEM") && !p.contains("SUMMARY-TEXT"));
+        }
+    }
+    // One entry is enough for the constraint.
+    let one = Driver {
+        guidelines: vec!["GUIDE-ONE parity".into()],
+        ..Driver::default()
+    }
+    .run(params(2, 1, 1, 1.0), good);
+    for s in one.solutions(0) {
+        let p = Run::prompt(s);
+        assert!(p.contains(EXPLORE_HEADING) && p.contains("- GUIDE-ONE parity"));
     }
 }
 

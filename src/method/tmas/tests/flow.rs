@@ -392,3 +392,53 @@ fn zero_iterations_finish_immediately() {
     assert!(run.calls.is_empty());
     assert_eq!(run.outcome.stop, StopReason::Completed);
 }
+
+/// Proof mode (`no_proof = false`): the same call graph as answer mode, with proof-writing
+/// solution prompts (base, refine and explore alike) and proof-grading verification
+/// prompts carrying the 0 / 0.5 / 1 rubric; answer-mode instructions appear nowhere.
+#[test]
+fn proof_mode_call_graph_and_prompts() {
+    let mut p = params(4, 2, 3, 0.5);
+    p.no_proof = false;
+    let run = Driver {
+        guidelines: vec!["GUIDE-ONE parity".into()],
+        ..Driver::default()
+    }
+    .run(p, good);
+    for it in 0..3 {
+        assert_eq!(run.count("solution", it), 4);
+        assert_eq!(run.count("verification", it), 8);
+        assert_eq!(run.count("summary", it), 4);
+        assert_eq!(run.count("experience", it), 1);
+        assert_eq!(run.count("guideline", it), 1);
+    }
+    assert_eq!(run.calls.len(), 3 * (4 + 8 + 4 + 2));
+    let mut modes = std::collections::BTreeSet::new();
+    for (t, it) in run.outcome.iterations.iter().enumerate() {
+        for (c, spec) in it.candidates.iter().zip(run.solutions(t as u32)) {
+            modes.insert(c.mode);
+            let prompt = Run::prompt(spec);
+            assert!(
+                prompt.contains("Write a complete and rigorous proof"),
+                "{prompt}"
+            );
+            assert!(!prompt.contains("End your reply with the final answer alone"));
+        }
+    }
+    assert_eq!(
+        modes.len(),
+        3,
+        "fresh, refine and explore prompts all seen: {modes:?}"
+    );
+    let verifications: Vec<_> = run
+        .calls
+        .iter()
+        .filter(|c| c.key.role.as_ref() == "verification")
+        .collect();
+    for v in verifications {
+        let prompt = Run::prompt(v);
+        assert!(prompt.contains("Grade the proof itself"), "{prompt}");
+        assert!(prompt.contains("- 0.5: correct and complete in substance"));
+        assert!(!prompt.contains("The problem asks for a final answer"));
+    }
+}

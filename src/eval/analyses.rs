@@ -1,0 +1,144 @@
+//! The paper's analyses of a TMAS run, computed from its judged problem records (the run
+//! store's `done` problems): each is a text table, a per-iteration chart and JSON.
+//!
+//! - [`guidelines`]: unique guidelines per problem per iteration (the guideline bank is
+//!   append-only and de-duplicated, so its size is the number of distinct strategies
+//!   tried; the paper's Figure 6).
+//! - [`paradox`]: the verification paradox (Figures 7–8): the mean verification score of
+//!   candidates on problems never solved in the run against problems solved at least
+//!   once, their difference and a seeded permutation-test p-value.
+//! - [`branches`]: explore vs exploit: the correct share of each branch per iteration and
+//!   how often a problem's first correct answer came from an exploring candidate.
+//! - [`bank_growth`]: entries per bank, rejected duplicates and entries the model tried to
+//!   drop, per iteration.
+//!
+//! "Correct" follows Pass@1: a candidate's judge score (the share of judge runs that say
+//! correct) is its correctness. A problem counts as *solved* by a candidate whose score is
+//! at least [`SOLVED_SCORE`] (a majority of judge runs).
+//!
+//! Pure functions of the records: nothing here reads or writes files.
+
+use serde::Serialize;
+
+use super::chart::{Series, YAxis};
+use super::judge::JudgeRecord;
+use crate::method::TmasOutcome;
+
+pub mod bank_growth;
+pub mod branches;
+pub mod guidelines;
+pub mod paradox;
+
+/// A candidate with at least this judge score counts as a correct answer for "solved at
+/// least once" and "first correct answer".
+pub const SOLVED_SCORE: f64 = 0.5;
+
+/// One judged problem of a run.
+#[derive(Debug, Clone, Copy)]
+pub struct ProblemRun<'a> {
+    pub id: &'a str,
+    pub outcome: &'a TmasOutcome,
+    /// `judgments[iteration][candidate]`, `None` where the solution call failed.
+    pub judgments: &'a [Vec<Option<JudgeRecord>>],
+}
+
+impl ProblemRun<'_> {
+    /// The judge score of candidate `c` of iteration `t`, if it was judged.
+    pub fn score(&self, t: usize, c: usize) -> Option<f64> {
+        self.judgments.get(t)?.get(c)?.as_ref().map(|j| j.score)
+    }
+
+    /// Whether some candidate of the run answered correctly.
+    pub fn solved(&self) -> bool {
+        self.judgments
+            .iter()
+            .flatten()
+            .flatten()
+            .any(|j| j.score >= SOLVED_SCORE)
+    }
+}
+
+/// Every analysis of one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Analyses {
+    pub problems: usize,
+    pub iterations: usize,
+    pub unique_guidelines: guidelines::UniqueGuidelines,
+    pub verification_paradox: paradox::Paradox,
+    pub explore_exploit: branches::ExploreExploit,
+    pub bank_growth: bank_growth::BankGrowth,
+}
+
+/// One chart to draw: file stem, title, y axis and lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChartSpec {
+    pub stem: &'static str,
+    pub title: String,
+    pub y: YAxis,
+    pub series: Vec<Series>,
+}
+
+/// Permutations of the paradox's permutation test.
+pub const PERMUTATIONS: u32 = 10_000;
+
+impl Analyses {
+    /// Computes every analysis; `seed` seeds the permutation test (same seed, same p).
+    pub fn of(problems: &[ProblemRun<'_>], seed: u64) -> Self {
+        let iterations = problems
+            .iter()
+            .map(|p| p.outcome.iterations.len())
+            .max()
+            .unwrap_or(0);
+        Self {
+            problems: problems.len(),
+            iterations,
+            unique_guidelines: guidelines::UniqueGuidelines::of(problems, iterations),
+            verification_paradox: paradox::Paradox::of(problems, iterations, seed, PERMUTATIONS),
+            explore_exploit: branches::ExploreExploit::of(problems, iterations),
+            bank_growth: bank_growth::BankGrowth::of(problems, iterations),
+        }
+    }
+
+    /// The four text tables, each under a heading.
+    pub fn render_text(&self) -> String {
+        [
+            self.unique_guidelines.render_text(),
+            self.verification_paradox.render_text(),
+            self.explore_exploit.render_text(),
+            self.bank_growth.render_text(),
+        ]
+        .join("\n")
+    }
+
+    /// One chart per analysis.
+    pub fn charts(&self, run_name: &str) -> Vec<ChartSpec> {
+        vec![
+            self.unique_guidelines.chart(run_name),
+            self.verification_paradox.chart(run_name),
+            self.explore_exploit.chart(run_name),
+            self.bank_growth.chart(run_name),
+        ]
+    }
+}
+
+/// Mean of `values`, `None` when empty.
+pub(crate) fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// A value for a text table: two decimals, or "-" when there is none.
+pub(crate) fn cell(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"))
+}
+
+/// `(iteration, value)` points of the iterations that have a value.
+pub(crate) fn points(values: &[Option<f64>]) -> Vec<(u32, f64)> {
+    values
+        .iter()
+        .enumerate()
+        .filter_map(|(t, v)| v.map(|v| (t as u32, v)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

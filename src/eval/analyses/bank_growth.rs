@@ -1,0 +1,152 @@
+//! Bank growth per iteration, for both banks: entries after the update, entries refused
+//! as duplicates (or, for the append-only guideline bank, as rewrites of an entry), and
+//! existing entries the model left out of its list (the guideline bank keeps them). Sums
+//! over problems, and entries also as a mean per problem.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::{ChartSpec, ProblemRun, cell, points};
+use crate::eval::chart::{Series, YAxis};
+use crate::method::banks::RejectionKind;
+use crate::method::{EXPERIENCE_BANK, GUIDELINE_BANK};
+
+/// One bank at one iteration, over every problem that reached it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct GrowthCell {
+    /// Problems with this iteration.
+    pub problems: usize,
+    /// Entries after the update, summed (an iteration without an update counts the
+    /// entries it kept).
+    pub entries: usize,
+    pub mean_entries: Option<f64>,
+    /// Proposed entries refused as near-duplicates.
+    pub rejected_duplicates: usize,
+    /// Proposed rewordings of an existing entry (guideline bank; the original is kept).
+    pub rejected_rewrites: usize,
+    /// Existing entries the model's list left out.
+    pub dropped_by_model: usize,
+    /// Updates whose reply could not be used (the bank kept its entries).
+    pub failed_updates: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BankGrowth {
+    pub experience: Vec<GrowthCell>,
+    pub guideline: Vec<GrowthCell>,
+}
+
+fn growth(problems: &[ProblemRun<'_>], iterations: usize, bank: &str) -> Vec<GrowthCell> {
+    let mut cells = vec![GrowthCell::default(); iterations];
+    for p in problems {
+        let mut entries = 0;
+        for (t, it) in p.outcome.iterations.iter().enumerate() {
+            let Some(cell) = cells.get_mut(t) else {
+                continue;
+            };
+            cell.problems += 1;
+            for u in it.bank_updates.iter().filter(|u| u.bank.as_ref() == bank) {
+                if !u.proposed {
+                    cell.failed_updates += 1;
+                }
+                let Some(v) = &u.version else {
+                    continue;
+                };
+                entries = v.items.len();
+                for r in &v.rejected {
+                    match RejectionKind::of(&r.reason) {
+                        RejectionKind::Duplicate => cell.rejected_duplicates += 1,
+                        RejectionKind::Rewrite => cell.rejected_rewrites += 1,
+                        RejectionKind::Dropped => cell.dropped_by_model += 1,
+                        _ => {}
+                    }
+                }
+            }
+            cell.entries += entries;
+        }
+    }
+    for c in &mut cells {
+        c.mean_entries = (c.problems > 0).then(|| c.entries as f64 / c.problems as f64);
+    }
+    cells
+}
+
+impl BankGrowth {
+    pub fn of(problems: &[ProblemRun<'_>], iterations: usize) -> Self {
+        Self {
+            experience: growth(problems, iterations, EXPERIENCE_BANK),
+            guideline: growth(problems, iterations, GUIDELINE_BANK),
+        }
+    }
+
+    pub fn render_text(&self) -> String {
+        let mut out = String::from(
+            "Bank growth (sums over problems; entries/problem is the mean)\n\
+             iteration  bank        entries  entries/problem  duplicates  rewrites  dropped  failed\n",
+        );
+        for t in 0..self.guideline.len() {
+            for (name, c) in [
+                ("experience", &self.experience[t]),
+                ("guideline", &self.guideline[t]),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "It{t:<8} {name:<10} {:>8} {:>16} {:>11} {:>9} {:>8} {:>7}",
+                    c.entries,
+                    cell(c.mean_entries),
+                    c.rejected_duplicates,
+                    c.rejected_rewrites,
+                    c.dropped_by_model,
+                    c.failed_updates
+                );
+            }
+        }
+        out
+    }
+
+    pub fn chart(&self, run: &str) -> ChartSpec {
+        let per_problem = |cells: &[GrowthCell], f: fn(&GrowthCell) -> usize| -> Vec<Option<f64>> {
+            cells
+                .iter()
+                .map(|c| (c.problems > 0).then(|| f(c) as f64 / c.problems as f64))
+                .collect()
+        };
+        let series = |label: &str, values: Vec<Option<f64>>| Series {
+            label: label.to_string(),
+            points: points(&values),
+        };
+        ChartSpec {
+            stem: "bank_growth",
+            title: format!("Bank growth per problem — {run}"),
+            y: YAxis::value("Per problem"),
+            series: vec![
+                series(
+                    "experience entries",
+                    per_problem(&self.experience, |c| c.entries),
+                ),
+                series(
+                    "guideline entries",
+                    per_problem(&self.guideline, |c| c.entries),
+                ),
+                series(
+                    "rejected duplicates",
+                    per_problem(&self.experience, |c| c.rejected_duplicates)
+                        .into_iter()
+                        .zip(per_problem(&self.guideline, |c| {
+                            c.rejected_duplicates + c.rejected_rewrites
+                        }))
+                        .map(|(a, b)| match (a, b) {
+                            (None, None) => None,
+                            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+                        })
+                        .collect(),
+                ),
+                series(
+                    "guideline entries dropped by the model",
+                    per_problem(&self.guideline, |c| c.dropped_by_model),
+                ),
+            ],
+        }
+    }
+}
