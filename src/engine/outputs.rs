@@ -45,12 +45,15 @@ pub struct CandidateScore {
     /// Only whether the candidate had a boxed answer (its text is skipped, not copied).
     #[serde(default)]
     pub answer: Option<serde::de::IgnoredAny>,
+    /// Only whether the candidate was graded as a proof (proof mode).
+    #[serde(default)]
+    pub grades: Option<serde::de::IgnoredAny>,
 }
 
 impl CandidateScore {
     /// The verdict "no answer", as [`JudgeRecord::is_no_answer`] says.
     pub fn is_no_answer(&self) -> bool {
-        self.answer.is_none() && self.score == 0.0
+        self.answer.is_none() && self.grades.is_none() && self.score == 0.0
     }
 }
 
@@ -84,6 +87,7 @@ impl JudgedScores {
                         undecided: j.undecided,
                         disagreement: j.disagreement,
                         answer: j.answer.as_ref().map(|_| serde::de::IgnoredAny),
+                        grades: (!j.grades.is_empty()).then_some(serde::de::IgnoredAny),
                     })
                     .collect()
             })

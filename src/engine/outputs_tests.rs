@@ -353,3 +353,27 @@ async fn exports_read_done_records_one_at_a_time() {
     assert_eq!(lines[2]["stop"]["reason"], "completed");
     store.close().await.unwrap();
 }
+
+/// "No answer" is counted the same from memory and from a stored record: an unboxed
+/// wrong candidate is one, a graded proof (no box either) and a boxed answer are not.
+#[test]
+fn no_answer_verdicts_agree_between_memory_and_store() {
+    let judgments = vec![vec![
+        Some(JudgeRecord::from_reply("42", "it is 42, no box")),
+        Some(JudgeRecord::from_grades(vec![Some(0.0), Some(0.0)])),
+        Some(JudgeRecord::from_reply("42", r"\boxed{41}")),
+    ]];
+    let from_memory = JudgedScores::of(&judgments);
+    let json = serde_json::json!({ "judgments": judgments }).to_string();
+    let from_store = JudgedScores::parse(&json).expect("parses");
+    for scores in [&from_memory, &from_store] {
+        let flags: Vec<bool> = scores.by_iteration[0]
+            .iter()
+            .map(CandidateScore::is_no_answer)
+            .collect();
+        assert_eq!(flags, [true, false, false]);
+        let mut builder = PassAt1Builder::new(["p"], 1);
+        scores.add_to(&mut builder, "p", 1).expect("adds");
+        assert_eq!(builder.build().rows[0].no_answer, 1);
+    }
+}
