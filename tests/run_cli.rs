@@ -1,7 +1,7 @@
 //! The built `tmas` binary: `tmas run` on the demo config (embedded simulator) prints the
-//! Pass@1 table, `tmas report` draws the chart, a bad dataset row is an error naming
-//! file and line unless `--skip-bad-rows` is given, `--quiet` leaves warnings and the
-//! table, and an error is printed once.
+//! Pass@1 table, `tmas report` draws its chart and the four analyses, a bad dataset row
+//! is an error naming file and line unless `--skip-bad-rows` is given, `--quiet` leaves
+//! warnings and the table, and an error is printed once.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -103,14 +103,48 @@ fn demo_run_prints_pass_at_1_per_iteration_and_report_draws_the_chart() {
         "tmas report failed: {}",
         show(&report)
     );
+    let report_out = String::from_utf8_lossy(&report.stdout);
+    // The Pass@1 table comes first; the analyses follow after a blank line.
+    let (pass_at_1, analyses) = report_out
+        .split_once("\n\n")
+        .unwrap_or_else(|| panic!("table, then analyses: {}", show(&report)));
+    assert_eq!(table_rows(pass_at_1), expected_rows(demo_iterations()));
+    for heading in [
+        "Unique guidelines per problem",
+        "Verification paradox",
+        "Explore vs exploit",
+        "Bank growth",
+    ] {
+        assert!(analyses.contains(heading), "{heading}: {}", show(&report));
+    }
+    assert!(analyses.contains("first correct answer on an explore branch"));
+    let json: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(run_dir.join("analyses.json")).expect("analyses.json written"),
+    )
+    .expect("analyses.json is JSON");
+    let t = demo_iterations() as usize;
     assert_eq!(
-        table_rows(&String::from_utf8_lossy(&report.stdout)),
-        expected_rows(demo_iterations())
+        json["unique_guidelines"]["mean"].as_array().map(Vec::len),
+        Some(t)
     );
-    let png = std::fs::read(run_dir.join("pass_at_1.png")).expect("pass_at_1.png written");
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG file");
-    let svg = std::fs::read_to_string(run_dir.join("pass_at_1.svg")).expect("pass_at_1.svg");
-    assert!(svg.contains("<svg"), "an SVG file");
+    assert_eq!(
+        json["bank_growth"]["guideline"].as_array().map(Vec::len),
+        Some(t)
+    );
+    for stem in [
+        "pass_at_1",
+        "unique_guidelines",
+        "verification_paradox",
+        "explore_exploit",
+        "bank_growth",
+    ] {
+        let png = std::fs::read(run_dir.join(format!("{stem}.png")))
+            .unwrap_or_else(|e| panic!("{stem}.png written: {e}"));
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{stem}: a PNG file");
+        let svg = std::fs::read_to_string(run_dir.join(format!("{stem}.svg")))
+            .unwrap_or_else(|e| panic!("{stem}.svg written: {e}"));
+        assert!(svg.contains("<svg"), "{stem}: an SVG file");
+    }
 }
 
 /// A dataset whose third line lacks its answer.

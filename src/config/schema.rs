@@ -181,7 +181,9 @@ pub struct MethodConfig {
     /// Ablation switches: the experience bank and the guideline bank.
     pub use_experience: bool,
     pub use_guideline: bool,
-    /// Jaccard similarity at or above which a new bank item duplicates an existing one.
+    /// Similarity at or above which a new bank item duplicates an existing one of the same
+    /// kind (`method::banks::similarity`: numbers, operators, negations and formula order
+    /// count).
     pub dedup_threshold: f64,
     /// Verification calls allowed per candidate, first M included: unparseable scores are
     /// re-asked until M scores parse or this budget is spent. Unset = 2 × M.

@@ -58,7 +58,8 @@ pub struct TmasParams {
     /// exploring candidates are still drawn with probability ε but get the base prompt,
     /// as they do whenever the bank is empty.
     pub use_guideline: bool,
-    /// Normalized-token Jaccard similarity at or above which a bank item is a duplicate.
+    /// Similarity (`method::banks::similarity`) at or above which a bank item is a
+    /// duplicate of another of the same kind.
     pub dedup_threshold: f64,
     /// Verification calls allowed per candidate, the first M included: a slot whose reply
     /// has no parseable score is re-asked (the released code tops up to M). The spare

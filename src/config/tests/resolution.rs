@@ -221,3 +221,36 @@ fn prompts_table_rules() {
     let errs = Config::from_toml_str(&text, "t").expect_err("twice");
     assert!(errs.to_string().contains("set twice"), "{errs}");
 }
+
+#[test]
+fn a_judge_on_the_solution_roles_endpoint_and_model_is_a_warning() {
+    let judged_by_itself = |c: &Config| {
+        c.warnings(&env(&[("TEST_KEY_A", "k")]))
+            .iter()
+            .any(|i| i.path == "roles.judge.group" && i.message.contains("grades its own"))
+    };
+    // The judge's group `fast` = [b]; the solution role's default group holds a and b.
+    assert!(judged_by_itself(&two()));
+    // Separate groups, but two endpoint names for the same server and model.
+    let same_server = r#"
+[endpoints.a]
+base_url = "http://127.0.0.1:8000/v1"
+model = "big"
+[endpoints.j]
+base_url = "http://127.0.0.1:8000/v1"
+model = "big"
+[groups]
+default = ["a"]
+judges = ["j"]
+[roles.judge]
+group = "judges"
+"#;
+    let mut c = Config::from_toml_str(same_server, "s.toml").expect("valid");
+    assert!(judged_by_itself(&c));
+    // Another model on that server: no warning; nor with the LLM judge off.
+    c.endpoints.get_mut("j").expect("j").model = "deepseek".into();
+    assert!(!judged_by_itself(&c));
+    let mut off = two();
+    off.judge.enabled = false;
+    assert!(!judged_by_itself(&off));
+}

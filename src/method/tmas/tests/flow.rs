@@ -299,6 +299,21 @@ fn bank_replies_reasked_then_update_fails_and_old_bank_is_kept() {
         assert_eq!(v.version, 2);
     }
     assert_eq!(it1.bank_updates[0].attempts, 3);
+    // Each unreadable reply is recorded with how it starts, so a log shows what the model
+    // wrote.
+    let unreadable: Vec<&str> = it1
+        .failures
+        .iter()
+        .filter(|f| f.kind == "unparseable_json")
+        .map(|f| f.message.as_str())
+        .collect();
+    assert_eq!(unreadable.len(), 3);
+    assert!(
+        unreadable
+            .iter()
+            .all(|m| m.contains("I could not decide. {\\\"anchors\\\": 1}")),
+        "{unreadable:?}"
+    );
     assert_eq!(
         run.outcome.experience,
         vec![
