@@ -108,3 +108,38 @@ impl UniqueGuidelines {
         }
     }
 }
+
+/// Unique guidelines across the runs of a sweep (say ε = 0, 0.2, 0.5, 1; the paper's
+/// Figure 6): one mean-per-problem line per run, labelled by the caller.
+pub fn sweep_chart(title: &str, runs: &[(String, &UniqueGuidelines)]) -> ChartSpec {
+    ChartSpec {
+        stem: "unique_guidelines_sweep",
+        title: title.to_string(),
+        y: YAxis::value("Guidelines per problem"),
+        series: runs
+            .iter()
+            .map(|(label, g)| Series {
+                label: label.clone(),
+                points: points(&g.mean),
+            })
+            .collect(),
+    }
+}
+
+/// The sweep as a text table: one row per iteration, one column per run.
+pub fn sweep_text(runs: &[(String, &UniqueGuidelines)]) -> String {
+    let mut out = String::from("Unique guidelines per problem (mean) by run\niteration");
+    for (label, _) in runs {
+        let _ = write!(out, " {label:>12}");
+    }
+    out.push('\n');
+    let iterations = runs.iter().map(|(_, g)| g.mean.len()).max().unwrap_or(0);
+    for t in 0..iterations {
+        let _ = write!(out, "It{t:<7}");
+        for (_, g) in runs {
+            let _ = write!(out, " {:>12}", cell(g.mean.get(t).copied().flatten()));
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -319,3 +319,31 @@ fn text_charts_and_json_cover_all_four() {
     assert_eq!(json["verification_paradox"]["difference"], 0.75);
     assert_eq!(json["explore_exploit"]["first_correct_on_explore"], 2);
 }
+
+#[test]
+fn a_sweep_puts_one_line_per_run() {
+    let p = sample();
+    let a = Analyses::of(&runs(&p), 1);
+    let short = Analyses::of(&runs(&p[..1]), 1);
+    let sweep = [
+        ("eps=0.2".to_string(), &a.unique_guidelines),
+        ("eps=1".to_string(), &short.unique_guidelines),
+    ];
+    let chart = guidelines::sweep_chart("sweep", &sweep);
+    assert_eq!(chart.series.len(), 2);
+    assert_eq!(chart.series[1].points, vec![(0, 1.0), (1, 2.0)]);
+    let text = guidelines::sweep_text(&sweep);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[1].contains("eps=0.2") && lines[1].contains("eps=1"),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("It0") && lines[2].contains("1.67"),
+        "{text}"
+    );
+    assert!(
+        lines[3].contains("2.33") && lines[3].contains("2.00"),
+        "{text}"
+    );
+}
