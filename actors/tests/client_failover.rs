@@ -107,8 +107,11 @@ async fn an_endpoint_killed_and_restarted_is_readmitted_and_no_call_is_lost() {
         wait_until(PATIENCE, || !client.snapshot().endpoints[0].healthy).await,
         "the breaker opens after the kill"
     );
-    // Calls now wait (the outage budget is 60 s in the test policy); bring it back.
+    // Calls now wait (the outage budget is 60 s in the test policy); let their backoffs
+    // grow for a while, then bring it back.
+    tokio::time::sleep(Duration::from_millis(500)).await;
     server.restart();
+    let back = std::time::Instant::now();
     assert!(
         wait_until(PATIENCE, || client.snapshot().endpoints[0].healthy).await,
         "re-admitted"
@@ -121,6 +124,14 @@ async fn an_endpoint_killed_and_restarted_is_readmitted_and_no_call_is_lost() {
             .expect("no call is lost across the restart");
         assert_eq!(&*resp.content, "ok");
     }
+    // Waiting calls go as soon as the endpoint is re-admitted (probe_interval 50 ms ×
+    // probe_successes 2), not after their backoff: 40 calls of 100 ms at 16 in flight
+    // take ~300 ms once it is back. The bound is loose for a loaded CI machine.
+    let resumed = back.elapsed();
+    assert!(
+        resumed < Duration::from_secs(3),
+        "calls finished {resumed:?} after the restart"
+    );
     let snap = client.snapshot();
     assert!(snap.endpoints[0].breaker_trips >= 1);
     assert_eq!(snap.global_in_flight, 0);

@@ -226,18 +226,19 @@ async fn tags_travel_as_headers_and_client_errors_are_not_retried() {
     assert!(body_snippet.contains("field x"));
     assert_eq!(server.chat_count(), 2, "a 400 is not retried");
 
-    // A 503 is retried up to max_attempts (4 in the test policy) and then reported.
+    // A 502 is retried up to max_attempts (4 in the test policy) and then reported.
     server.set_default(Reply::Status {
-        code: 503,
+        code: 502,
         retry_after: None,
-        body: "overloaded".into(),
+        body: "bad gateway".into(),
     });
+    let before = server.chat_count();
     let err = client.chat("g", request("hello", false)).await.unwrap_err();
     assert!(
-        matches!(err, ClientError::Status { status: 503, .. }),
+        matches!(err, ClientError::Status { status: 502, .. }),
         "{err:?}"
     );
-    assert!(server.chat_count() >= 4);
+    assert_eq!(server.chat_count() - before, 4);
 
     let unknown = client
         .chat("nope", request("hello", false))
@@ -247,4 +248,106 @@ async fn tags_travel_as_headers_and_client_errors_are_not_retried() {
     client.shutdown().await;
     let after = client.chat("g", request("hello", false)).await.unwrap_err();
     assert!(matches!(after, ClientError::Shutdown));
+}
+
+#[tokio::test]
+async fn overload_is_back_pressure_beyond_max_attempts_and_lowers_the_limit() {
+    let server = MockServer::start(Reply::ok("served"));
+    // Three times max_attempts (4) overload answers: still not a failure.
+    for _ in 0..12 {
+        server.push(Reply::Status {
+            code: 503,
+            retry_after: Some(0),
+            body: "queue full".into(),
+        });
+    }
+    let client = client_for(&server).await;
+    let resp = client
+        .chat("g", request("hello", false))
+        .await
+        .expect("overload is waited out, not counted against max_attempts");
+    assert_eq!(resp.attempts, 13);
+    let e = &client.snapshot().endpoints[0];
+    assert!(e.healthy, "overload never opens the breaker");
+    assert_eq!((e.breaker_trips, e.overloads), (0, 12));
+    assert!(
+        e.concurrency_limit < e.max_in_flight,
+        "the AIMD limit came down: {} of {}",
+        e.concurrency_limit,
+        e.max_in_flight
+    );
+    assert!(e.concurrency_limit >= 1);
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn overload_retries_end_with_the_outage_budget() {
+    let server = MockServer::start(Reply::Status {
+        code: 429,
+        retry_after: None,
+        body: "rate limited".into(),
+    });
+    let mut cfg = config(vec![endpoint("e1", &server.base_url(), 8)], 8);
+    cfg.policy.outage_budget = Duration::from_millis(600);
+    let client = ModelClient::start(cfg).await.unwrap();
+    let started = std::time::Instant::now();
+    let err = client.chat("g", request("hello", false)).await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::Status { status: 429, .. }),
+        "{err:?}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(600));
+    assert!(
+        server.chat_count() > 4,
+        "bounded in time, not by max_attempts: {} attempts",
+        server.chat_count()
+    );
+    assert!(client.snapshot().endpoints[0].healthy);
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_that_always_times_out_is_reported_as_timeout_without_taking_the_endpoint_out() {
+    let server = MockServer::start(Reply::ok("quick"));
+    for _ in 0..3 {
+        server.push(Reply::Hang);
+    }
+    let mut cfg = config(vec![endpoint("e1", &server.base_url(), 8)], 8);
+    cfg.endpoints[0].request_timeout = Duration::from_millis(150);
+    // Fewer timeout attempts than the old breaker's 3 consecutive failures would allow…
+    cfg.policy.max_timeout_attempts = 3;
+    cfg.policy.timeout_growth = 2.0;
+    let client = ModelClient::start(cfg).await.unwrap();
+    let started = std::time::Instant::now();
+    let err = client.chat("g", request("slow", false)).await.unwrap_err();
+    assert_eq!(err.kind(), "timeout", "{err:?}");
+    // 150 + 300 + 600 ms: each attempt was allowed twice as long as the one before.
+    assert!(
+        started.elapsed() >= Duration::from_millis(1050),
+        "{:?}",
+        started.elapsed()
+    );
+    let e = &client.snapshot().endpoints[0];
+    assert!(e.healthy, "one slow call does not take the endpoint out");
+    assert_eq!((e.breaker_trips, e.timeouts), (0, 3));
+    // …and the endpoint keeps serving.
+    let resp = client.chat("g", request("next", false)).await.unwrap();
+    assert_eq!(&*resp.content, "quick");
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_interrupted_stream_is_retried_and_reported_as_interrupted_if_it_never_finishes() {
+    let server = MockServer::start(Reply::ok("whole answer"));
+    server.push(Reply::Interrupted);
+    let client = client_for(&server).await;
+    let resp = client.chat("g", request("go", true)).await.unwrap();
+    assert_eq!(&*resp.content, "whole answer");
+    assert_eq!(resp.attempts, 2);
+
+    server.set_default(Reply::Interrupted);
+    let err = client.chat("g", request("go", true)).await.unwrap_err();
+    assert_eq!(err.kind(), "interrupted", "{err:?}");
+    assert!(err.to_string().contains("[DONE] received"), "{err}");
+    client.shutdown().await;
 }

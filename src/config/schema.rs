@@ -259,14 +259,27 @@ impl Default for JudgeConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResilienceConfig {
-    /// Attempts per call on transport errors, timeouts, 408/429/5xx (first try included).
+    /// Attempts per call on connection failures, interrupted generations, 408 and 5xx
+    /// other than 503 (first try included). 429/503 are bounded by the outage budget.
     pub max_attempts: u32,
+    /// Attempts per call that may time out (a long generation's own budget).
+    pub max_timeout_attempts: u32,
+    /// Each attempt after a timeout gets this many times the previous timeout.
+    pub timeout_growth: f64,
     /// Attempts per call on a malformed or empty body.
     pub max_malformed_attempts: u32,
     pub backoff_min_ms: u64,
     pub backoff_max_ms: u64,
-    /// Consecutive failures that open an endpoint's circuit breaker.
+    /// Consecutive connection failures or server errors (5xx but 503) that open an
+    /// endpoint's circuit breaker.
     pub breaker_failures: u32,
+    /// The breaker also opens when this share of the last `breaker_window` attempts
+    /// failed, once at least `breaker_min_calls` are in the window.
+    pub breaker_failure_ratio: f64,
+    pub breaker_window: usize,
+    pub breaker_min_calls: usize,
+    /// Floor of each endpoint's AIMD concurrency limit.
+    pub min_in_flight: usize,
     pub probe_interval_secs: u64,
     /// Successful probes that close the breaker again.
     pub probe_successes: u32,
@@ -295,10 +308,16 @@ impl ResilienceConfig {
     fn from_policy(p: &ResiliencePolicy) -> Self {
         Self {
             max_attempts: p.max_attempts,
+            max_timeout_attempts: p.max_timeout_attempts,
+            timeout_growth: p.timeout_growth,
             max_malformed_attempts: p.max_malformed_attempts,
             backoff_min_ms: millis(p.backoff_min),
             backoff_max_ms: millis(p.backoff_max),
             breaker_failures: p.breaker_failures,
+            breaker_failure_ratio: p.breaker_failure_ratio,
+            breaker_window: p.breaker_window,
+            breaker_min_calls: p.breaker_min_calls,
+            min_in_flight: p.min_in_flight,
             probe_interval_secs: p.probe_interval.as_secs(),
             probe_successes: p.probe_successes,
             outage_budget_secs: p.outage_budget.as_secs(),
@@ -312,10 +331,16 @@ impl ResilienceConfig {
     pub fn to_policy(&self) -> ResiliencePolicy {
         ResiliencePolicy {
             max_attempts: self.max_attempts,
+            max_timeout_attempts: self.max_timeout_attempts,
+            timeout_growth: self.timeout_growth,
             max_malformed_attempts: self.max_malformed_attempts,
             backoff_min: Duration::from_millis(self.backoff_min_ms),
             backoff_max: Duration::from_millis(self.backoff_max_ms),
             breaker_failures: self.breaker_failures,
+            breaker_failure_ratio: self.breaker_failure_ratio,
+            breaker_window: self.breaker_window,
+            breaker_min_calls: self.breaker_min_calls,
+            min_in_flight: self.min_in_flight,
             probe_interval: Duration::from_secs(self.probe_interval_secs),
             probe_successes: self.probe_successes,
             outage_budget: Duration::from_secs(self.outage_budget_secs),

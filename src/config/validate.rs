@@ -333,6 +333,34 @@ fn resilience_rules(c: &Config, s: &mut Sink) {
         u64::from(r.max_malformed_attempts),
     );
     s.at_least_one(p.key("breaker_failures"), u64::from(r.breaker_failures));
+    s.at_least_one(
+        p.key("max_timeout_attempts"),
+        u64::from(r.max_timeout_attempts),
+    );
+    s.at_least_one(p.key("breaker_window"), r.breaker_window as u64);
+    s.at_least_one(p.key("breaker_min_calls"), r.breaker_min_calls as u64);
+    s.at_least_one(p.key("min_in_flight"), r.min_in_flight as u64);
+    if !(r.timeout_growth.is_finite() && (1.0..=16.0).contains(&r.timeout_growth)) {
+        s.push(
+            p.key("timeout_growth"),
+            format!("must be within 1..=16, got {}", r.timeout_growth),
+        );
+    }
+    if !(r.breaker_failure_ratio > 0.0 && r.breaker_failure_ratio <= 1.0) {
+        s.push(
+            p.key("breaker_failure_ratio"),
+            format!("must be within (0, 1], got {}", r.breaker_failure_ratio),
+        );
+    }
+    if r.breaker_min_calls > r.breaker_window {
+        s.push(
+            p.key("breaker_min_calls"),
+            format!(
+                "must not exceed resilience.breaker_window ({}), got {}",
+                r.breaker_window, r.breaker_min_calls
+            ),
+        );
+    }
     s.at_least_one(p.key("probe_interval_secs"), r.probe_interval_secs);
     s.at_least_one(p.key("probe_successes"), u64::from(r.probe_successes));
     if r.backoff_min_ms > r.backoff_max_ms {

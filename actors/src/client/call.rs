@@ -4,6 +4,16 @@
 //! a healthy endpoint in the group (bounded by the outage budget) → a global slot →
 //! the least-loaded healthy endpoint's slot (re-routed if that endpoint goes down while
 //! we queue) → global then endpoint rate limits → the HTTP attempt.
+//!
+//! Each kind of failure has its own budget, so one kind cannot starve another:
+//! - overload (429, 503): back-pressure; retried after the server's `Retry-After` (or a
+//!   backoff) for as long as the outage budget lasts, counted in time, not in attempts;
+//! - timeouts: `max_timeout_attempts`, each attempt allowed `timeout_growth` times longer
+//!   than the one before, so a long generation can finish;
+//! - malformed bodies: `max_malformed_attempts`;
+//! - the rest (connection failures, interrupted generations, 5xx): `max_attempts`. A
+//!   failure on an endpoint that is now marked down is not charged: the call waits for a
+//!   healthy endpoint instead (outage budget), and goes as soon as one is back.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,6 +31,7 @@ use crate::wire::{CallTags, ChatRequest, ChatResponse};
 
 use super::body::encode_request;
 use super::body_cache::{BodyCache, EncodedBody};
+use super::breaker::Signal;
 use super::config::ResiliencePolicy;
 use super::endpoint::{Endpoint, Health, Limiter, take};
 use super::error::ClientError;
@@ -28,6 +39,9 @@ use super::permanent::PermanentErrors;
 use super::router::Group;
 use super::telemetry;
 use super::tokens::fit_max_tokens;
+
+/// Longest a timed-out call's attempt may be stretched (`timeout_growth` compounds).
+const MAX_TIMEOUT_SCALE: f64 = 64.0;
 
 /// Everything calls share; owned by the [`super::ModelClient`] handle.
 pub(crate) struct Shared {
@@ -46,19 +60,32 @@ pub(crate) struct Shared {
     pub permanent: Arc<PermanentErrors>,
 }
 
-/// Holds a global and an endpoint slot; releasing it updates the in-flight counters.
+/// Holds a global and an endpoint slot; releasing it updates the in-flight counters and
+/// gives the endpoint permit back to its concurrency limit (which may keep it).
 struct Slot<'a> {
     endpoint: Arc<Endpoint>,
     global_in_flight: &'a AtomicUsize,
     _global: OwnedSemaphorePermit,
-    _endpoint: OwnedSemaphorePermit,
+    permit: Option<OwnedSemaphorePermit>,
 }
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         self.endpoint.in_flight.fetch_sub(1, Ordering::Relaxed);
         self.global_in_flight.fetch_sub(1, Ordering::Relaxed);
+        if let Some(permit) = self.permit.take() {
+            self.endpoint.limit.release(permit);
+        }
     }
+}
+
+/// Up to +20 % on a server-given delay, so the calls one overload wave turned away do not
+/// all come back in the same millisecond (cheap: the clock's nanoseconds, no RNG state).
+fn spread(delay: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    delay.mul_f64(1.0 + f64::from(nanos % 1000) / 5000.0)
 }
 
 /// Counts a call as queued on an endpoint while it waits for a slot there.
@@ -175,12 +202,12 @@ impl Shared {
             let Some(ep) = group.pick(avoid) else {
                 continue;
             };
-            let permit = match ep.permits.clone().try_acquire_owned() {
+            let permit = match ep.limit.permits().clone().try_acquire_owned() {
                 Ok(p) => p,
                 Err(_) => {
                     let _queued = Queued::new(&ep);
                     let mut rx = self.health.subscribe();
-                    let acquire = ep.permits.clone().acquire_owned();
+                    let acquire = ep.limit.permits().clone().acquire_owned();
                     tokio::pin!(acquire);
                     loop {
                         tokio::select! {
@@ -206,7 +233,7 @@ impl Shared {
                 endpoint: ep,
                 global_in_flight: &self.global_in_flight,
                 _global: global,
-                _endpoint: permit,
+                permit: Some(permit),
             });
         }
     }
@@ -293,14 +320,18 @@ impl Shared {
             .build();
         let mut cache: Vec<Prepared> = Vec::with_capacity(1);
         let mut waited = Duration::ZERO;
-        let (mut counted, mut malformed, mut attempts) = (0u32, 0u32, 0u32);
+        let (mut counted, mut malformed, mut timeouts, mut attempts) = (0u32, 0u32, 0u32, 0u32);
         // Failures on an endpoint that is (now) down are not charged to the call (it waits
-        // for a healthy one instead), but the total stays bounded.
+        // for a healthy one instead), but the total stays bounded. Overload answers are
+        // bounded in time instead (`overloaded_since`).
+        let mut charged_attempts = 0u32;
+        let mut overloaded_since: Option<Instant> = None;
         let hard_cap = policy
             .max_attempts
             .max(1)
             .saturating_mul(4)
-            .saturating_add(policy.max_malformed_attempts);
+            .saturating_add(policy.max_malformed_attempts)
+            .saturating_add(policy.max_timeout_attempts);
         let mut last_failed: Option<Arc<Endpoint>> = None;
         loop {
             let slot = self
@@ -320,10 +351,15 @@ impl Shared {
             let mut attempt_headers = headers.clone();
             telemetry::inject_traceparent(&span, &mut attempt_headers);
             let started = Instant::now();
+            let timeout_scale = policy
+                .timeout_growth
+                .max(1.0)
+                .powi(i32::try_from(timeouts).unwrap_or(i32::MAX))
+                .min(MAX_TIMEOUT_SCALE);
             let result = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => return Err(ClientError::Shutdown),
-                r = ep.attempt(prepared.body.clone(), attempt_headers, request.stream)
+                r = ep.attempt(prepared.body.clone(), attempt_headers, request.stream, timeout_scale)
                     .instrument(span.clone()) => r,
             };
             let max_tokens_sent = prepared.max_tokens;
@@ -331,7 +367,9 @@ impl Shared {
             let failure = match result {
                 Ok(c) => {
                     telemetry::on_success(&span, &ep, &request, &c, started.elapsed());
-                    ep.record_success();
+                    if let Some(change) = ep.record_success() {
+                        telemetry::on_limit_change(&span, &ep, change);
+                    }
                     self.permanent.on_success(&ep.permanent_in_a_row);
                     return Ok(ChatResponse {
                         content: c.content.into(),
@@ -347,7 +385,7 @@ impl Shared {
                 }
                 Err(f) => f,
             };
-            let opened = ep.record_failure(&failure.error);
+            let effects = ep.record_failure(&failure.error, started);
             self.permanent
                 .on_failure(ep.name(), &ep.permanent_in_a_row, &failure.error);
             telemetry::on_failure(
@@ -356,37 +394,52 @@ impl Shared {
                 &request,
                 &failure.error,
                 started.elapsed(),
-                opened,
+                effects,
             );
             let error = failure.error;
             if !error.is_retryable() {
                 return Err(error);
             }
-            let exhausted = if matches!(error, ClientError::Malformed { .. }) {
+            let overload = Signal::of(&error) == Signal::Overload;
+            let exhausted = if overload {
+                let since = *overloaded_since.get_or_insert(started);
+                since.elapsed() >= policy.outage_budget
+            } else if matches!(error, ClientError::Malformed { .. }) {
                 malformed += 1;
                 malformed >= policy.max_malformed_attempts.max(1)
             } else if matches!(
                 error,
-                ClientError::Connect { .. } | ClientError::Timeout { .. }
+                ClientError::Connect { .. } | ClientError::Interrupted { .. }
             ) && !ep.is_healthy()
             {
                 // The endpoint is unreachable and now marked down: the call waits for a
                 // healthy one (outage budget) instead of burning its attempts.
                 false
+            } else if matches!(error, ClientError::Timeout { .. }) {
+                timeouts += 1;
+                timeouts >= policy.max_timeout_attempts.max(1)
             } else {
                 counted += 1;
                 counted >= policy.max_attempts.max(1)
             };
-            if exhausted || attempts >= hard_cap {
+            if !overload {
+                charged_attempts += 1;
+            }
+            if exhausted || charged_attempts >= hard_cap {
                 // Named here: the call's own span exists only at DEBUG or when exporting.
                 let call = request.tags.call.as_deref().unwrap_or("");
                 tracing::warn!(call, group = %group.name, attempts, error = %error, "call failed after retries");
                 return Err(error);
             }
-            let delay = failure
-                .retry_after
-                .or_else(|| backoff.next())
-                .unwrap_or(policy.backoff_max);
+            let delay = if let Some(after) = failure.retry_after {
+                spread(after)
+            } else if !ep.is_healthy() {
+                // Marked down: no point sleeping; `acquire` routes to a healthy endpoint,
+                // or waits for this one to be re-admitted and goes at once.
+                Duration::ZERO
+            } else {
+                backoff.next().unwrap_or(policy.backoff_max)
+            };
             tracing::debug!(group = %group.name, endpoint = %ep.name(), attempts, ?delay, error = %error, "retrying call");
             telemetry::on_retry(&span, &error, delay);
             last_failed = Some(ep);

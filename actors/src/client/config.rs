@@ -68,14 +68,31 @@ pub struct EndpointSpec {
 /// Retry, breaker and outage settings shared by all endpoints.
 #[derive(Debug, Clone)]
 pub struct ResiliencePolicy {
-    /// Attempts per call for transport errors, timeouts, 408/429/5xx (first try included).
+    /// Attempts per call for connection failures, interrupted generations, 408 and 5xx
+    /// other than 503 (first try included). Overload answers (429, 503) are bounded by
+    /// `outage_budget` in time instead, timeouts by `max_timeout_attempts`.
     pub max_attempts: u32,
+    /// Attempts per call that may end in a timeout: a slow generation gets its own budget.
+    pub max_timeout_attempts: u32,
+    /// Each timed-out attempt's successor waits this many times longer (request timeout,
+    /// or the stream idle timeout), so a long generation can still finish; 1 = no growth.
+    pub timeout_growth: f64,
     /// Attempts for a malformed or empty body (its own, smaller budget).
     pub max_malformed_attempts: u32,
     pub backoff_min: Duration,
     pub backoff_max: Duration,
-    /// Consecutive failures that open an endpoint's circuit breaker.
+    /// Consecutive connection failures or server errors (5xx but 503) that open an
+    /// endpoint's circuit breaker.
     pub breaker_failures: u32,
+    /// The breaker also opens when `breaker_failure_ratio` of the last `breaker_window`
+    /// attempts failed (any failure but overload and the request's own 4xx), once at
+    /// least `breaker_min_calls` are in the window.
+    pub breaker_window: usize,
+    pub breaker_min_calls: usize,
+    pub breaker_failure_ratio: f64,
+    /// Floor of each endpoint's effective concurrency limit (lowered on overload, raised on
+    /// success, never above the endpoint's `max_in_flight`).
+    pub min_in_flight: usize,
     /// Interval between health probes of a down endpoint.
     pub probe_interval: Duration,
     /// Successful probes needed to re-admit it.
@@ -93,10 +110,16 @@ impl Default for ResiliencePolicy {
     fn default() -> Self {
         Self {
             max_attempts: 6,
+            max_timeout_attempts: 4,
+            timeout_growth: 2.0,
             max_malformed_attempts: 3,
             backoff_min: Duration::from_millis(200),
             backoff_max: Duration::from_secs(30),
             breaker_failures: 5,
+            breaker_window: 50,
+            breaker_min_calls: 20,
+            breaker_failure_ratio: 0.5,
+            min_in_flight: 1,
             probe_interval: Duration::from_secs(2),
             probe_successes: 2,
             outage_budget: Duration::from_secs(30 * 60),

@@ -1,29 +1,30 @@
 //! One endpoint's shared state and a single HTTP attempt against it.
 //!
-//! The hot path (routing, in-flight accounting, breaker counting) uses only atomics and
-//! semaphores held here, so a call costs no actor round-trip; the endpoint's actor
+//! The hot path (routing, in-flight accounting, breaker evidence, the AIMD limit) uses
+//! only atomics, semaphores and short critical sections held here, so a call costs no
+//! actor round-trip; the endpoint's actor
 //! ([`super::health`]) owns the slow part: probing a down endpoint and re-admitting it.
 
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use futures::StreamExt;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use ractor::ActorRef;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 
 use super::body::{Completion, parse_response};
+use super::breaker::{Breaker, BreakerSettings, Signal};
 use super::config::{EndpointSpec, ResiliencePolicy};
 use super::error::{ClientError, snippet};
 use super::health::EndpointMsg;
+use super::limit::{ConcurrencyLimit, LimitChange};
+use super::sse::StreamError;
 use super::tokens::TokenCounter;
-
-/// Longest wait a server may ask for with `Retry-After` before we cap it.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 /// Bound on reading an error body or a probe.
 const SIDE_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -63,6 +64,15 @@ impl From<ClientError> for AttemptError {
     }
 }
 
+/// What a failed attempt did to its endpoint.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct FailureEffects {
+    /// It opened the breaker.
+    pub opened: bool,
+    /// It lowered the concurrency limit.
+    pub limit: Option<LimitChange>,
+}
+
 /// Shared state of one endpoint.
 pub(crate) struct Endpoint {
     pub spec: EndpointSpec,
@@ -75,24 +85,27 @@ pub(crate) struct Endpoint {
     pub port: u16,
     auth: Option<HeaderValue>,
     pub counter: TokenCounter,
-    /// Caps requests in flight; also what calls queue on.
-    pub permits: Arc<Semaphore>,
+    /// Caps requests in flight at the AIMD limit; its semaphore is what calls queue on.
+    pub limit: ConcurrencyLimit,
     pub in_flight: AtomicUsize,
     pub queued: AtomicUsize,
     pub healthy: AtomicBool,
-    consecutive_failures: AtomicU32,
     /// Permanent errors in a row ([`super::permanent`]).
     pub permanent_in_a_row: AtomicU32,
+    breaker: Breaker,
     pub calls: AtomicU64,
     pub errors: AtomicU64,
     pub retries: AtomicU64,
     pub trips: AtomicU64,
+    /// Attempts answered 429 or 503.
+    pub overloads: AtomicU64,
+    /// Attempts that timed out.
+    pub timeouts: AtomicU64,
     /// Tokens of successful attempts (as reported by the server).
     pub input_tokens: AtomicU64,
     pub output_tokens: AtomicU64,
     rpm: Option<Limiter>,
     tpm: Option<Limiter>,
-    breaker_failures: u32,
     /// The endpoint's actor, told when the breaker opens. Replaced if it is restarted.
     pub actor: Mutex<Option<ActorRef<EndpointMsg>>>,
     health: Arc<Health>,
@@ -178,7 +191,7 @@ impl Endpoint {
         Ok(Self {
             host,
             port,
-            permits: Arc::new(Semaphore::new(spec.max_in_flight)),
+            limit: ConcurrencyLimit::new(spec.max_in_flight, policy.min_in_flight),
             rpm: per_minute(spec.requests_per_minute),
             tpm: per_minute(spec.tokens_per_minute),
             spec,
@@ -191,15 +204,21 @@ impl Endpoint {
             in_flight: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
             healthy: AtomicBool::new(true),
-            consecutive_failures: AtomicU32::new(0),
             permanent_in_a_row: AtomicU32::new(0),
+            breaker: Breaker::new(BreakerSettings {
+                consecutive_hard: policy.breaker_failures,
+                window: policy.breaker_window,
+                min_calls: policy.breaker_min_calls,
+                failure_ratio: policy.breaker_failure_ratio,
+            }),
             calls: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             retries: AtomicU64::new(0),
             trips: AtomicU64::new(0),
+            overloads: AtomicU64::new(0),
+            timeouts: AtomicU64::new(0),
             input_tokens: AtomicU64::new(0),
             output_tokens: AtomicU64::new(0),
-            breaker_failures: policy.breaker_failures.max(1),
             actor: Mutex::new(None),
             health,
         })
@@ -224,43 +243,62 @@ impl Endpoint {
         take(&self.tpm, tokens).await;
     }
 
-    pub fn record_success(&self) {
-        self.consecutive_failures.store(0, Ordering::Relaxed);
+    /// A successful attempt: evidence of health, and one step up the AIMD limit.
+    pub fn record_success(&self) -> Option<LimitChange> {
+        self.breaker.record(Signal::Success);
+        self.limit.on_success()
     }
 
-    /// Count a failure; opens the breaker after K consecutive endpoint failures. True if
-    /// this failure opened it.
-    pub fn record_failure(&self, error: &ClientError) -> bool {
+    /// A failed attempt sent at `sent`: overload lowers the limit, evidence of ill health
+    /// may open the breaker (marking the endpoint down and telling its actor to probe).
+    pub fn record_failure(&self, error: &ClientError, sent: Instant) -> FailureEffects {
         self.errors.fetch_add(1, Ordering::Relaxed);
-        if !error.counts_against_endpoint() {
-            return false;
-        }
-        let n = self.consecutive_failures.fetch_add(1, Ordering::AcqRel) + 1;
-        if n >= self.breaker_failures && self.healthy.swap(false, Ordering::AcqRel) {
-            self.trips.fetch_add(1, Ordering::Relaxed);
-            self.health.bump();
-            let reason = format!("{n} consecutive failures, last: {error}");
-            let actor = self.actor.lock().map(|a| a.clone()).unwrap_or(None);
-            match actor {
-                Some(actor)
-                    if actor
-                        .cast(EndpointMsg::MarkDown {
-                            reason: reason.clone(),
-                        })
-                        .is_ok() => {}
-                // The actor is being restarted; its successor probes on start.
-                _ => {
-                    tracing::warn!(endpoint = %self.spec.name, %reason, "endpoint marked down (actor restarting)")
-                }
+        let signal = Signal::of(error);
+        let mut effects = FailureEffects::default();
+        match signal {
+            Signal::Overload => {
+                self.overloads.fetch_add(1, Ordering::Relaxed);
+                effects.limit = self.limit.on_overload(sent);
+                return effects;
             }
-            return true;
+            _ if matches!(error, ClientError::Timeout { .. }) => {
+                self.timeouts.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
         }
-        false
+        let Some(why) = self.breaker.record(signal) else {
+            return effects;
+        };
+        if !self.healthy.swap(false, Ordering::AcqRel) {
+            return effects;
+        }
+        effects.opened = true;
+        self.trips.fetch_add(1, Ordering::Relaxed);
+        self.health.bump();
+        let reason = format!("{why}; last: {error}");
+        let actor = self.actor.lock().map(|a| a.clone()).unwrap_or(None);
+        match actor {
+            Some(actor)
+                if actor
+                    .cast(EndpointMsg::MarkDown {
+                        reason: reason.clone(),
+                    })
+                    .is_ok() => {}
+            // The actor is being restarted; its successor probes on start.
+            _ => {
+                tracing::warn!(endpoint = %self.spec.name, %reason, "endpoint marked down (actor restarting)")
+            }
+        }
+        effects
     }
 
-    /// The actor re-admits the endpoint after enough successful probes.
+    /// The actor re-admits the endpoint after enough successful probes: a fresh window,
+    /// and the full limit (a restarted server's queue is empty).
     pub fn mark_up(&self) {
-        self.consecutive_failures.store(0, Ordering::Relaxed);
+        self.breaker.reset();
+        if let Some(change) = self.limit.reset() {
+            super::telemetry::record_limit(self, change);
+        }
         if !self.healthy.swap(true, Ordering::AcqRel) {
             self.health.bump();
         }
@@ -296,6 +334,13 @@ impl Endpoint {
         }
     }
 
+    fn interrupted(&self, message: String) -> ClientError {
+        ClientError::Interrupted {
+            endpoint: self.spec.name.clone(),
+            message: super::error::redact(&message, self.spec.api_key.as_ref()),
+        }
+    }
+
     fn malformed(&self, status: u16, problem: &str, body: &[u8]) -> ClientError {
         let mut text = format!("{problem}; body: ");
         text.push_str(&snippet(body, self.spec.api_key.as_ref()));
@@ -314,9 +359,7 @@ impl Endpoint {
             .headers()
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(|s| Duration::from_secs_f64(s).min(MAX_RETRY_AFTER));
+            .and_then(|v| super::retry_after::parse(v, SystemTime::now()));
         let body = tokio::time::timeout(SIDE_READ_TIMEOUT, resp.bytes()).await;
         let body = match body {
             Ok(Ok(b)) => b,
@@ -333,13 +376,17 @@ impl Endpoint {
         }
     }
 
-    /// One HTTP attempt. The caller holds the in-flight permits.
+    /// One HTTP attempt. The caller holds the in-flight permits. `timeout_scale` (≥ 1)
+    /// stretches the request timeout (or the stream idle timeout) for a call whose earlier
+    /// attempts timed out.
     pub async fn attempt(
         &self,
         body: Bytes,
         headers: HeaderMap,
         stream: bool,
+        timeout_scale: f64,
     ) -> Result<Completion, AttemptError> {
+        let scale = |d: Duration| d.mul_f64(timeout_scale.max(1.0));
         self.calls.fetch_add(1, Ordering::Relaxed);
         let req = self
             .request(&self.chat_url, reqwest::Method::POST)
@@ -347,9 +394,10 @@ impl Endpoint {
             .headers(headers)
             .body(body);
         if stream {
-            self.attempt_streaming(req).await
+            self.attempt_streaming(req, scale(self.spec.stream_idle_timeout))
+                .await
         } else {
-            let after = self.spec.request_timeout;
+            let after = scale(self.spec.request_timeout);
             match tokio::time::timeout(after, self.attempt_plain(req)).await {
                 Ok(r) => r,
                 Err(_) => Err(self.timeout(after).into()),
@@ -375,8 +423,8 @@ impl Endpoint {
     async fn attempt_streaming(
         &self,
         req: reqwest::RequestBuilder,
+        idle: Duration,
     ) -> Result<Completion, AttemptError> {
-        let idle = self.spec.stream_idle_timeout;
         let resp = match tokio::time::timeout(idle, req.send()).await {
             Err(_) => return Err(self.timeout(idle).into()),
             Ok(Err(e)) => return Err(self.connect_error(&e).into()),
@@ -392,7 +440,13 @@ impl Endpoint {
             match tokio::time::timeout(idle, chunks.next()).await {
                 Err(_) => return Err(self.timeout(idle).into()),
                 Ok(None) => break,
-                Ok(Some(Err(e))) => return Err(self.connect_error(&e).into()),
+                // The response had begun: the connection broke mid-generation.
+                Ok(Some(Err(e))) => {
+                    let cause = self.connect_error(&e).to_string();
+                    return Err(self
+                        .interrupted(format!("{}; {cause}", acc.interruption()))
+                        .into());
+                }
                 Ok(Some(Ok(chunk))) => {
                     if let Err(p) = acc.push(&chunk) {
                         return Err(self.malformed(status.as_u16(), &p, acc.head()).into());
@@ -404,8 +458,13 @@ impl Endpoint {
             }
         }
         let head = acc.head().to_vec();
-        acc.finish()
-            .map_err(|p| self.malformed(status.as_u16(), &p, &head).into())
+        acc.finish().map_err(|e| {
+            match e {
+                StreamError::Malformed(p) => self.malformed(status.as_u16(), &p, &head),
+                StreamError::Interrupted(m) => self.interrupted(m),
+            }
+            .into()
+        })
     }
 
     /// Health probe: `GET /health`, falling back to `GET {base}/models`.

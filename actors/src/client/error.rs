@@ -41,6 +41,12 @@ pub enum ClientError {
         snippet: String,
     },
 
+    /// The generation stopped before it finished: a stream that ended without a
+    /// `finish_reason`, or whose connection broke after the response began. Retried like a
+    /// dropped connection: the server (or a proxy) cut it, the request itself was fine.
+    #[error("endpoint `{endpoint}`: generation interrupted: {message}")]
+    Interrupted { endpoint: Arc<str>, message: String },
+
     #[error(
         "endpoint `{endpoint}`: prompt of about {prompt_tokens} tokens does not fit the \
          context window of {context_window} tokens (with the configured margin)"
@@ -74,6 +80,7 @@ impl ClientError {
             Self::Status { .. } if self.is_permanent() => "permanent",
             Self::Status { .. } => "status",
             Self::Malformed { .. } => "malformed",
+            Self::Interrupted { .. } => "interrupted",
             Self::PromptTooLong { .. } => "prompt_too_long",
             Self::Outage { .. } => "outage",
             Self::Shutdown => "shutdown",
@@ -111,18 +118,11 @@ impl ClientError {
     /// Worth another attempt (possibly on another endpoint of the group)?
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::Timeout { .. } | Self::Connect { .. } | Self::Malformed { .. } => true,
+            Self::Timeout { .. }
+            | Self::Connect { .. }
+            | Self::Malformed { .. }
+            | Self::Interrupted { .. } => true,
             Self::Status { status, .. } => is_retryable_status(*status),
-            _ => false,
-        }
-    }
-
-    /// Does this failure say the endpoint itself is unwell (feeds its circuit breaker)?
-    /// A 429 does not: the server is alive and asking us to slow down.
-    pub(crate) fn counts_against_endpoint(&self) -> bool {
-        match self {
-            Self::Timeout { .. } | Self::Connect { .. } => true,
-            Self::Status { status, .. } => *status >= 500 || *status == 408,
             _ => false,
         }
     }
@@ -237,8 +237,6 @@ mod tests {
             CallFailure::from(status(401)).endpoint.as_deref(),
             Some("e")
         );
-        assert!(!status(429).counts_against_endpoint());
-        assert!(status(502).counts_against_endpoint());
         let too_long = ClientError::PromptTooLong {
             endpoint: "e".into(),
             prompt_tokens: 9,

@@ -37,6 +37,8 @@ pub struct EndpointSnapshot {
     /// Calls waiting for a slot on this endpoint.
     pub queued: usize,
     pub max_in_flight: usize,
+    /// The effective concurrency limit (AIMD: lowered on overload, `max_in_flight` at most).
+    pub concurrency_limit: usize,
     pub healthy: bool,
     /// HTTP attempts made (first tries and retries).
     pub calls: u64,
@@ -46,6 +48,10 @@ pub struct EndpointSnapshot {
     pub retries: u64,
     /// Times the circuit breaker opened.
     pub breaker_trips: u64,
+    /// Attempts answered 429 or 503 (overload).
+    pub overloads: u64,
+    /// Attempts that timed out.
+    pub timeouts: u64,
     /// Prompt and completion tokens of successful attempts.
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -212,11 +218,14 @@ impl ModelClient {
                     in_flight: e.in_flight.load(Ordering::Relaxed),
                     queued: e.queued.load(Ordering::Relaxed),
                     max_in_flight: e.spec.max_in_flight,
+                    concurrency_limit: e.limit.current(),
                     healthy: e.is_healthy(),
                     calls: e.calls.load(Ordering::Relaxed),
                     errors: e.errors.load(Ordering::Relaxed),
                     retries: e.retries.load(Ordering::Relaxed),
                     breaker_trips: e.trips.load(Ordering::Relaxed),
+                    overloads: e.overloads.load(Ordering::Relaxed),
+                    timeouts: e.timeouts.load(Ordering::Relaxed),
                     input_tokens: e.input_tokens.load(Ordering::Relaxed),
                     output_tokens: e.output_tokens.load(Ordering::Relaxed),
                 })
@@ -243,7 +252,7 @@ impl ModelClient {
         s.cancel.cancel();
         s.global.close();
         for e in &s.endpoints {
-            e.permits.close();
+            e.limit.permits().close();
         }
         let taken = self.inner.supervisor.lock().await.take();
         if let Some((actor, join)) = taken {

@@ -6,7 +6,11 @@
 //! - [`handle`]: [`ModelClient`], the cheap-clone handle (`start`, `chat`, `snapshot`,
 //!   `shutdown`) and its [`crate::strategy::CallExecutor`] impl.
 //! - `call`: one call's path — outage wait, global and endpoint slots, rate limits,
-//!   retries with exponential backoff and jitter, `Retry-After`.
+//!   retries with exponential backoff and jitter, `Retry-After` (`retry_after`), a
+//!   budget per kind of failure (overload in time, timeouts, the rest in attempts).
+//! - `limit`: each endpoint's AIMD concurrency limit (overload is back-pressure).
+//! - `breaker`: when an endpoint counts as unhealthy (consecutive hard failures, or a
+//!   failure ratio over a sliding window).
 //! - `router`: groups and the fewest-in-flight routing policy.
 //! - `endpoint`: an endpoint's shared state (atomics, semaphore, limiters, HTTP client)
 //!   and one HTTP attempt (plain or streaming).
@@ -20,6 +24,7 @@
 
 mod body;
 mod body_cache;
+mod breaker;
 mod call;
 pub mod config;
 mod endpoint;
@@ -28,6 +33,8 @@ pub mod handle;
 pub mod health;
 mod json_string;
 pub mod permanent;
+mod limit;
+mod retry_after;
 mod router;
 mod sse;
 pub mod supervisor;

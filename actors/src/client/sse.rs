@@ -4,6 +4,13 @@
 //! a byte buffer. Each `data:` payload is one JSON chunk whose `delta` carries pieces of
 //! `content` and of `reasoning_content` (SGLang) or `reasoning` (vLLM); a chunk with
 //! empty `choices` carries the usage; `data: [DONE]` ends the stream.
+//!
+//! A stream is complete when a choice carried a `finish_reason`. One that ends without
+//! it was interrupted, whether or not `[DONE]` followed: llama.cpp's server, for one,
+//! cuts a running stream when the next request arrives and sends only the role chunk and
+//! `[DONE]`. That is a generation to re-ask, not a malformed body. A stream that has its
+//! `finish_reason` but loses the connection before `[DONE]` is complete (the terminator
+//! carries nothing).
 
 use serde::Deserialize;
 
@@ -26,6 +33,15 @@ struct Chunk {
     /// Some servers report a failure mid-stream as `{"error": {...}}`.
     #[serde(default)]
     error: Option<serde_json::Value>,
+}
+
+/// Why a finished stream gave no completion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamError {
+    /// The bytes were not a valid completion stream.
+    Malformed(BodyProblem),
+    /// The generation stopped before its `finish_reason`.
+    Interrupted(String),
 }
 
 /// Accumulates a streamed completion.
@@ -131,16 +147,16 @@ impl SseAccumulator {
     }
 
     /// The stream ended (connection closed cleanly or `[DONE]`): build the completion.
-    pub fn finish(mut self) -> Result<Completion, BodyProblem> {
+    pub fn finish(mut self) -> Result<Completion, StreamError> {
         // A final event without its trailing blank line still counts.
         if !self.buf.is_empty() {
             let rest = std::mem::take(&mut self.buf);
-            self.line(&rest)?;
+            self.line(&rest).map_err(StreamError::Malformed)?;
         }
         let data = std::mem::take(&mut self.data);
-        self.event(&data)?;
-        if !self.done && self.finish_reason.is_none() {
-            return Err("stream ended without a finish_reason or [DONE]".to_string());
+        self.event(&data).map_err(StreamError::Malformed)?;
+        if self.finish_reason.is_none() {
+            return Err(StreamError::Interrupted(self.interruption()));
         }
         check_not_empty(Completion {
             content: self.content,
@@ -148,6 +164,21 @@ impl SseAccumulator {
             usage: self.usage.map(Into::into).unwrap_or_default(),
             finish_reason: self.finish_reason,
         })
+        .map_err(StreamError::Malformed)
+    }
+
+    /// How far the interrupted stream got, for the error.
+    pub fn interruption(&self) -> String {
+        format!(
+            "stream ended without a finish_reason ({}; {} content and {} reasoning bytes received)",
+            if self.done {
+                "[DONE] received"
+            } else {
+                "no [DONE]"
+            },
+            self.content.len(),
+            self.reasoning.len()
+        )
     }
 }
 
@@ -209,7 +240,22 @@ mod tests {
             "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n",
             4,
         );
-        assert!(acc.finish().is_err(), "no finish_reason and no [DONE]");
+        assert!(
+            matches!(acc.finish(), Err(StreamError::Interrupted(_))),
+            "no finish_reason and no [DONE]"
+        );
+
+        // llama.cpp cutting a stream for the next request: role chunk, then [DONE].
+        let mut acc = SseAccumulator::default();
+        feed(
+            &mut acc,
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"},\"finish_reason\":null}]}\n\ndata: [DONE]\n\n",
+            7,
+        );
+        match acc.finish() {
+            Err(StreamError::Interrupted(m)) => assert!(m.contains("[DONE] received"), "{m}"),
+            other => panic!("expected an interruption, got {other:?}"),
+        }
 
         let mut acc = SseAccumulator::default();
         assert!(acc.push(b"data: {oops\n\n").is_err());

@@ -5,12 +5,14 @@
 //! `gen_ai.request.{model,temperature,top_p,max_tokens}`, `gen_ai.usage.{input,output}_tokens`,
 //! `gen_ai.response.finish_reasons`, `server.{address,port}`, `http.response.status_code`,
 //! `error.type`, plus `tmas.endpoint`, `tmas.role`, `tmas.retry` (0 for the first try).
-//! Events: `retry` (the delay before the next attempt), `circuit_breaker.open`.
+//! Events: `retry` (the delay before the next attempt), `circuit_breaker.open`,
+//! `concurrency_limit.change` (`tmas.limit.from`, `tmas.limit.to`: the AIMD limit moved).
 //!
 //! Metrics (no-ops until a recorder is installed): `tmas_request_duration_seconds`
 //! {role, endpoint, outcome}, `tmas_request_errors_total` {endpoint, kind},
 //! `tmas_request_retries_total` {role, endpoint}, `tmas_tokens_input_total` /
-//! `tmas_tokens_output_total` {role}.
+//! `tmas_tokens_output_total` {role}, `tmas_endpoint_concurrency_limit` {endpoint} (gauge:
+//! the effective AIMD limit), `tmas_endpoint_overloads_total` {endpoint} (429/503 answers).
 
 use std::fmt;
 use std::sync::atomic::Ordering;
@@ -21,8 +23,9 @@ use tmas_observability::span_ext::{self, KeyValue};
 use tracing::field::Empty;
 
 use super::body::Completion;
-use super::endpoint::Endpoint;
+use super::endpoint::{Endpoint, FailureEffects};
 use super::error::ClientError;
+use super::limit::LimitChange;
 use crate::wire::ChatRequest;
 
 /// `chat {model}`, formatted only if a subscriber records the field.
@@ -128,27 +131,61 @@ pub(crate) fn on_success(
         .increment(c.usage.completion_tokens);
 }
 
-/// A failed attempt: error type (and HTTP status) on the span, the breaker opening as an
-/// event, latency and the error counted.
+/// The endpoint's effective concurrency limit moved: the gauge follows.
+pub(crate) fn record_limit(ep: &Endpoint, change: LimitChange) {
+    metrics::gauge!("tmas_endpoint_concurrency_limit", "endpoint" => ep.name().to_string())
+        .set(change.to as f64);
+    tracing::debug!(endpoint = %ep.name(), from = change.from, to = change.to, "concurrency limit changed");
+}
+
+/// The limit moved because of this attempt: an event on its span, and the gauge.
+pub(crate) fn on_limit_change(span: &tracing::Span, ep: &Endpoint, change: LimitChange) {
+    record_limit(ep, change);
+    span_ext::add_event(
+        span,
+        "concurrency_limit.change",
+        vec![
+            KeyValue::new("tmas.endpoint", ep.name().to_string()),
+            KeyValue::new(
+                "tmas.limit.from",
+                i64::try_from(change.from).unwrap_or(i64::MAX),
+            ),
+            KeyValue::new(
+                "tmas.limit.to",
+                i64::try_from(change.to).unwrap_or(i64::MAX),
+            ),
+        ],
+    );
+}
+
+/// A failed attempt: error type (and HTTP status) on the span, the breaker opening and a
+/// limit change as events, latency and the error counted.
 pub(crate) fn on_failure(
     span: &tracing::Span,
     ep: &Endpoint,
     request: &ChatRequest,
     error: &ClientError,
     elapsed: Duration,
-    breaker_opened: bool,
+    effects: FailureEffects,
 ) {
     span.record("error.type", error.kind());
     span.record("otel.status_code", "ERROR");
     if let ClientError::Status { status, .. } = error {
         span.record("http.response.status_code", i64::from(*status));
     }
-    if breaker_opened {
+    if effects.opened {
         span_ext::add_event(
             span,
             "circuit_breaker.open",
             vec![KeyValue::new("tmas.endpoint", ep.name().to_string())],
         );
+    }
+    if let Some(change) = effects.limit {
+        on_limit_change(span, ep, change);
+    }
+    if super::breaker::Signal::of(error) == super::breaker::Signal::Overload {
+        metrics::counter!("tmas_endpoint_overloads_total", "endpoint" => ep.name().to_string())
+            .increment(1);
     }
     metrics::histogram!("tmas_request_duration_seconds",
         "role" => request.tags.role.to_string(), "endpoint" => ep.name().to_string(),

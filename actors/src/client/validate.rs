@@ -72,6 +72,27 @@ impl ClientConfig {
                 "policy: max_attempts and max_malformed_attempts must be at least 1".into(),
             );
         }
+        if p.max_timeout_attempts == 0 {
+            return bad("policy: max_timeout_attempts must be at least 1".into());
+        }
+        if !(p.timeout_growth.is_finite() && (1.0..=16.0).contains(&p.timeout_growth)) {
+            return bad(format!(
+                "policy: timeout_growth must be within 1..=16, got {}",
+                p.timeout_growth
+            ));
+        }
+        if p.breaker_window == 0 || p.breaker_min_calls == 0 || p.min_in_flight == 0 {
+            return bad(
+                "policy: breaker_window, breaker_min_calls and min_in_flight must be at least 1"
+                    .into(),
+            );
+        }
+        if !(p.breaker_failure_ratio > 0.0 && p.breaker_failure_ratio <= 1.0) {
+            return bad(format!(
+                "policy: breaker_failure_ratio must be within (0, 1], got {}",
+                p.breaker_failure_ratio
+            ));
+        }
         if p.backoff_min > p.backoff_max {
             return bad(format!(
                 "policy: backoff_min {:?} exceeds backoff_max {:?}",

@@ -62,6 +62,9 @@ pub enum Reply {
     Hang,
     /// Send SSE headers and one chunk, then go silent.
     StreamStall,
+    /// What llama.cpp's server sends when the next request interrupts a stream: the role
+    /// chunk, then `[DONE]`, no `finish_reason`.
+    Interrupted,
     /// Any status with a raw body (malformed JSON, empty, …).
     Raw { status: u16, body: String },
     /// An error whose body echoes the request's `Authorization` header.
@@ -417,6 +420,14 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
             unreachable!()
         }
         Reply::StreamStall => sse_response(sse_events("never finished", &None, "stop"), true),
+        Reply::Interrupted => {
+            let role = serde_json::json!({"object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": null}]});
+            sse_response(
+                vec![format!("data: {role}\n\n"), "data: [DONE]\n\n".into()],
+                false,
+            )
+        }
         Reply::Raw { status, body } => {
             (StatusCode::from_u16(status).expect("status code"), body).into_response()
         }
@@ -453,10 +464,16 @@ pub fn endpoint(name: &str, base_url: &str, max_in_flight: usize) -> EndpointSpe
 pub fn fast_policy() -> ResiliencePolicy {
     ResiliencePolicy {
         max_attempts: 4,
+        max_timeout_attempts: 3,
+        timeout_growth: 1.0,
         max_malformed_attempts: 3,
         backoff_min: Duration::from_millis(10),
         backoff_max: Duration::from_millis(100),
         breaker_failures: 3,
+        breaker_window: 50,
+        breaker_min_calls: 20,
+        breaker_failure_ratio: 0.5,
+        min_in_flight: 1,
         probe_interval: Duration::from_millis(50),
         probe_successes: 2,
         outage_budget: Duration::from_secs(60),

@@ -297,6 +297,10 @@ fn resilience_rules() {
         "max_attempts",
         "max_malformed_attempts",
         "breaker_failures",
+        "max_timeout_attempts",
+        "breaker_window",
+        "breaker_min_calls",
+        "min_in_flight",
         "probe_interval_secs",
         "probe_successes",
     ] {
