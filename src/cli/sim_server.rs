@@ -75,6 +75,10 @@ pub struct Args {
     /// Rate of verification replies without a boxed score.
     #[arg(long, value_name = "RATE")]
     pub fault_unparseable_score: Option<f64>,
+    /// Rate of generations cut off mid-way (stream: no `finish_reason`, then `[DONE]`;
+    /// non-stream: the connection closes mid-body).
+    #[arg(long, value_name = "RATE")]
+    pub fault_interrupted: Option<f64>,
     /// How long a hang lasts, in seconds.
     #[arg(long)]
     pub hang_secs: Option<f64>,
@@ -123,6 +127,7 @@ impl Args {
             &mut o.faults.unparseable_score,
             &self.fault_unparseable_score,
         );
+        set(&mut o.faults.interrupted_stream, &self.fault_interrupted);
         set(&mut o.faults.hang_secs, &self.hang_secs);
         set(
             &mut o.task.verifier_false_positive_rate,

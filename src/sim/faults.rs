@@ -13,6 +13,7 @@ pub enum Fault {
     MalformedJson,
     Truncated,
     UnparseableScore,
+    InterruptedStream,
 }
 
 impl Fault {
@@ -26,6 +27,7 @@ impl Fault {
             Fault::MalformedJson => "malformed_json",
             Fault::Truncated => "truncated",
             Fault::UnparseableScore => "unparseable_score",
+            Fault::InterruptedStream => "interrupted_stream",
         })
     }
 }
@@ -44,6 +46,7 @@ pub fn draw(rates: &FaultRates, role: Role, rng: &mut SimRng) -> Fault {
         Fault::MalformedJson,
         Fault::Truncated,
         Fault::UnparseableScore,
+        Fault::InterruptedStream,
     ];
     let mut acc = 0.0;
     for (kind, (_, rate)) in kinds.into_iter().zip(rates.rates()) {

@@ -319,6 +319,12 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
             };
             return (StatusCode::OK, [(header::CONTENT_TYPE, ct)], garbage).into_response();
         }
+        Fault::InterruptedStream => {
+            sleep(latency).await;
+            drop(slot);
+            st.counters.status(200);
+            return interrupted_response(&c, parsed.stream, opts.stream_chunk_bytes);
+        }
         _ => {}
     }
 
@@ -343,6 +349,40 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
         slot.complete_ok();
         json_response(StatusCode::OK, openai::completion_json(&c))
     }
+}
+
+/// A generation cut off half-way (see `FaultRates::interrupted_stream`).
+fn interrupted_response(c: &Completion<'_>, stream: bool, chunk_bytes: usize) -> Response {
+    if stream {
+        let (frames, first_content) = openai::sse_frames(c, chunk_bytes);
+        // Role chunk and reasoning, half the content chunks, no finish chunk, then [DONE].
+        let content_frames = frames.len().saturating_sub(first_content + 2);
+        let keep = first_content + content_frames / 2;
+        let mut body: Vec<u8> = frames[..keep].iter().flat_map(|f| f.to_vec()).collect();
+        body.extend_from_slice(b"data: [DONE]\n\n");
+        return (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "text/event-stream"),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            body,
+        )
+            .into_response();
+    }
+    let full = openai::completion_json(c);
+    let half = Bytes::from(full[..full.len() / 2].to_vec());
+    // An error item after the first half makes the server abort the connection.
+    let parts: Vec<Result<Bytes, std::io::Error>> = vec![
+        Ok(half),
+        Err(std::io::Error::other("simulated interruption")),
+    ];
+    let mut r = Response::new(Body::from_stream(futures::stream::iter(parts)));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
 }
 
 async fn sleep(d: Duration) {

@@ -42,6 +42,19 @@ impl LatencyModel {
             }
         }
     }
+
+    /// The mean delay (a lognormal's is median · e^(σ²/2)), for sizing workloads.
+    pub fn mean(&self) -> Duration {
+        match *self {
+            LatencyModel::None => Duration::ZERO,
+            LatencyModel::Fixed(d) => d,
+            LatencyModel::LogNormal { median, sigma } => {
+                Duration::try_from_secs_f64(median.as_secs_f64() * (sigma * sigma / 2.0).exp())
+                    .unwrap_or(MAX_DRAW)
+                    .min(MAX_DRAW)
+            }
+        }
+    }
 }
 
 /// Parses `250ms`, `1.5s`, `800us`, `2m`; a bare number means milliseconds.

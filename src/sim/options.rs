@@ -96,6 +96,11 @@ pub struct FaultRates {
     pub truncated: f64,
     /// Verification replies without a boxed score (other roles: no fault).
     pub unparseable_score: f64,
+    /// A generation cut off mid-way. Streaming: the role chunk and half the content, then
+    /// `data: [DONE]` with no `finish_reason` (what llama.cpp's server sends when it
+    /// interrupts a stream for the next request). Non-streaming: the connection closes
+    /// after the headers and half the body.
+    pub interrupted_stream: f64,
     /// How long a hang lasts, in seconds.
     pub hang_secs: f64,
     /// Only these roles get faults; empty = all roles.
@@ -113,6 +118,7 @@ impl Default for FaultRates {
             malformed_json: 0.0,
             truncated: 0.0,
             unparseable_score: 0.0,
+            interrupted_stream: 0.0,
             hang_secs: 3600.0,
             roles: Vec::new(),
             down: false,
@@ -122,7 +128,7 @@ impl Default for FaultRates {
 
 impl FaultRates {
     /// The rates with their names, in the order faults are drawn.
-    pub fn rates(&self) -> [(&'static str, f64); 6] {
+    pub fn rates(&self) -> [(&'static str, f64); 7] {
         [
             ("error_500", self.error_500),
             ("drop_connection", self.drop_connection),
@@ -130,6 +136,7 @@ impl FaultRates {
             ("malformed_json", self.malformed_json),
             ("truncated", self.truncated),
             ("unparseable_score", self.unparseable_score),
+            ("interrupted_stream", self.interrupted_stream),
         ]
     }
 

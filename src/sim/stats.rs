@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::task::Role;
 
 /// Fault kinds, in counter order.
-pub const FAULT_KINDS: [&str; 7] = [
+pub const FAULT_KINDS: [&str; 8] = [
     "overload",
     "error_500",
     "drop_connection",
@@ -21,6 +21,7 @@ pub const FAULT_KINDS: [&str; 7] = [
     "malformed_json",
     "truncated",
     "unparseable_score",
+    "interrupted_stream",
 ];
 
 /// Statuses the simulator answers with; anything else is counted as `other`.
