@@ -173,6 +173,37 @@ async fn every_fault_kind_then_back_to_normal() {
     let verdict = ask(&client, &server, "verification", "p", 0, &candidate).await;
     assert!(last_boxed(&verdict).is_none(), "{verdict}");
 
+    set_faults(&client, &server, json!({"interrupted_stream": 1.0})).await;
+    let resp = post(
+        &client,
+        &server,
+        "solution",
+        "p",
+        0,
+        &body("Solve it.", true, None),
+    )
+    .await
+    .unwrap();
+    assert_eq!(resp.status(), 200);
+    let text = resp.text().await.unwrap();
+    assert!(text.contains("\"role\":\"assistant\""), "{text}");
+    assert!(
+        text.trim_end().ends_with("data: [DONE]"),
+        "ends with [DONE]: {text}"
+    );
+    assert!(
+        !text.contains("\"finish_reason\":\""),
+        "no chunk carries a finish_reason: {text}"
+    );
+    let resp = post(&client, &server, "solution", "p", 0, &sol)
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(
+        resp.bytes().await.is_err(),
+        "non-stream: the connection is aborted mid-body"
+    );
+
     set_faults(&client, &server, json!({"down": true})).await;
     assert_eq!(
         client

@@ -433,7 +433,7 @@ fn process_cpu_seconds(pid: u32) -> Option<f64> {
 
 /// Writes `problems` synthetic problems (id, a question of a few hundred bytes, an
 /// integer answer) as JSONL.
-fn write_dataset(path: &Path, problems: usize) -> anyhow::Result<()> {
+pub(crate) fn write_dataset(path: &Path, problems: usize) -> anyhow::Result<()> {
     let mut text = String::with_capacity(problems * 400);
     for i in 0..problems {
         let row = json!({

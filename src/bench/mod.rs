@@ -6,6 +6,7 @@ pub mod eval;
 pub mod resources;
 pub mod schedule;
 pub mod sim_process;
+pub mod soak;
 
 /// The shape of the synthetic TMAS workload, shared by `bench eval` and `bench schedule`.
 #[derive(Debug, Clone, clap::Args)]

@@ -21,9 +21,17 @@ impl SimProcess {
     /// Starts `tmas sim-server --port 0 ARGS…` from this same executable and waits for its
     /// `tmas-sim listening on URL` line.
     pub async fn spawn(extra_args: &[String]) -> anyhow::Result<Self> {
+        Self::spawn_on(0, extra_args).await
+    }
+
+    /// [`Self::spawn`] on a given port (0 = any free one): a restarted simulator comes
+    /// back where its clients expect it.
+    pub async fn spawn_on(port: u16, extra_args: &[String]) -> anyhow::Result<Self> {
         let exe = std::env::current_exe().context("cannot locate the tmas executable")?;
         let mut command = Command::new(exe);
-        command.arg("sim-server").args(["--port", "0"]);
+        command
+            .arg("sim-server")
+            .args(["--port", &port.to_string()]);
         // Its log lines would interleave with the benchmark's figures: warnings only,
         // unless `RUST_LOG` asks for more.
         if std::env::var_os("RUST_LOG").is_none() {
@@ -97,6 +105,17 @@ impl SimProcess {
             bail!("POST {url}: HTTP {}", resp.status());
         }
         Ok(())
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> Option<u16> {
+        self.root_url.rsplit(':').next()?.parse().ok()
+    }
+
+    /// SIGKILL, as a crashing server dies: no graceful close of its connections.
+    pub async fn kill(mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
     }
 
     /// Stops the child.

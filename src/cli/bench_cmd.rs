@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use crate::bench::client::{self, ClientBenchArgs};
 use crate::bench::eval::{self, EvalBenchArgs};
 use crate::bench::schedule::{self, ScheduleBenchArgs};
+use crate::bench::soak::{self, SoakArgs};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
@@ -19,6 +20,10 @@ pub enum BenchCommand {
     /// each admission policy, call priority and gate order reaches when calls cost nothing
     /// but their latency (the ceiling `bench eval` is measured against).
     Schedule(ScheduleBenchArgs),
+    /// The same run twice on two simulators, clean and under a fault schedule (overload
+    /// with 503 + Retry-After, timeouts, kills and restarts, errors): exits 1 if a call was
+    /// lost, any answer or the Pass@1 table differs, or the cap was exceeded.
+    Soak(SoakArgs),
 }
 
 pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
@@ -35,6 +40,14 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Schedule(args) => {
             schedule::run(args)?;
             Ok(ExitCode::SUCCESS)
+        }
+        BenchCommand::Soak(args) => {
+            let result = soak::run(args).await?;
+            Ok(if result.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         BenchCommand::Eval(args) => {
             let results = eval::run(args).await?;

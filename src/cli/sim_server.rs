@@ -79,6 +79,10 @@ pub struct Args {
     /// non-stream: the connection closes mid-body).
     #[arg(long, value_name = "RATE")]
     pub fault_interrupted: Option<f64>,
+    /// Mixed into the fault draws (0 = none): simulators, or incarnations of one, with
+    /// different salts inject different faults for the same call.
+    #[arg(long)]
+    pub fault_salt: Option<u64>,
     /// How long a hang lasts, in seconds.
     #[arg(long)]
     pub hang_secs: Option<f64>,
@@ -129,6 +133,7 @@ impl Args {
         );
         set(&mut o.faults.interrupted_stream, &self.fault_interrupted);
         set(&mut o.faults.hang_secs, &self.hang_secs);
+        set(&mut o.fault_salt, &self.fault_salt);
         set(
             &mut o.task.verifier_false_positive_rate,
             &self.verifier_fp_rate,

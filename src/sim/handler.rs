@@ -214,7 +214,11 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
         Some(call) => {
             let call_key = mix(key, hash_str(3, call));
             let occurrence = u64::from(st.occurrence(call_key));
-            let mut fault_rng = SimRng::new(mix(call_key ^ FAULT_SALT, occurrence));
+            let mut seed = mix(call_key ^ FAULT_SALT, occurrence);
+            if opts.fault_salt != 0 {
+                seed = mix(seed, opts.fault_salt);
+            }
+            let mut fault_rng = SimRng::new(seed);
             let fault = faults::draw(&rates, role, &mut fault_rng);
             (SimRng::new(call_key), fault)
         }

@@ -42,6 +42,10 @@ pub struct SimOptions {
     pub record_requests: usize,
     /// Fault injection (also replaceable at runtime by `POST /sim/faults`).
     pub faults: FaultRates,
+    /// Mixed into the fault draws of call-identified requests only (0 = none): two
+    /// simulators with different salts, or one restarted with a new salt, inject
+    /// different faults for the same call while giving it the same reply.
+    pub fault_salt: u64,
     /// The synthetic task model.
     pub task: TaskOptions,
 }
@@ -63,6 +67,7 @@ impl Default for SimOptions {
             stream_chunk_bytes: 512,
             record_requests: 0,
             faults: FaultRates::default(),
+            fault_salt: 0,
             task: TaskOptions::default(),
         }
     }

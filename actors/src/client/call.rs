@@ -443,10 +443,17 @@ impl Shared {
             tracing::debug!(group = %group.name, endpoint = %ep.name(), attempts, ?delay, error = %error, "retrying call");
             telemetry::on_retry(&span, &error, delay);
             last_failed = Some(ep);
+            // A backoff (not a server-given Retry-After) ends early when an endpoint changes
+            // health: a crash shows up as this failure moments before the breaker opens,
+            // and a re-admitted endpoint should get its waiting calls at once, not after
+            // backoffs that grew while it was down.
+            let mut health = self.health.subscribe();
+            let wake_on_health = failure.retry_after.is_none();
             tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => return Err(ClientError::Shutdown),
                 _ = tokio::time::sleep(delay) => {}
+                _ = health.changed(), if wake_on_health => {}
             }
         }
     }

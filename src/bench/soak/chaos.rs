@@ -1,0 +1,175 @@
+//! The fault schedule's process side: simulators that are SIGKILLed and restarted on the
+//! same port, and their counters kept across restarts (each is read just before a kill).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::bench::sim_process::SimProcess;
+use crate::sim::rng::SimRng;
+
+/// Counters of every incarnation of one or more simulators, added up.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SimTotals {
+    pub requests: u64,
+    pub busy_seconds: f64,
+    /// Highest peak in-flight of any one incarnation.
+    pub peak_in_flight: u64,
+    pub faults: BTreeMap<String, u64>,
+    /// SIGKILLs delivered.
+    pub kills: u64,
+    /// Restarts that failed (the endpoint then stayed down).
+    pub failed_restarts: u64,
+}
+
+impl SimTotals {
+    fn add_stats(&mut self, stats: &serde_json::Value) {
+        let num = |k: &str| {
+            stats
+                .get(k)
+                .and_then(serde_json::Value::as_f64)
+                .unwrap_or(0.0)
+        };
+        self.requests += num("requests_total") as u64;
+        self.busy_seconds += num("busy_seconds");
+        self.peak_in_flight = self.peak_in_flight.max(num("peak_in_flight") as u64);
+        if let Some(faults) = stats.get("faults").and_then(|f| f.as_object()) {
+            for (kind, n) in faults {
+                *self.faults.entry(kind.clone()).or_default() += n.as_u64().unwrap_or(0);
+            }
+        }
+    }
+
+    pub fn merge(&mut self, other: &SimTotals) {
+        self.requests += other.requests;
+        self.busy_seconds += other.busy_seconds;
+        self.peak_in_flight = self.peak_in_flight.max(other.peak_in_flight);
+        for (k, n) in &other.faults {
+            *self.faults.entry(k.clone()).or_default() += n;
+        }
+        self.kills += other.kills;
+        self.failed_restarts += other.failed_restarts;
+    }
+}
+
+/// One endpoint's simulator, restartable. Each incarnation gets its own `--fault-salt`
+/// (`salt_base` + incarnation), so a restarted simulator does not replay the faults its
+/// predecessor drew for the same calls, and two endpoints do not draw the same ones.
+pub struct Restartable {
+    args: Vec<String>,
+    salt_base: u64,
+    incarnation: std::sync::atomic::AtomicU64,
+    port: u16,
+    current: Mutex<Option<SimProcess>>,
+    totals: Mutex<SimTotals>,
+}
+
+impl Restartable {
+    pub async fn spawn(args: Vec<String>, salt_base: u64) -> anyhow::Result<Arc<Self>> {
+        let sim = SimProcess::spawn(&with_salt(&args, salt_base)).await?;
+        let port = sim.port().context("simulator address without a port")?;
+        Ok(Arc::new(Self {
+            args,
+            salt_base,
+            incarnation: std::sync::atomic::AtomicU64::new(0),
+            port,
+            current: Mutex::new(Some(sim)),
+            totals: Mutex::new(SimTotals::default()),
+        }))
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Zeroes the live incarnation's counters (after a warm-up, before the measurement).
+    pub async fn reset(&self) -> anyhow::Result<()> {
+        match self.current.lock().await.as_ref() {
+            Some(sim) => sim.reset().await,
+            None => Ok(()),
+        }
+    }
+
+    /// Reads the counters, then SIGKILLs the process.
+    async fn kill(&self) {
+        let Some(sim) = self.current.lock().await.take() else {
+            return;
+        };
+        let stats = sim.stats().await;
+        let mut totals = self.totals.lock().await;
+        if let Ok(stats) = stats {
+            totals.add_stats(&stats);
+        }
+        totals.kills += 1;
+        drop(totals);
+        sim.kill().await;
+    }
+
+    /// Starts a new incarnation on the same port (retried: the port may linger briefly).
+    async fn restart(&self) {
+        let n = self
+            .incarnation
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        let args = with_salt(&self.args, self.salt_base + n);
+        for _ in 0..20 {
+            match SimProcess::spawn_on(self.port, &args).await {
+                Ok(sim) => {
+                    *self.current.lock().await = Some(sim);
+                    return;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+            }
+        }
+        self.totals.lock().await.failed_restarts += 1;
+    }
+
+    /// Stops it for good; its counters of every incarnation.
+    pub async fn finish(&self) -> SimTotals {
+        if let Some(sim) = self.current.lock().await.take() {
+            if let Ok(stats) = sim.stats().await {
+                self.totals.lock().await.add_stats(&stats);
+            }
+            sim.stop().await;
+        }
+        self.totals.lock().await.clone()
+    }
+}
+
+fn with_salt(args: &[String], salt: u64) -> Vec<String> {
+    let mut out = args.to_vec();
+    out.extend(["--fault-salt".to_string(), salt.to_string()]);
+    out
+}
+
+/// Kill and restart `sim` at intervals drawn uniformly in `every` (seconds), down for
+/// `down` each time, until `stop` is cancelled. Deterministic for a seed.
+pub async fn kill_loop(
+    sim: Arc<Restartable>,
+    every: (f64, f64),
+    down: Duration,
+    seed: u64,
+    stop: CancellationToken,
+) {
+    let mut rng = SimRng::new(seed);
+    loop {
+        let wait = every.0 + (every.1 - every.0) * rng.unit();
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
+        }
+        sim.kill().await;
+        tokio::select! {
+            _ = stop.cancelled() => {}
+            _ = tokio::time::sleep(down) => {}
+        }
+        sim.restart().await;
+        if stop.is_cancelled() {
+            return;
+        }
+    }
+}
