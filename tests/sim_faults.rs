@@ -195,14 +195,15 @@ async fn every_fault_kind_then_back_to_normal() {
         !text.contains("\"finish_reason\":\""),
         "no chunk carries a finish_reason: {text}"
     );
-    let resp = post(&client, &server, "solution", "p", 0, &sol)
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    assert!(
-        resp.bytes().await.is_err(),
-        "non-stream: the connection is aborted mid-body"
-    );
+    // Non-stream: the connection is aborted mid-response (before or after the client has
+    // read the headers, depending on how much the server flushed).
+    match post(&client, &server, "solution", "p", 0, &sol).await {
+        Err(e) => assert!(!e.is_timeout(), "{e:?}"),
+        Ok(resp) => {
+            assert_eq!(resp.status(), 200);
+            assert!(resp.bytes().await.is_err(), "the body is cut off");
+        }
+    }
 
     set_faults(&client, &server, json!({"down": true})).await;
     assert_eq!(

@@ -103,8 +103,8 @@ pub struct FaultRates {
     pub unparseable_score: f64,
     /// A generation cut off mid-way. Streaming: the role chunk and half the content, then
     /// `data: [DONE]` with no `finish_reason` (what llama.cpp's server sends when it
-    /// interrupts a stream for the next request). Non-streaming: the connection closes
-    /// after the headers and half the body.
+    /// interrupts a stream for the next request). Non-streaming: the connection is aborted
+    /// mid-response (HTTP 200 and half the body, as far as they were flushed).
     pub interrupted_stream: f64,
     /// How long a hang lasts, in seconds.
     pub hang_secs: f64,
