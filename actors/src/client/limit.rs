@@ -12,6 +12,13 @@
 //! last decrease says nothing new (the burst that caused it was already cut), so it is
 //! ignored. Without this rule a wave of 50 rejections would cut the limit 50 times.
 //!
+//! Fast recovery (TCP's slow start): a server that answers 503 to everything for a while
+//! (restarting, loading its model) drives the limit to the floor. Growing back one slot
+//! per round trip would then take hundreds of round trips, so below the level where the
+//! overload episode began (less one cut) every success adds a whole slot, doubling the
+//! limit per round trip. An episode begins with the first cut after at least a limit's
+//! worth of successes without one.
+//!
 //! The limit is enforced on the endpoint's semaphore: a decrease removes idle permits
 //! (`forget_permits`) and, for permits in use, records a debt that releases pay by
 //! forgetting their permit instead of returning it; an increase first cancels debt, then
@@ -35,6 +42,9 @@ pub(crate) struct Aimd {
     floor: f64,
     ceiling: f64,
     last_decrease: Option<Instant>,
+    /// The limit when the current overload episode began.
+    episode_start: f64,
+    successes_since_cut: f64,
 }
 
 impl Aimd {
@@ -45,6 +55,8 @@ impl Aimd {
             floor: (floor.max(1) as f64).min(ceiling),
             ceiling,
             last_decrease: None,
+            episode_start: ceiling,
+            successes_since_cut: 0.0,
         }
     }
 
@@ -53,9 +65,16 @@ impl Aimd {
         self.limit.floor() as usize
     }
 
-    /// A success: one more slot per `limit` successes.
+    /// A success: one more slot per `limit` successes, or one per success while far below
+    /// where the overload episode began.
     pub fn success(&mut self) {
-        self.limit = (self.limit + 1.0 / self.limit).min(self.ceiling);
+        self.successes_since_cut += 1.0;
+        let step = if self.limit < self.episode_start * DECREASE {
+            1.0
+        } else {
+            1.0 / self.limit
+        };
+        self.limit = (self.limit + step).min(self.ceiling);
     }
 
     /// An overload answer to an attempt sent at `sent`. True if the limit was cut.
@@ -63,6 +82,10 @@ impl Aimd {
         if self.last_decrease.is_some_and(|last| sent < last) {
             return false;
         }
+        if self.successes_since_cut >= self.limit {
+            self.episode_start = self.limit;
+        }
+        self.successes_since_cut = 0.0;
         let cut = (self.limit * DECREASE).max(self.floor);
         self.last_decrease = Some(now);
         if cut < self.limit {
@@ -206,11 +229,16 @@ mod tests {
         let later = t0 + Duration::from_millis(30);
         assert!(a.overload(later, later));
         assert_eq!(a.slots(), 162);
-        // About one slot per `limit` successes (each adds 1/limit).
-        for _ in 0..170 {
+        // Two cuts in one episode: back to 90 % of its start (180) a slot per success…
+        for _ in 0..18 {
             a.success();
         }
-        assert_eq!(a.slots(), 163);
+        assert_eq!(a.slots(), 180);
+        // …then about one slot per `limit` successes (each adds 1/limit).
+        for _ in 0..185 {
+            a.success();
+        }
+        assert_eq!(a.slots(), 181);
         for _ in 0..100_000 {
             a.success();
         }
@@ -221,6 +249,35 @@ mod tests {
             a.overload(t, t);
         }
         assert_eq!(a.slots(), 4, "never below the floor");
+    }
+
+    #[test]
+    fn after_a_collapse_to_the_floor_the_limit_recovers_in_a_few_round_trips() {
+        let mut a = Aimd::new(200, 1);
+        let mut t = Instant::now();
+        // A restarting server answers 503 to everything: one cut per round trip.
+        for _ in 0..100 {
+            t += Duration::from_secs(1);
+            a.overload(t, t);
+        }
+        assert_eq!(a.slots(), 1);
+        // Back: one slot per success up to 90 % of where the episode began…
+        for _ in 0..179 {
+            a.success();
+        }
+        assert_eq!(a.slots(), 180);
+        // …then additive again.
+        for _ in 0..100 {
+            a.success();
+        }
+        assert!(a.slots() < 182, "{}", a.slots());
+        // A cut after a quiet stretch starts a new episode at the current level: steady
+        // congestion stays additive (no fast growth back into overload).
+        t += Duration::from_secs(1);
+        a.overload(t, t);
+        let after = a.slots();
+        a.success();
+        assert_eq!(a.slots(), after, "additive right after a single cut");
     }
 
     #[tokio::test]
