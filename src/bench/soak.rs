@@ -410,6 +410,9 @@ async fn one_run(
         run_dir: run_dir.clone(),
         env: Vec::new(),
         status_every: None,
+        // The simulators are up (spawned above); a preflight probe could itself draw an
+        // injected fault.
+        preflight: false,
     })
     .await;
     let wall = started.elapsed().as_secs_f64();
