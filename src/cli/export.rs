@@ -51,15 +51,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         let reader = StoreReader::open_read_only(&path)?;
         let (unfinished, total) = unfinished_problems(&reader)?;
         if !unfinished.is_empty() && !partial {
-            let mut named = unfinished
-                .iter()
-                .take(NAMED_UNFINISHED)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ");
-            if unfinished.len() > NAMED_UNFINISHED {
-                named.push_str(", …");
-            }
+            let named = super::name_first(&unfinished, NAMED_UNFINISHED);
             anyhow::bail!(
                 "{}: {} of {total} problems are unfinished ({named}), so the export would \
                  cover only part of the run; finish it with `tmas run --resume {}`, or pass \

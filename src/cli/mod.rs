@@ -113,3 +113,18 @@ pub fn main() -> ExitCode {
         }
     }
 }
+
+/// The first `at_most` of `ids`, comma-separated, with "…" when some were left out: how a
+/// message names a long list of problems without flooding the terminal.
+fn name_first(ids: &[String], at_most: usize) -> String {
+    let mut named = ids
+        .iter()
+        .take(at_most)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ids.len() > at_most {
+        named.push_str(", …");
+    }
+    named
+}

@@ -164,15 +164,7 @@ fn unfinished_line(result: &RunResult) -> Option<String> {
         return None;
     }
     let total = result.problems_done + result.problems_failed.len() + unfinished.len();
-    let mut named = unfinished
-        .iter()
-        .take(NAMED_UNFINISHED)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if unfinished.len() > NAMED_UNFINISHED {
-        named.push_str(", …");
-    }
+    let named = super::name_first(unfinished, NAMED_UNFINISHED);
     Some(format!(
         "partial: {} of {total} problems unfinished, not in this table: {named}",
         unfinished.len()
