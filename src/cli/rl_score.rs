@@ -246,6 +246,11 @@ fn print_summary(mode: RewardMode, summary: &[SourceSummary]) {
     }
 }
 
+/// An advantage differing by less is the same one: the normalisation makes any positive
+/// affine change of a group's rewards (e.g. +1.0/−0.5 instead of ±1 when every rollout of
+/// a group is novel) vanish up to δ.
+const CHANGED: f64 = 1e-4;
+
 /// Per `_source`: mean advantage of correct and wrong rollouts under each mode, and the
 /// share of rollouts whose advantage changed.
 fn print_comparison(standard: &ScoredBatch, hybrid: &ScoredBatch) {
@@ -261,7 +266,7 @@ fn print_comparison(standard: &ScoredBatch, hybrid: &ScoredBatch) {
             .rollouts
             .iter()
             .zip(&hybrid.rollouts)
-            .filter(|(x, y)| x.source == a.source && (x.advantage - y.advantage).abs() > 1e-9)
+            .filter(|(x, y)| x.source == a.source && (x.advantage - y.advantage).abs() > CHANGED)
             .count();
         println!(
             "{:<11} {:>12} {:>12} {:>12} {:>12} {:>5}/{:<3}",
