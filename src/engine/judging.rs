@@ -119,6 +119,29 @@ impl LlmJudge {
         candidate: u32,
     ) -> Vec<Option<bool>> {
         let prompt = self.prompts.judge(question, reference, answer);
+        self.ask_repeats(
+            prompt,
+            problem,
+            iteration,
+            candidate,
+            "judge",
+            parse_judge_reply,
+        )
+        .await
+    }
+
+    /// Sends `prompt` to the judge group `repeats` times, each repeat under its own call
+    /// key, and reads each reply with `parse`; a failed call is logged (as a `what` call)
+    /// and is `None`, as is a reply `parse` cannot read.
+    async fn ask_repeats<T>(
+        &self,
+        prompt: String,
+        problem: &str,
+        iteration: u32,
+        candidate: u32,
+        what: &str,
+        parse: fn(&str) -> Option<T>,
+    ) -> Vec<Option<T>> {
         let calls = (0..self.repeats).map(|repeat| {
             let request = judge_request(prompt.clone(), self.sampling, problem, iteration);
             let key = judge_key(problem, iteration, candidate, repeat as u32);
@@ -129,9 +152,9 @@ impl LlmJudge {
             .await
             .into_iter()
             .map(|outcome| match outcome {
-                Ok(resp) => parse_judge_reply(&resp.content),
+                Ok(resp) => parse(&resp.content),
                 Err(failure) => {
-                    tracing::warn!(problem, iteration, kind = %failure.kind, "judge call failed: {}", failure.message);
+                    tracing::warn!(problem, iteration, kind = %failure.kind, "{what} call failed: {}", failure.message);
                     None
                 }
             })
@@ -162,23 +185,15 @@ impl LlmJudge {
         let prompt = self
             .prompts
             .proof_grade(&problem.question, reference, guidelines, proof);
-        let calls = (0..self.repeats).map(|repeat| {
-            let request = judge_request(prompt.clone(), self.sampling, &problem.id, iteration);
-            let key = judge_key(&problem.id, iteration, candidate, repeat as u32);
-            self.executor
-                .execute_call(&key, self.group.clone(), request)
-        });
-        join_all(calls)
-            .await
-            .into_iter()
-            .map(|outcome| match outcome {
-                Ok(resp) => parse_score(&resp.content),
-                Err(failure) => {
-                    tracing::warn!(problem = %problem.id, iteration, kind = %failure.kind, "proof grader call failed: {}", failure.message);
-                    None
-                }
-            })
-            .collect()
+        self.ask_repeats(
+            prompt,
+            &problem.id,
+            iteration,
+            candidate,
+            "proof grader",
+            parse_score,
+        )
+        .await
     }
 }
 
