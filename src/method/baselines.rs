@@ -175,6 +175,20 @@ impl Req {
     }
 }
 
+impl Step {
+    /// One solution call per chain, chain `c` with the prompt of `prompts[c]`: the
+    /// solution phase of the methods whose chains each have a prompt of their own.
+    pub fn chain_solutions(prompts: &[(PromptMode, Arc<str>)]) -> Self {
+        Step::Calls(
+            prompts
+                .iter()
+                .enumerate()
+                .map(|(c, (_, p))| Req::new(CallRole::Solution, c as u32, None, p.clone()))
+                .collect(),
+        )
+    }
+}
+
 /// A phase's outcomes, by call key (so in key order, whatever the completion order).
 pub type Replies = BTreeMap<CallKey, CallOutcome>;
 

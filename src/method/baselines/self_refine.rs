@@ -49,13 +49,7 @@ impl SelfRefine {
                 None => (PromptMode::Fresh, cx.fresh_prompt()),
             })
             .collect();
-        Step::Calls(
-            self.prompts
-                .iter()
-                .enumerate()
-                .map(|(c, (_, p))| Req::new(CallRole::Solution, c as u32, None, p.clone()))
-                .collect(),
-        )
+        Step::chain_solutions(&self.prompts)
     }
 }
 

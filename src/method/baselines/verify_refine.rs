@@ -61,13 +61,7 @@ impl Method for VerifyRefine {
                 None => (PromptMode::Fresh, cx.fresh_prompt()),
             })
             .collect();
-        Step::Calls(
-            self.prompts
-                .iter()
-                .enumerate()
-                .map(|(c, (_, p))| Req::new(CallRole::Solution, c as u32, None, p.clone()))
-                .collect(),
-        )
+        Step::chain_solutions(&self.prompts)
     }
 
     fn on_replies(&mut self, cx: &Ctx, _t: u32, replies: Replies) -> Step {
