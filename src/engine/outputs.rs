@@ -308,5 +308,4 @@ fn usage(rows: Vec<RoleUsageRow>) -> BTreeMap<String, RoleUsage> {
 }
 
 #[cfg(test)]
-#[path = "outputs_tests.rs"]
 mod tests;

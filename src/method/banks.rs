@@ -269,5 +269,4 @@ pub fn tmas_merge_policies(dedup_threshold: f64) -> Vec<(Arc<str>, Arc<dyn Merge
 }
 
 #[cfg(test)]
-#[path = "banks_tests.rs"]
 mod tests;

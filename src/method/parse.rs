@@ -314,7 +314,6 @@ fn parse_object(span: &str) -> Option<Map<String, Value>> {
 }
 
 #[cfg(test)]
-#[path = "parse_tests.rs"]
 mod tests;
 
 #[cfg(test)]

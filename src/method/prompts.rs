@@ -296,5 +296,4 @@ pub fn bullet_list<S: AsRef<str>>(items: &[S]) -> String {
 }
 
 #[cfg(test)]
-#[path = "prompts_tests.rs"]
 mod tests;

@@ -483,9 +483,7 @@ pub(crate) fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= TOLERANCE * 1f64.max(a.abs()).max(b.abs())
 }
 
-#[path = "expr_eval.rs"]
 mod eval;
 
 #[cfg(test)]
-#[path = "expr_tests.rs"]
 mod tests;

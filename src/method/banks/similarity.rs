@@ -368,5 +368,4 @@ pub fn similarity(a: &str, b: &str) -> f64 {
 }
 
 #[cfg(test)]
-#[path = "similarity_tests.rs"]
 mod tests;
