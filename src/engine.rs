@@ -25,7 +25,7 @@ pub mod endpoints;
 pub mod experiment;
 pub mod judging;
 pub mod method_jobs;
-pub mod observe; // issue 5: spans, metrics endpoint, progress display
+pub mod observe; // spans, metrics endpoint, progress display
 pub mod outputs;
 pub mod plan;
 pub mod preflight;
@@ -302,7 +302,7 @@ async fn execute(
     let runner =
         Runner::new(settings, executor, Arc::new(sink)).context("configuring the actor runtime")?;
     let stats = runner.stats();
-    // issue 5 (observability): progress display, metrics endpoint, run span.
+    // Progress display, metrics endpoint and the run span.
     let observer = observe::RunObserver::start(
         &config,
         observe::Sources {
@@ -320,7 +320,6 @@ async fn execute(
         status_every,
     )
     .await?;
-    // end issue 5
 
     // Finished problems go to a writer task that judges and stores them while the runner
     // goes on; `on_done` itself must not block the runtime.
@@ -347,7 +346,8 @@ async fn execute(
             report.result.map_err(|e| e.to_string()),
         ));
     });
-    let run = tracing::Instrument::instrument(run, observer.run_span()); // issue 5
+    // Each problem's span (the root of its own trace) links to the run span.
+    let run = tracing::Instrument::instrument(run, observer.run_span());
     let grace = Duration::from_secs(config.run.shutdown_grace_secs);
     let grace_over = async {
         stopped.cancelled().await;

@@ -75,7 +75,8 @@ pub struct ClientBenchResult {
 pub async fn run(args: ClientBenchArgs) -> anyhow::Result<ClientBenchResult> {
     anyhow::ensure!(args.in_flight > 0, "--in-flight must be at least 1");
     anyhow::ensure!(args.latency_ms > 0, "--latency-ms must be at least 1");
-    // issue 5: with OTEL_EXPORTER_OTLP_ENDPOINT set, every attempt's span is exported.
+    // With OTEL_EXPORTER_OTLP_ENDPOINT set, every attempt's span is exported, so the
+    // benchmark also measures what span export costs.
     if crate::engine::observe::export_from_env()? {
         println!("tracing: spans exported over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT)");
     }

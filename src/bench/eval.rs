@@ -123,8 +123,7 @@ pub struct EvalBenchArgs {
     /// Pause between runs (after a sync), so the previous run's disk writeback and load
     /// settle. 65 s because ext4 without a journal skips inodes freed in the last 60 s
     /// when it creates a file: right after a run deleted its ~2,600 files, the next run's
-    /// file creations scanned past them, up to ~4 % of its CPU (docs/benchmarks.md,
-    /// session 6).
+    /// file creations scanned past them, up to ~4 % of its CPU (docs/performance-log.md).
     #[arg(long, default_value_t = 65, value_name = "SECS")]
     pub settle_secs: u64,
     /// Also write this run's result here (used by `--runs` for its child processes).

@@ -69,7 +69,7 @@ pub struct Args {
     /// Seconds between status lines on stderr (0: none).
     #[arg(long, default_value_t = 10)]
     pub status_every: u64,
-    // issue 5 (observability) flags
+    // Observability: metrics endpoint, span content, progress output.
     /// Serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9464) at `/metrics`.
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
@@ -100,7 +100,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         trace_content: args.trace_content,
         quiet: args.quiet,
         progress_every: args.progress_every.map(Duration::from_secs),
-    }); // issue 5
+    });
     let result = match &args.resume {
         Some(dir) => {
             let request = ResumeRequest {

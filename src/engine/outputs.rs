@@ -2,11 +2,12 @@
 //! the counts for `run.json` — the same whether the run went through in one go or was
 //! resumed several times.
 //!
-//! The work is proportional to what is missing (issue 6). A problem stored and written by
-//! this process is not read back: its `results.jsonl` line is copied by byte range from
-//! the lines appended during the run, its `problems/<id>.json` is already in place, and
-//! its Pass@1 contribution comes from the few numbers kept in memory ([`WrittenProblem`],
-//! not the record: records are ~1–2 MB each with 40 KB solutions). Only problems finished
+//! The work is proportional to what is missing, so the end of a large run stays short. A
+//! problem stored and written by this process is not read back: its `results.jsonl` line
+//! is copied by byte range from the lines appended during the run, its
+//! `problems/<id>.json` is already in place, and its Pass@1 contribution comes from the few
+//! numbers kept in memory ([`WrittenProblem`], not the record: records are ~1–2 MB each
+//! with 40 KB solutions). Only problems finished
 //! by an earlier process are read from the store, one at a time.
 
 use std::collections::{BTreeMap, HashMap};

@@ -227,7 +227,7 @@ impl Storer {
             files_ms = (started.elapsed() - stored).as_millis() as u64,
             "problem stored and written"
         );
-        super::observe::on_problem_judged(&record); // issue 5: Pass@1 gauge
+        super::observe::on_problem_judged(&record); // updates the Pass@1 gauge
         Ok(Stored::Written(
             record.problem_id.clone(),
             WrittenProblem { line, scores },

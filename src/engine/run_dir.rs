@@ -177,7 +177,7 @@ impl RunDir {
     /// Writes `problems/<id>.json` and appends the same bytes as one line to
     /// `results.jsonl`; `json` is the record's compact JSON, encoded once by the caller and
     /// shared with the run store. Returns where the line lies in `results.jsonl`, so the
-    /// end of the run can copy it instead of reading the record back (issue 6).
+    /// end of the run can copy it instead of reading the record back and encoding it again.
     ///
     /// Only this process appends to `results.jsonl` while a run goes on, and its appends
     /// are serialized by a lock, so the file's length before an append is the line's
@@ -185,7 +185,8 @@ impl RunDir {
     ///
     /// `problems/<id>.json` is replaced atomically but not synced: the run store holds the
     /// same bytes, and [`RunDir::ensure_problem_file`] restores the file on resume, so a
-    /// sync (a synchronous write of ~2 MB per problem at T = 5) bought nothing (issue 6).
+    /// sync would cost a synchronous write of ~2 MB per problem at T = 5 on the runtime's
+    /// threads and protect nothing the store does not.
     ///
     /// On failure no `problems/<id>.json` of this record is left behind.
     pub fn write_problem(&self, problem_id: &str, json: &str) -> anyhow::Result<LineRange> {

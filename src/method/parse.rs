@@ -27,7 +27,7 @@ pub fn strip_think(text: &str) -> Cow<'_, str> {
         }
     }
     // Most replies (verifications, summaries, servers that return reasoning separately)
-    // have no block left: borrow instead of copying a 40 KB solution twice (issue 6).
+    // have no block left: borrow instead of copying a 40 KB solution twice.
     let Some(first) = find(rest, THINK_OPEN) else {
         return Cow::Borrowed(rest.trim());
     };
@@ -55,7 +55,7 @@ pub fn strip_think(text: &str) -> Cow<'_, str> {
 }
 
 /// Byte offset of `needle` in `hay`. memchr's SIMD search rather than `str::find`, whose
-/// two-way search over 40 KB solutions was ~1 % of the orchestrator's samples (issue 6).
+/// two-way search over 40 KB solutions was ~1 % of the orchestrator's CPU samples.
 /// Both tags are ASCII, so a match starts on a character boundary.
 fn find(hay: &str, needle: &str) -> Option<usize> {
     memchr::memmem::find(hay.as_bytes(), needle.as_bytes())

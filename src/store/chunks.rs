@@ -2,7 +2,7 @@
 //!
 //! TMAS prompts quote each other: a 40 KB solution appears in its verification prompt,
 //! its summary prompt, the next iteration's refine prompts and both bank prompts. Storing
-//! every distinct prompt whole made the `prompts` table most of a run store (issue 6).
+//! every distinct prompt whole made the `prompts` table most of a run store.
 //! FastCDC (`fastcdc::v2020`) cuts a text where its content says so, so the same stretch
 //! of text is cut the same way wherever it appears and its chunks are stored once.
 //!

@@ -20,7 +20,7 @@ pub struct PromptCache {
     /// cache holds the text. A fixed number of recent entries was not enough: with
     /// long-tailed latencies the M verifications of one candidate finish seconds apart,
     /// thousands of other calls in between, so their shared prompt was split and hashed
-    /// again (issue 6). Holding the `Arc` keeps its address from being reused by another
+    /// again. Holding the `Arc` keeps its address from being reused by another
     /// text while the entry exists.
     live: HashMap<usize, (Arc<str>, String)>,
     /// Entries added since [`Self::sweep`] last ran.

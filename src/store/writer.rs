@@ -66,7 +66,7 @@ fn write_batches(mut conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn
             // The linger is a sleep, not a wait on the channel: a thread waiting on the
             // channel is woken (a futex wake and a context switch) by every fact sent, a
             // sleeping one is not. With spread-out completions that was one wake-up per
-            // call (issue 6).
+            // call.
             std::thread::sleep(LINGER);
             take_queued(&rx, &mut batch);
         }

@@ -1,8 +1,8 @@
 //! `tmas bench eval --runs N`: the same benchmark N times, each in its own `tmas`
 //! process, then the median and range of the figures that matter.
 //!
-//! On a shared 2-core machine identical runs differ by ±5 % in CPU per call (issue 6,
-//! docs/benchmarks.md), so a single run cannot tell a 3 % change from noise. Separate
+//! On a shared 2-core machine identical runs differ by ±5 % in CPU per call
+//! (docs/benchmarks.md), so a single run cannot tell a 3 % change from noise. Separate
 //! processes keep every run's CPU time and peak RSS its own: in one process the
 //! allocator's retained memory and the high-water mark would carry over from run to run.
 
@@ -130,8 +130,8 @@ async fn run_children(
             // included), then lets the load average settle. On ext4 without a journal a
             // new file skips inodes freed less than 60 s ago, or 360 s while their inode
             // table block is still dirty: without the sync and the pause, each run's ~2,600
-            // file creations paid for the previous run's deletions (docs/benchmarks.md,
-            // session 6).
+            // file creations paid for the previous run's deletions
+            // (docs/performance-log.md).
             // sync(2) blocks until the writeback is done: off the async runtime.
             // SAFETY: sync(2) takes no arguments and cannot fail.
             tokio::task::spawn_blocking(|| unsafe { libc::sync() })

@@ -22,8 +22,8 @@ fn strip_think_removes_blocks_unclosed_and_stray_close() {
     assert_eq!(strip_think("<think>only thinking"), "");
 }
 
-/// The `str::find` implementation `strip_think` replaced (issue 6), kept as the
-/// reference its faster form must match.
+/// The plain `str::find` form of `strip_think`, kept as the reference its faster form
+/// (memchr search, borrowed result) must match.
 fn strip_think_reference(text: &str) -> String {
     let mut rest = text;
     if let Some(close) = rest.find(THINK_CLOSE) {
