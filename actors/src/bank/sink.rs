@@ -50,7 +50,7 @@ impl BankSink for NoopSink {
 /// are the only copy. [`JsonFileSink::unsynced`] does not, for when another store holds
 /// every version and can restore the files with [`JsonFileSink::ensure`] (the `tmas` run
 /// store): a sync per version, two per problem and iteration, was a synchronous disk write
-/// on every bank update (issue 6).
+/// on every bank update, on the runtime's threads.
 ///
 /// Characters other than ASCII letters, digits, `-`, `_` and `.` in problem and bank names
 /// are replaced by `_` to keep paths safe, and such a name gets a short hash of the

@@ -2,7 +2,7 @@
 //! bytes at a time.
 //!
 //! Encoding request bodies was ~4 % of the orchestrator's CPU in `tmas bench eval`
-//! (docs/benchmarks.md, issue 6): the prompts are hundreds of KB of plain text and
+//! before it (docs/performance-log.md): the prompts are hundreds of KB of plain text and
 //! `serde_json` inspects them one byte at a time. Almost no byte of a prompt needs an
 //! escape, so this checks a whole 8-byte word with a few integer operations (SWAR) and
 //! copies clean runs in one `extend_from_slice`. The tests compare the output with

@@ -45,7 +45,7 @@ pub(crate) fn call_span(
     if !span_ext::exporting() {
         // Without an exporter the span only gives log lines their context, and a span
         // per call (entered on every poll of the call) cost ~5 % of the orchestrator's
-        // CPU in `tmas bench eval` (issue 6, docs/benchmarks.md "Log level"). At DEBUG
+        // CPU in `tmas bench eval` (docs/performance-log.md, "Log level"). At DEBUG
         // it is not even created under the default INFO log level; `--log debug` brings
         // it back. The problem and iteration spans stay INFO.
         return tracing::debug_span!(parent: parent, "call",

@@ -18,7 +18,7 @@ pub enum Admission {
     /// Once every problem still waiting fits under `max_active_problems`, all of them
     /// start at once: holding them back would save no memory beyond that bound, and each
     /// one started late adds its whole dependency chain to the end of the run (measured
-    /// in docs/benchmarks.md, issue 6).
+    /// in docs/performance-log.md).
     WorkConserving {
         max_active_problems: usize,
         target_in_flight: usize,

@@ -21,7 +21,7 @@ pub enum JobPriority {
     /// A problem held back by a slow call falls behind and then never queues behind
     /// problems that are further along, so with long-tailed latencies the unluckiest
     /// problem's dependency chain, not its waits, sets the end of the run
-    /// (docs/benchmarks.md, issue 6).
+    /// (`tmas bench schedule`, docs/benchmarks.md).
     LeastProgressFirst,
 }
 
