@@ -11,7 +11,7 @@
 //! - [`endpoints`]: `[endpoints.NAME]`, `[groups]`, `[roles.ROLE]`.
 //! - [`layers`]: environment and command-line overrides, value-level merging.
 //! - [`loader`]: [`load`] and friends; [`validate`]: the rules.
-//! - [`resolve`]: runtime settings for the client actors, warnings.
+//! - [`resolve`]: runtime settings for the model client, warnings.
 //! - [`method_params`]: the method's parameters and prompt overrides.
 //! - [`args`]: the clap flags a command flattens to accept `--config`/`--set`/shortcuts.
 

@@ -1,5 +1,11 @@
-//! Model-client actors: routing, in-flight caps, rate limits, retries, circuit breaking
-//! and streaming for OpenAI-compatible endpoints.
+//! The model client: routing, in-flight caps, rate limits, retries, circuit breaking and
+//! streaming for OpenAI-compatible endpoints.
+//!
+//! A call runs in the caller's task (or, through the [`crate::strategy::CallExecutor`]
+//! impl, in a task of its own) against state shared by all calls: atomics, semaphores and
+//! rate limiters per endpoint. The only actors are the endpoint actors that probe a down
+//! endpoint until it may be used again, under a supervisor that restarts them; a call
+//! never waits on an actor's mailbox.
 //!
 //! Layout (one concept per module):
 //! - [`config`] / `validate`: the settings and their checks.

@@ -1,17 +1,42 @@
-//! `tmas-actors`: the ractor runtime that carries a test-time-compute method's model calls.
+//! `tmas-actors`: the runtime that carries a test-time-compute method's model calls.
 //!
 //! This crate knows nothing about TMAS itself. It drives any sans-IO [`strategy::Strategy`]
 //! (a state machine that says which calls to make next and consumes their results) and
 //! owns everything that does IO:
 //!
 //! - [`wire`]: the OpenAI-compatible chat request/response types shared by every layer.
-//! - [`client`]: model-client actors — one per endpoint — with routing, in-flight caps,
-//!   rate limits, retries, circuit breaking and streaming.
-//! - [`strategy`]: the trait a method implements and the commands it emits.
-//! - [`runner`]: runs many problems (admission policy, role pools, progress counters).
+//! - [`strategy`]: the trait a method implements, the commands it emits, and
+//!   [`strategy::CallExecutor`], whatever performs a call.
+//! - [`runner`]: runs many problems — admission policy, one pool per role, progress
+//!   counters. Plain async code in the caller's task; results reach the caller's
+//!   `on_done` there, in completion order.
 //! - [`coordinator`]: the per-problem actor hosting a strategy.
-//! - [`pool`]: one supervised worker pool per role; crashed workers' jobs are retried.
+//! - [`pool`]: one supervised worker pool per role; a crashed worker's job is run again.
 //! - [`bank`]: one actor per (problem, bank) that serializes, merges and persists updates.
+//! - [`client`]: the model client, [`client::ModelClient`] — routing, in-flight caps,
+//!   rate limits, retries, circuit breaking and streaming.
+//!
+//! # What is an actor (ractor), and why
+//! Actors are used where something owns state that messages must change one at a time, or
+//! where a crash must be contained and answered:
+//! - a **coordinator** per problem: the strategy is a synchronous state machine, and the
+//!   actor's one-message-at-a-time handling feeds it call and bank outcomes in order; its
+//!   bank actors are linked children that stop with it;
+//! - a **pool** per role: a supervisor actor with a fixed number of worker actors (the
+//!   role's concurrency limit). The supervisor keeps every job, so a worker that panics
+//!   mid-call loses nothing: its job is queued again;
+//! - a **bank** per (problem, bank): two memory agents finishing together cannot
+//!   interleave a read-merge-write, and the merge policy is enforced in code;
+//! - in the client, one **endpoint actor** per endpoint, under a restarting supervisor,
+//!   owns breaker recovery (probing a down endpoint until it may be used again).
+//!
+//! The model client is plain async code, not actors. A pool worker awaits its executor;
+//! [`client::ModelClient`]'s executor spawns one tokio task per call, and in that task the
+//! call routes, waits for its global and endpoint slots and rate limits, sends, retries
+//! and opens the breaker against shared state (atomics, semaphores, limiters). Inside the
+//! client no call goes through an actor mailbox, so thousands of calls per second cost
+//! little more than their HTTP work; the client also works without the runtime
+//! (`ModelClient::chat` runs in the caller's task).
 
 pub mod bank;
 pub mod client;

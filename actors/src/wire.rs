@@ -1,4 +1,4 @@
-//! Chat-completion types shared by the strategy, the client actors and the simulator.
+//! Chat-completion types shared by the strategy, the model client and the simulator.
 //!
 //! Large texts are `Arc<str>` so a 350 KB rollout context is shared, never copied, as a
 //! request travels from the strategy through the pools to an endpoint.

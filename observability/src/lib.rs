@@ -4,7 +4,8 @@
 //!   OpenTelemetry slot, see `otel_slot`).
 //! - [`otlp`]: OTLP span export (gRPC or HTTP/protobuf) configured by the standard
 //!   `OTEL_*` variables or the config file's `[observability]` section; flushed on exit;
-//!   an unreachable collector is logged once and never stalls a run.
+//!   an unreachable collector is logged once and never stalls a run. Only namespaced
+//!   attributes (`tmas.*`, `gen_ai.*`, …) are exported; the plain fields are for log lines.
 //! - [`span_ext`]: `traceparent` for outgoing requests, run-time span attributes, the
 //!   `--trace-content` switch.
 //! - [`prometheus`]: the Prometheus recorder and `/metrics` endpoint.

@@ -1,9 +1,9 @@
-//! `tmas bench client`: how close the model-client actors get to the throughput an
+//! `tmas bench client`: how close the model client gets to the throughput an
 //! endpoint allows.
 //!
 //! A simulator runs as a separate process with a fixed latency and no concurrency limit of
-//! its own. This process keeps exactly `in_flight` calls outstanding through the client
-//! actors for `duration`. The ideal is `in_flight ÷ latency` calls per second; the ratio of
+//! its own. This process keeps exactly `in_flight` calls outstanding through the model
+//! client for `duration`. The ideal is `in_flight ÷ latency` calls per second; the ratio of
 //! the achieved rate to it shows what the client costs. The simulator reports the peak
 //! number of requests it saw at once, which must never exceed the cap.
 

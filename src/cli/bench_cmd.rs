@@ -10,7 +10,7 @@ use crate::bench::soak::{self, SoakArgs};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
-    /// Drive a separate simulator process through the model-client actors at a fixed
+    /// Drive a separate simulator process through the model client at a fixed
     /// number of calls in flight; compare calls/s with in-flight ÷ latency.
     Client(ClientBenchArgs),
     /// Run the whole engine (run store on) on a synthetic dataset against a separate

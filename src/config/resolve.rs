@@ -1,4 +1,4 @@
-//! From a validated [`Config`] to the runtime settings of the client actors, plus the
+//! From a validated [`Config`] to the runtime settings of the model client, plus the
 //! warnings `tmas config check` prints (things that are fine in a file but would fail or
 //! surprise at run time).
 
@@ -70,7 +70,7 @@ impl Config {
         n
     }
 
-    /// The client actors' settings. Keys are read from `env` by the names in
+    /// The model client's settings. Keys are read from `env` by the names in
     /// `api_key_env`; a missing or empty variable is an error naming the endpoint and the
     /// variable (never a key).
     ///

@@ -327,7 +327,7 @@ impl ResilienceConfig {
         }
     }
 
-    /// The runtime policy the client actors take.
+    /// The runtime policy the model client takes.
     pub fn to_policy(&self) -> ResiliencePolicy {
         ResiliencePolicy {
             max_attempts: self.max_attempts,

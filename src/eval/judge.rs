@@ -88,7 +88,7 @@ pub fn build_judge_prompt(
     Ok(out)
 }
 
-/// A judge call as the client actors expect it (role `judge`, one user message).
+/// A judge call as the model client expects it (role `judge`, one user message).
 pub fn judge_request(
     prompt: String,
     sampling: Sampling,

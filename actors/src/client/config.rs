@@ -1,4 +1,4 @@
-//! What the client actors need to know about endpoints and groups.
+//! What the model client needs to know about endpoints and groups.
 //!
 //! These are plain runtime settings; `tmas`'s config layer (TOML, env, CLI) resolves its
 //! own schema into them. Keys are resolved from the environment by the caller and held in
@@ -129,7 +129,7 @@ impl Default for ResiliencePolicy {
     }
 }
 
-/// Everything the client actors need.
+/// Everything the model client needs.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     pub endpoints: Vec<EndpointSpec>,

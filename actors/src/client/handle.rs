@@ -80,7 +80,7 @@ impl Drop for Inner {
     }
 }
 
-/// Handle to the model-client actors. Cloning is cheap (one `Arc`).
+/// Handle to the model client (shared endpoint state and the endpoint actors). Cloning is cheap (one `Arc`).
 #[derive(Clone)]
 pub struct ModelClient {
     inner: Arc<Inner>,
