@@ -2,7 +2,8 @@ use std::process::ExitCode;
 
 /// mimalloc instead of glibc malloc: the engine allocates and frees request bodies and
 /// replies of 40–350 KB at thousands per second; glibc serves each of those with a fresh
-/// mmap that faults in page by page, mimalloc reuses freed blocks (docs/benchmarks.md).
+/// mmap that faults in page by page, mimalloc reuses freed blocks
+/// (docs/performance-log.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -9,7 +9,7 @@
 //! thread. 1 ms cut the writer's share of CPU by ~7 % of the orchestrator's total while a
 //! caller waiting for its acknowledgement waits at most 1 ms longer (no throughput loss
 //! measurable in `tmas bench client --store`; 2 ms cost 1.5 %, 5 ms 4.5 %;
-//! docs/benchmarks.md). With WAL and `synchronous=NORMAL` a commit is a write to the WAL
+//! docs/performance-log.md). With WAL and `synchronous=NORMAL` a commit is a write to the WAL
 //! file without fsync: it survives the process being killed (not a power cut), which is
 //! what resume needs.
 

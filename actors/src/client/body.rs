@@ -32,7 +32,7 @@ pub fn encode_request(
 ) -> Result<Bytes, serde_json::Error> {
     // Sized up front: growing a Vec by doubling to hold a 350 KB prompt copies it ~7
     // times and, above glibc's mmap threshold, faults every new block in page by page
-    // (tmas bench eval profile, docs/benchmarks.md). Escaping rarely adds more than 1/16.
+    // (tmas bench eval profile, docs/performance-log.md). Escaping rarely adds more than 1/16.
     let prompt = request.prompt_bytes();
     let mut buf = Vec::with_capacity(prompt + prompt / 16 + 256 + model.len());
     buf.extend_from_slice(b"{\"model\":");
