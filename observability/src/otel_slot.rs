@@ -22,8 +22,8 @@ use tracing_opentelemetry::OpenTelemetryLayer;
 use tracing_subscriber::Registry;
 use tracing_subscriber::layer::{Context, Filter, Layer};
 
-/// The layer the slot holds once filled.
-pub(crate) type OtelLayer = OpenTelemetryLayer<Registry, SdkTracer>;
+/// The OpenTelemetry layer of an exporter (what the slot holds once filled).
+pub type OtelLayer = OpenTelemetryLayer<Registry, SdkTracer>;
 
 /// Targets never exported: ractor's long-lived per-actor spans, and the HTTP/gRPC stack
 /// the exporter itself uses (exporting those would feed the exporter its own traffic).

@@ -15,6 +15,7 @@ use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracer
 use serde::{Deserialize, Serialize};
 
 use crate::export::{ExportStats, LogOnce};
+pub use crate::otel_slot::OtelLayer;
 
 /// How long the exit flush may take before the run ends without it (an unreachable
 /// collector must not hold the process).
@@ -170,6 +171,19 @@ pub fn install(settings: &OtlpSettings) -> Result<TracingGuard, OtlpError> {
     if slot.is_active() {
         return Err(OtlpError::AlreadyInstalled);
     }
+    let (layer, guard) = build(settings)?;
+    if !slot.fill(layer) {
+        return Err(OtlpError::AlreadyInstalled);
+    }
+    tracing::info!(endpoint = %settings.endpoint, protocol = ?settings.protocol,
+        service = %settings.service_name, "exporting spans over OTLP");
+    Ok(guard)
+}
+
+/// The OpenTelemetry layer of an exporter for `settings` and the guard that flushes it,
+/// for a subscriber of the caller's own ([`install`] puts it into the process-wide one).
+/// Must run on a Tokio runtime.
+pub fn build(settings: &OtlpSettings) -> Result<(OtelLayer, TracingGuard), OtlpError> {
     let build_error = |e: &dyn std::fmt::Display| OtlpError::Build {
         endpoint: settings.endpoint.clone(),
         message: e.to_string(),
@@ -217,16 +231,12 @@ pub fn install(settings: &OtlpSettings) -> Result<TracingGuard, OtlpError> {
         .with_target(false)
         .with_threads(false)
         .with_tracked_inactivity(false);
-    if !slot.fill(layer) {
-        return Err(OtlpError::AlreadyInstalled);
-    }
-    tracing::info!(endpoint = %settings.endpoint, protocol = ?settings.protocol,
-        service = %settings.service_name, "exporting spans over OTLP");
-    Ok(TracingGuard {
+    let guard = TracingGuard {
         provider,
         settings: settings.clone(),
         stats,
-    })
+    };
+    Ok((layer, guard))
 }
 
 impl TracingGuard {

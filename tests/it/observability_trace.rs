@@ -10,18 +10,18 @@
 //! HTTP conventions type it (integers, doubles with the configured value exactly), and
 //! only namespaced attributes. Metrics: `tmas_calls_in_flight` never exceeds the
 //! endpoint's cap.
-
-mod obs_support;
-mod run_support;
+//!
+//! The run is a `tmas run` child process: the exporter and the metrics recorder are
+//! process-wide, and the other tests of this binary run engines at the same time.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::engine::{dataset, header, run_process_on_sim, sim_options};
+use crate::support::otlp::{Collector, Typed, attr, free_port, typed};
 use fake_opentelemetry_collector::ExportedSpan;
-use obs_support::{Collector, Typed, attr, free_port, typed};
-use run_support::{dataset, header, run_on_sim, sim_options};
 use tmas::sim::LatencyModel;
 use tmas_observability::prometheus::parse_text;
 
@@ -56,7 +56,6 @@ fn by_id(spans: &[ExportedSpan]) -> HashMap<&str, &ExportedSpan> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_demo_run_exports_one_trace_per_problem_and_serves_metrics() {
-    tmas_observability::init_logging(Some("warn"));
     let collector = Collector::start().await;
     let port = free_port();
     let endpoint = format!("observability.otlp_endpoint=\"{}\"", collector.endpoint);
@@ -72,7 +71,7 @@ async fn a_demo_run_exports_one_trace_per_problem_and_serves_metrics() {
     ));
     let mut opts = sim_options(5);
     opts.latency = LatencyModel::Fixed(Duration::from_millis(30));
-    let finished = run_on_sim(
+    let finished = run_process_on_sim(
         opts,
         dataset(2),
         &[
@@ -81,6 +80,7 @@ async fn a_demo_run_exports_one_trace_per_problem_and_serves_metrics() {
             &metrics,
             &cap,
         ],
+        "warn",
     )
     .await;
     stop.store(true, Ordering::Relaxed);

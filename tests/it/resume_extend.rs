@@ -2,9 +2,7 @@
 //! 5-iteration run with the same seed, and only the new iterations' calls are sent. Also:
 //! a killed-and-restarted simulator process mid-run loses no problem.
 
-mod resume_support;
-
-use resume_support::*;
+use crate::support::cli::*;
 
 fn sent_and_replayed(stdout: &str) -> (u64, u64) {
     // "… in 1.2 s (N calls sent, M replayed from the store); …"

@@ -4,11 +4,9 @@
 //! were in flight when it stopped (counted at the simulator). An interrupted run's table
 //! and export say they are partial.
 
-mod resume_support;
-
 use std::time::Duration;
 
-use resume_support::*;
+use crate::support::cli::*;
 
 const PROBLEMS: usize = 4;
 const ITERATIONS: u32 = 3;

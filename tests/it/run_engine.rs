@@ -3,12 +3,12 @@
 //! scores, the global in-flight cap under a burst of 5,000 client calls, and problem ids of any
 //! length (capped file names; an unwritable file fails its problem, not the run).
 
-mod run_support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use run_support::{dataset, requests_by_problem_iteration, run_on_sim, sim_options, start_sim};
+use crate::support::engine::{
+    dataset, requests_by_problem_iteration, run_on_sim, sim_options, start_sim,
+};
 use tmas::engine::run_dir::RunDir;
 use tmas::method::{CandidateStatus, VerificationStatus};
 use tmas::sim::{FaultRates, LatencyModel};
@@ -457,7 +457,7 @@ async fn ids_of_any_length_get_capped_file_names_and_an_unwritable_file_fails_on
         p.id = id.clone();
     }
     let sim = start_sim(sim_options(5), &data).await;
-    let config = run_support::config(&sim.base_url(), &["method.iterations=2"]);
+    let config = crate::support::engine::config(&sim.base_url(), &["method.iterations=2"]);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     // A directory where the victim's record file goes: its rename fails (EISDIR).
@@ -466,7 +466,7 @@ async fn ids_of_any_length_get_capped_file_names_and_an_unwritable_file_fails_on
         .join(format!("{}.json", safe_name("victim")));
     std::fs::create_dir_all(blocker.join("in-the-way")).unwrap();
 
-    let result = run_support::run_engine(config.clone(), data.clone(), dir).await;
+    let result = crate::support::engine::run_engine(config.clone(), data.clone(), dir).await;
     assert_eq!(result.problems_done, 4, "{:?}", result.problems_failed);
     assert_eq!(
         result.problems_failed.len(),

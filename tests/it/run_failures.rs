@@ -12,12 +12,10 @@
 //!   lost calls by role, endpoint and kind); once it is back, `--resume` re-sends exactly the
 //!   failed calls and ends where a fault-free run with the same seed does.
 
-mod resume_support;
-
 use std::path::Path;
 use std::process::Output;
 
-use resume_support::*;
+use crate::support::cli::*;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 

@@ -3,12 +3,10 @@
 //! exploring prompts (guidelines only), exploiting prompts (previous rollouts and current
 //! experience), and the append-only guideline bank under a rewriting guideline agent.
 
-mod run_support;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use run_support::{
+use crate::support::engine::{
     EXPERIENCE_MARKER, EXPLORE_MARKER, Finished, REFINE_MARKER, bank_before, bank_versions,
     dataset, experience_body, record, requests_by_problem_iteration, run_on_sim, sim_options, text,
 };

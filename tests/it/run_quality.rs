@@ -2,13 +2,11 @@
 //! results; on the simulator's task model Pass@1 rises over the iterations and is higher
 //! with the experience bank than without it.
 
-mod run_support;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use run_support::{Finished, dataset, run_on_sim, sim_options};
+use crate::support::engine::{Finished, dataset, run_on_sim, sim_options};
 use serde_json::Value;
 use tmas::sim::{LatencyModel, SimOptions};
 

@@ -1,12 +1,10 @@
 //! Fault injection and overload over loopback HTTP, switched at runtime via
 //! `POST /sim/faults`.
 
-mod sim_support;
-
 use std::time::Duration;
 
+use crate::support::sim::*;
 use serde_json::{Value, json};
-use sim_support::*;
 use tmas::sim::{SimOptions, SimServer};
 
 async fn set_faults(client: &reqwest::Client, server: &SimServer, faults: Value) {

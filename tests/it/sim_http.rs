@@ -1,10 +1,8 @@
 //! The simulator over loopback HTTP: response shapes, streaming, determinism, stats,
 //! request recording and the auxiliary routes.
 
-mod sim_support;
-
+use crate::support::sim::*;
 use serde_json::Value;
-use sim_support::*;
 use tmas::sim::{ReasoningField, SimOptions};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,10 +2,8 @@
 //! pick untried strategies, memory-agent replies are well-formed JSON, and the
 //! experience bank makes Pass@1 rise across iterations.
 
-mod sim_support;
-
+use crate::support::sim::*;
 use serde_json::Value;
-use sim_support::*;
 use tmas::sim::task::Problem;
 use tmas::sim::{SimOptions, SimServer, TaskOptions};
 

@@ -3,9 +3,7 @@
 //! resume with result-affecting config changes. Each gives a clear error and leaves what
 //! is stored intact.
 
-mod resume_support;
-
-use resume_support::*;
+use crate::support::cli::*;
 
 /// A finished small run on the embedded simulator.
 fn finished_run(tmp: &std::path::Path) -> (std::path::PathBuf, String) {

@@ -1,12 +1,10 @@
 //! In-flight caps hold at the server under a burst of 5,000 calls, per endpoint and
 //! globally across endpoints.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::{InFlight, MockServer, Reply, config, endpoint, request};
+use crate::support::mock_server::{InFlight, MockServer, Reply, config, endpoint, request};
 use tmas_actors::client::ModelClient;
 use tmas_actors::strategy::CallExecutor;
 

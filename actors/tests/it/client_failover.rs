@@ -1,11 +1,9 @@
 //! Circuit breaking and outages: a killed endpoint's calls move to its sibling; a
 //! single endpoint killed and restarted on the same port loses no call.
 
-mod support;
-
 use std::time::Duration;
 
-use support::{MockServer, Reply, config, endpoint, request, wait_until};
+use crate::support::mock_server::{MockServer, Reply, config, endpoint, request, wait_until};
 use tmas_actors::client::{ClientError, ModelClient};
 
 const PATIENCE: Duration = Duration::from_secs(60);

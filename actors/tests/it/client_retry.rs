@@ -1,11 +1,9 @@
 //! Retries, timeouts, malformed bodies, `finish_reason`, `max_tokens` fitting and the
 //! `x-tmas-*` headers, against the loopback mock server.
 
-mod support;
-
 use std::time::Duration;
 
-use support::{MockServer, Reply, config, endpoint, request};
+use crate::support::mock_server::{MockServer, Reply, config, endpoint, request};
 use tmas_actors::client::tokens::TokenCounter;
 use tmas_actors::client::{ClientError, ModelClient, TokenEstimate};
 use tmas_actors::wire::ChatMessage;

@@ -1,11 +1,9 @@
 //! Response parsing: `reasoning_content` (SGLang) and `reasoning` (vLLM), streamed and
 //! not; a stalled stream is caught by the idle timeout and retried.
 
-mod support;
-
 use std::time::Duration;
 
-use support::{MockServer, ReasoningField, Reply, config, endpoint, request};
+use crate::support::mock_server::{MockServer, ReasoningField, Reply, config, endpoint, request};
 use tmas_actors::client::{ClientError, ModelClient};
 use tmas_actors::wire::Usage;
 

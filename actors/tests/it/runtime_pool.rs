@@ -1,12 +1,10 @@
 //! Role pools in isolation: concurrency limit, exactly-once execution, crash recovery,
 //! restart limit, priorities and shutdown.
 
-mod runtime_support;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use runtime_support::*;
+use crate::support::toy::*;
 use tmas_actors::pool::{Job, PoolCounters, PoolSettings, RolePool};
 use tmas_actors::strategy::{CallKey, CallOutcome};
 use tokio::sync::{Notify, mpsc};

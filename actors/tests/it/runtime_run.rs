@@ -1,12 +1,10 @@
 //! Whole runs: coordinators, role pools and bank actors together, driven by the toy
 //! strategy against the fake executor.
 
-mod runtime_support;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use runtime_support::*;
+use crate::support::toy::*;
 use tmas_actors::bank::{BankInit, BankSink, JsonFileSink, NoopSink};
 use tmas_actors::coordinator::ProblemError;
 use tmas_actors::runner::{

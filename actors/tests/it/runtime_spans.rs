@@ -3,45 +3,56 @@
 //! trace per problem), linked to whatever span the caller runs the runner in. This is what
 //! lets a trace viewer show every agent interaction under its problem.
 
-mod runtime_support;
+use std::sync::Arc;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
-use runtime_support::*;
+use crate::support::logs::{Capture, run_with_subscriber};
+use crate::support::toy::*;
 use tmas_actors::bank::{BankInit, NoopSink};
 use tmas_actors::runner::{Admission, ProblemJob, RoleSettings, Runner, RunnerSettings};
 use tracing::Instrument;
 use tracing_subscriber::EnvFilter;
 
-/// Collects formatted log lines in memory.
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn calls_run_in_call_spans_under_their_problem_span() {
-    let buffer = Buffer::default();
-    let writer = buffer.clone();
+#[test]
+fn calls_run_in_call_spans_under_their_problem_span() {
+    let capture = Capture::default();
     // Without an exporter the per-call spans are DEBUG (created only when a log level
     // asks for them), so this log is at DEBUG.
     let subscriber = tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::new("debug,ractor=warn"))
         .with_ansi(false)
-        .with_writer(move || writer.clone())
+        .with_writer(capture.clone())
         .finish();
-    // Actors run on the runtime's threads, so a thread-local default would miss them.
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    run_with_subscriber(subscriber, run_one_problem());
 
+    let text = capture.text();
+    let line_with = |needle: &str| {
+        text.lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line contains {needle:?} in:\n{text}"))
+    };
+    let call = line_with("content=p0/it0/solve/c1/a0");
+    assert!(
+        call.contains(
+            "problem{problem=p0}:iteration{iteration=0}:call{problem=p0 iteration=0 role=solve candidate=1 attempt=0"
+        ),
+        "{call}"
+    );
+    let review = line_with("content=p0/it0/review/a0");
+    assert!(
+        review
+            .contains("problem{problem=p0}:iteration{iteration=0}:call{problem=p0 iteration=0 role=review attempt=0"),
+        "{review}"
+    );
+    let started = line_with("problem started");
+    assert!(started.contains("problem{problem=p0}"), "{started}");
+    assert!(
+        !started.contains("run:"),
+        "the problem span is a root: {started}"
+    );
+}
+
+/// Runs one toy problem (two solve calls and a review) inside a `run` span.
+async fn run_one_problem() {
     let settings = RunnerSettings::new(vec![
         RoleSettings::new("solve", "g-solve", 2),
         RoleSettings::new("review", "g-review", 1),
@@ -73,30 +84,4 @@ async fn calls_run_in_call_spans_under_their_problem_span() {
         .expect("run timed out")
         .unwrap();
     assert_eq!(ok, 1);
-
-    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    let line_with = |needle: &str| {
-        text.lines()
-            .find(|l| l.contains(needle))
-            .unwrap_or_else(|| panic!("no line contains {needle:?} in:\n{text}"))
-    };
-    let call = line_with("content=p0/it0/solve/c1/a0");
-    assert!(
-        call.contains(
-            "problem{problem=p0}:iteration{iteration=0}:call{problem=p0 iteration=0 role=solve candidate=1 attempt=0"
-        ),
-        "{call}"
-    );
-    let review = line_with("content=p0/it0/review/a0");
-    assert!(
-        review
-            .contains("problem{problem=p0}:iteration{iteration=0}:call{problem=p0 iteration=0 role=review attempt=0"),
-        "{review}"
-    );
-    let started = line_with("problem started");
-    assert!(started.contains("problem{problem=p0}"), "{started}");
-    assert!(
-        !started.contains("run:"),
-        "the problem span is a root: {started}"
-    );
 }

@@ -1,12 +1,16 @@
 //! A collector address with nothing listening: spans are dropped, nothing blocks.
+//!
+//! The exporter's layer goes into a subscriber of this test's own: the process-wide one
+//! belongs to `otlp_export`, which runs in the same process.
 
 use std::time::{Duration, Instant};
 
-use tmas_observability::otlp::{ObservabilityConfig, OtlpSettings, install};
+use tmas_observability::otlp::{ObservabilityConfig, OtlpSettings, build};
+use tracing_subscriber::Registry;
+use tracing_subscriber::layer::SubscriberExt;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_port_neither_blocks_nor_fails() {
-    tmas_observability::init_logging(Some("warn"));
     // Bind then drop: the port is (almost certainly) closed afterwards.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -20,10 +24,13 @@ async fn a_closed_port_neither_blocks_nor_fails() {
             ..Default::default()
         };
         let settings = OtlpSettings::resolve(&config, &|_| None).unwrap().unwrap();
-        let guard = install(&settings).expect("building the exporter does not connect");
-        for i in 0..5_000 {
-            let _s = tracing::info_span!("work", i).entered();
-        }
+        let (layer, guard) = build(&settings).expect("building the exporter does not connect");
+        // Spans of this thread only: the test body runs on the test's thread.
+        tracing::subscriber::with_default(Registry::default().with(layer), || {
+            for i in 0..5_000 {
+                let _s = tracing::info_span!("work", i).entered();
+            }
+        });
         let t0 = Instant::now();
         guard.shutdown().await;
         // Bounded by FLUSH_TIMEOUT (5 s) plus thread start; generous for a loaded machine.

@@ -1,8 +1,6 @@
 //! Shared by the resume/store tests: the `tmas` binary and a `tmas sim-server` process
 //! over 127.0.0.1, a small config, and readers for the simulator's counters and the store.
 
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

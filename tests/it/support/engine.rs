@@ -1,7 +1,6 @@
 //! Helpers shared by the end-to-end tests of `tmas run` (tests/run_*.rs): a simulator the
 //! test owns (so it can read the simulator's counters and recorded prompts), a config
 //! pointing at it, a synthetic dataset, one engine run, and readers for the run directory.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -68,10 +67,9 @@ pub async fn start_sim(opts: SimOptions, dataset: &Dataset) -> SimServer {
         .expect("the simulator starts on loopback")
 }
 
-/// A config whose only endpoint is `base_url`, LLM judge off, short backoffs; then
-/// `overrides` (`key=value`, TOML values) in order.
-pub fn config(base_url: &str, overrides: &[&str]) -> Config {
-    let text = format!(
+/// The TOML of a config whose only endpoint is `base_url`, LLM judge off, short backoffs.
+fn config_text(base_url: &str) -> String {
+    format!(
         r#"
 [run]
 seed = 11
@@ -101,7 +99,12 @@ backoff_max_ms = 50
 probe_interval_secs = 1
 outage_budget_secs = 30
 "#
-    );
+    )
+}
+
+/// [`config_text`] loaded, then `overrides` (`key=value`, TOML values) in order.
+pub fn config(base_url: &str, overrides: &[&str]) -> Config {
+    let text = config_text(base_url);
     let overrides: Vec<CliOverride> = overrides.iter().map(|s| CliOverride::set(*s)).collect();
     match load_str(&text, "run-test.toml", &[], &overrides) {
         Ok(c) => c,
@@ -157,6 +160,85 @@ pub async fn run_on_sim(opts: SimOptions, dataset: Dataset, overrides: &[&str]) 
         records,
         sim: stats,
         dir,
+    }
+}
+
+/// What a `tmas run` child process left behind (see [`run_process_on_sim`]).
+pub struct FinishedProcess {
+    /// The child's log lines.
+    pub stderr: String,
+    pub records: Vec<ProblemRecord>,
+    pub sim: tmas::sim::SimStats,
+    /// Keeps the run directory until the test ends.
+    pub _dir: tempfile::TempDir,
+}
+
+/// Like [`run_on_sim`], but the run is a `tmas run` child process (config and dataset
+/// written to a temporary directory) with log filter `log`. For runs that install
+/// process-wide state (the OTLP exporter, the metrics recorder): the other tests of this
+/// binary run engines in this process at the same time, whose spans and metrics would
+/// mix with theirs.
+pub async fn run_process_on_sim(
+    opts: SimOptions,
+    dataset: Dataset,
+    overrides: &[&str],
+    log: &str,
+) -> FinishedProcess {
+    let sim = start_sim(opts, &dataset).await;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, config_text(&sim.base_url())).expect("config written");
+    let data = dir.path().join("dataset.jsonl");
+    let rows: Vec<String> = dataset
+        .problems
+        .iter()
+        .map(|p| {
+            serde_json::json!({"problem_id": p.id, "question": p.question, "answer": p.answer})
+                .to_string()
+        })
+        .collect();
+    std::fs::write(&data, rows.join("\n")).expect("dataset written");
+    let run_dir = dir.path().join("run");
+    let mut cmd = tokio::process::Command::new(crate::support::cli::BIN);
+    cmd.args(["--log", log, "run", "-c"])
+        .arg(&config)
+        .arg("--dataset")
+        .arg(&data)
+        .arg("--out")
+        .arg(&run_dir)
+        .args(["--status-every", "0", "--quiet"]);
+    for o in overrides {
+        cmd.args(["--set", o]);
+    }
+    // The caller's `TMAS_*` and `OTEL_*` variables would override the config.
+    for (key, _) in std::env::vars() {
+        if key.starts_with("TMAS_") || key.starts_with("OTEL_") {
+            cmd.env_remove(key);
+        }
+    }
+    let out = cmd.output().await.expect("the tmas binary runs");
+    let stats = sim.stats();
+    sim.shutdown().await;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "tmas run failed ({:?}):\n{}\n{stderr}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let records = RunDir::open(&run_dir)
+        .and_then(|d| d.read_problems())
+        .expect("problem records are readable");
+    assert_eq!(
+        records.len(),
+        dataset.problems.len(),
+        "one record per problem"
+    );
+    FinishedProcess {
+        stderr,
+        records,
+        sim: stats,
+        _dir: dir,
     }
 }
 
@@ -234,6 +316,13 @@ pub fn bank_versions(run_dir: &Path, problem: &str, bank: &str) -> Vec<StoredBan
         Err(_) => Vec::new(),
     };
     out.sort_by_key(|v| v.version);
+    for v in &out {
+        assert_eq!(
+            (v.problem.as_str(), v.bank.as_str()),
+            (problem, bank),
+            "a version file names its own problem and bank"
+        );
+    }
     for pair in out.windows(2) {
         assert_eq!(
             pair[1].version,

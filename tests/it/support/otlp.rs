@@ -1,6 +1,5 @@
 //! Helpers of the observability tests: an in-process OTLP receiver drained continuously
 //! (the fake collector's channel holds only 64 spans) and span-attribute access.
-#![allow(dead_code)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

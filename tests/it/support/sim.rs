@@ -1,5 +1,4 @@
 //! Helpers shared by the simulator's integration tests (tests/sim_*.rs).
-#![allow(dead_code)]
 
 use std::net::SocketAddr;
 

@@ -5,7 +5,6 @@
 //! and [`MockServer::restart`] binds the same loopback port again. It counts requests in
 //! flight and records the peak, records each request's headers and JSON body, and
 //! answers according to a script of [`Reply`]s (then a default reply).
-#![allow(dead_code)]
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;

@@ -1,6 +1,5 @@
 //! Shared test doubles for the runtime tests: a fake [`CallExecutor`] with delays, failure
 //! injection and concurrency gauges, and a deterministic toy [`Strategy`].
-#![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};

@@ -1,0 +1,14 @@
+//! Helpers shared by the integration tests.
+//!
+//! - [`cli`]: the built `tmas` binary and `tmas sim-server` child processes, configs for
+//!   them, and readers for a run's store and exports.
+//! - [`engine`]: an in-process simulator the test owns, a config pointing at it, a
+//!   synthetic dataset, one engine run (in process or as a `tmas run` child process), and
+//!   readers for the run directory.
+//! - [`sim`]: raw HTTP requests to an in-process simulator.
+//! - [`otlp`]: an in-process OTLP receiver and span-attribute access.
+
+pub mod cli;
+pub mod engine;
+pub mod otlp;
+pub mod sim;
