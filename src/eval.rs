@@ -8,7 +8,8 @@
 //! - [`dataset`]: JSONL / CSV problem files with configurable field names and selection.
 //! - [`extract`]: the last `\boxed{…}` of a reply, think block removed.
 //! - [`equivalence`]: the rule-based check (normalization, exact rationals, sets, tuples,
-//!   simple expressions) returning Equivalent / NotEquivalent / Undecided.
+//!   simple expressions) returning Equivalent / NotEquivalent / Undecided; the crate
+//!   `tmas-equivalence` (`equivalence/`), re-exported here.
 //! - [`judge`]: the LLM judge's prompt and verdict parsing, and the per-candidate
 //!   [`judge::JudgeRecord`] combining rule and LLM verdicts.
 //! - [`pass_at_1`]: Pass@1 per iteration as the paper defines it.
@@ -17,7 +18,7 @@
 pub mod analyses;
 pub mod chart;
 pub mod dataset;
-pub mod equivalence;
+pub use tmas_equivalence as equivalence;
 pub mod extract;
 pub mod hard_subset;
 pub mod judge;

@@ -5,6 +5,8 @@
 //! one it commits to after thinking counts. The scan is linear in the input and never
 //! panics, whatever the input (unbalanced braces, huge texts, deep nesting).
 
+use tmas_equivalence::matching_brace;
+
 /// The commands whose argument is a final answer.
 const BOX_COMMANDS: [&str; 2] = ["\\boxed", "\\fbox"];
 
@@ -55,33 +57,6 @@ fn last_box_argument_start(text: &str) -> Option<usize> {
         .max()
 }
 
-/// Byte index of the `}` closing the `{` at byte index `open`, counting nested groups and
-/// skipping escaped characters (`\{`, `\}` are literal braces in LaTeX, not groups).
-/// `None` when `open` is not a `{` or the group is never closed.
-pub(crate) fn matching_brace(text: &str, open: usize) -> Option<usize> {
-    let bytes = text.as_bytes();
-    if bytes.get(open) != Some(&b'{') {
-        return None;
-    }
-    let mut depth = 0usize;
-    let mut i = open;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 1,
-            b'{' => depth += 1,
-            b'}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,14 +98,5 @@ mod tests {
         assert_eq!(strip_think("<think>b</think><think>c</think>d"), "d");
         assert_eq!(strip_think("a<think>b"), "a");
         assert_eq!(strip_think("plain"), "plain");
-    }
-
-    #[test]
-    fn matching_brace_handles_escapes_and_bad_input() {
-        assert_eq!(matching_brace("{a\\}b}", 0), Some(5));
-        assert_eq!(matching_brace("{{}", 0), None);
-        assert_eq!(matching_brace("x", 0), None);
-        assert_eq!(matching_brace("{\\", 0), None);
-        assert_eq!(matching_brace("", 3), None);
     }
 }

@@ -136,7 +136,7 @@ fn split_sign(s: &str) -> (bool, &str) {
 /// `{X}rest` → (`X`, `rest`); a single digit also counts as an argument (`\frac12`).
 fn braced(s: &str) -> Option<(&str, &str)> {
     if s.starts_with('{') {
-        let close = crate::eval::extract::matching_brace(s, 0)?;
+        let close = crate::braces::matching_brace(s, 0)?;
         Some((&s[1..close], &s[close + 1..]))
     } else {
         let first = s.chars().next().filter(char::is_ascii_digit)?;

@@ -5,7 +5,7 @@
 //! Symbols stay case-sensitive: `N` and `n` are different answers. Every step is a linear
 //! scan or a bounded number of them; callers cap the input length first.
 
-use crate::eval::extract::matching_brace;
+use crate::braces::matching_brace;
 
 /// Commands whose braced argument is kept and the command dropped: they change fonts, not
 /// values (`\text{ and }` becomes ` and `).

@@ -1,9 +1,13 @@
-//! The rule-based equivalence check between a reference answer and a candidate's final
-//! answer. It decides what rules can decide safely and says `Undecided` (reason starting
-//! with `needs_llm`) for the rest — prose, unusual notation, shapes it cannot align — so
-//! an LLM judge (or a human reading the run) takes over there.
+//! `tmas-equivalence`: the rule-based equivalence check between a reference answer and a
+//! candidate's final answer (math answers as written in LaTeX). It decides what rules can
+//! decide safely and says `Undecided` (reason starting with `needs_llm`) for the rest —
+//! prose, unusual notation, shapes it cannot align — so an LLM judge (or a human reading
+//! the run) takes over there.
 //!
-//! Order of checks, each on normalized text ([`normalize`]):
+//! A crate of its own: pure (no IO, no async, no logging), heavily unit-tested, used by
+//! `tmas` for judging, majority votes and `tmas judge`, and usable alone.
+//!
+//! Order of checks, each on normalized text:
 //! 1. identical after normalization (whitespace ignored);
 //! 2. both plain numbers (integer, decimal, fraction): compared exactly as rationals;
 //! 3. collections: unordered (`\{…\}` or a bare list) as sets, ordered (`(…)`, `[…]`)
@@ -11,7 +15,21 @@
 //! 4. relations: `x = 5` against `5` compares the values; same left-hand sides compare
 //!    right-hand sides;
 //! 5. expressions: exact rational evaluation, or numeric at seeded points.
+//!
+//! ```
+//! use tmas_equivalence::{Outcome, check};
+//!
+//! assert_eq!(check("\\frac{1}{2}", "0.5").outcome, Outcome::Equivalent);
+//! assert_eq!(check("\\{1, 2\\}", "\\{2, 1\\}").outcome, Outcome::Equivalent);
+//! let verdict = check("12", "13");
+//! assert_eq!(verdict.outcome, Outcome::NotEquivalent);
+//! // Prose is left to an LLM judge.
+//! let prose = check("all odd primes", "every prime except two");
+//! assert_eq!(prose.outcome, Outcome::Undecided);
+//! assert!(prose.reason.starts_with("needs_llm"));
+//! ```
 
+mod braces;
 mod expr;
 mod intervals;
 mod normalize;
@@ -21,6 +39,8 @@ mod structure;
 mod values;
 
 use serde::{Deserialize, Serialize};
+
+pub use self::braces::matching_brace;
 
 use self::normalize::{key, normalize};
 use self::structure::Shape;
