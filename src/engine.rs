@@ -42,7 +42,6 @@ use std::time::{Duration, Instant};
 
 use accounting::Accounting;
 use anyhow::Context;
-use tmas_actors::bank::JsonFileSink;
 use tmas_actors::client::PermanentStop;
 use tmas_actors::runner::{
     Admission as RuntimeAdmission, JobPriority, RoleSettings, Runner, RunnerSettings,
@@ -55,6 +54,7 @@ use crate::config::schema::{Admission, CallPriority};
 use crate::config::{Config, Role};
 use crate::eval::dataset::{Dataset, Problem};
 use crate::eval::pass_at_1::PassAt1Table;
+use crate::store::bank_files::JsonFileSink;
 use crate::store::executor::StoreExecutor;
 use crate::store::sink::StoreBankSink;
 use crate::store::{Fact, RunStore};

@@ -8,13 +8,15 @@
 //! - [`chunks`] + [`prompts`]: prompts stored as content-defined chunks, shared between
 //!   prompts that quote the same text.
 //! - [`read`]: queries; [`executor`]: the replaying/recording call executor;
-//!   [`sink`]: bank versions; [`resume`]: which config changes a resume accepts;
+//!   [`sink`]: bank versions (into the store and, through [`bank_files`], the run
+//!   directory's `banks/` JSON files); [`resume`]: which config changes a resume accepts;
 //!   [`export`]: `tmas export`.
 //!
 //! Writes go through one thread that owns the read-write connection, so the async
 //! runtime never blocks on SQLite and transactions never interleave. Reads (replay
 //! lookups) use a second connection; WAL lets them run while the writer commits.
 
+pub mod bank_files;
 pub mod chunks;
 pub mod executor;
 pub mod export;

@@ -11,17 +11,14 @@
 //! never holds two versions with identical content. The reply still comes (with the
 //! current version and no rejections) so the strategy never waits forever.
 
-mod sink;
+mod persist;
 
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::Instrument;
 
-pub use sink::{
-    BankSink, BankSinkError, JsonFileSink, MAX_NAME_BYTES, NoopSink, file_holds, safe_name,
-    uncapped_safe_name,
-};
+pub use persist::{BankSink, BankSinkError, NoopSink};
 
 use crate::strategy::{BankVersion, MergePolicy};
 

@@ -24,13 +24,13 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use tmas_actors::bank::{JsonFileSink, file_holds, safe_name, uncapped_safe_name};
 use tmas_actors::strategy::BankVersion;
 
 use super::accounting::Accounting;
 use crate::eval::judge::JudgeRecord;
 use crate::eval::pass_at_1::PassAt1Table;
 use crate::method::TmasOutcome;
+use crate::store::bank_files::{JsonFileSink, file_holds, safe_name, uncapped_safe_name};
 
 /// Everything stored about one problem.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -134,7 +134,7 @@ impl RunDir {
     }
 
     /// Moves the files of `ids` that an earlier `tmas` wrote under uncapped names (ids
-    /// longer than [`tmas_actors::bank::MAX_NAME_BYTES`] once sanitized) to today's names,
+    /// longer than [`crate::store::bank_files::MAX_NAME_BYTES`] once sanitized) to today's names,
     /// so a resumed run neither loses them nor leaves a second copy for `tmas report` to
     /// read. A file that cannot be moved is left where it is, with a warning: resuming
     /// rewrites it from the store. Returns how many it moved.

@@ -5,10 +5,11 @@
 //! rows are rewritten with identical content (`INSERT OR REPLACE`). Storing them still
 //! matters for users (every version is queryable) and for `tmas export`.
 
-use tmas_actors::bank::{BankSink, BankSinkError, JsonFileSink};
+use tmas_actors::bank::{BankSink, BankSinkError};
 use tmas_actors::strategy::BankVersion;
 
 use super::RunStore;
+use super::bank_files::JsonFileSink;
 use super::rows::Fact;
 
 /// Writes each version to the JSON sink, then queues it for the store.

@@ -444,7 +444,7 @@ async fn resume_engine(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_of_any_length_get_capped_file_names_and_an_unwritable_file_fails_one_problem() {
-    use tmas_actors::bank::{MAX_NAME_BYTES, safe_name};
+    use tmas::store::bank_files::{MAX_NAME_BYTES, safe_name};
     let mut data = dataset(5);
     let ids = [
         "a".repeat(255),

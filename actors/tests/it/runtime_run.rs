@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use crate::support::toy::*;
-use tmas_actors::bank::{BankInit, BankSink, JsonFileSink, NoopSink};
+use tmas_actors::bank::{BankInit, BankSink, NoopSink};
 use tmas_actors::coordinator::ProblemError;
 use tmas_actors::runner::{
     Admission, JobPriority, ProblemJob, RoleSettings, RunSummary, Runner, RunnerSettings,
@@ -90,7 +90,7 @@ fn delayed(seed: u64) -> Arc<FakeExecutor> {
 async fn fixed_admission_runs_every_call_once_within_all_limits_and_persists_banks() {
     let fake = delayed(1);
     let live = Arc::new(Gauge::default());
-    let dir = scratch_dir("fixed");
+    let sink = Arc::new(RecordingSink::default());
     let plan = ToyPlan {
         live: Some(live.clone()),
         ..plan()
@@ -98,13 +98,7 @@ async fn fixed_admission_runs_every_call_once_within_all_limits_and_persists_ban
     let settings = settings(Admission::Fixed {
         max_concurrent_problems: 2,
     });
-    let (summary, results) = run(
-        settings,
-        &fake,
-        Arc::new(JsonFileSink::new(&dir)),
-        jobs(6, plan),
-    )
-    .await;
+    let (summary, results) = run(settings, &fake, sink.clone(), jobs(6, plan)).await;
 
     // Every problem finished, every call ran exactly once and was answered.
     assert_eq!(results.len(), 6);
@@ -158,11 +152,11 @@ async fn fixed_admission_runs_every_call_once_within_all_limits_and_persists_ban
             vec!["common".to_string()]
         ]
     );
+    let persisted = sink.persisted();
     for v in 0..=3 {
-        let path = JsonFileSink::new(&dir).path_of("p4", "notes", v);
-        assert!(path.exists(), "{} missing", path.display());
+        let key = ("p4".to_string(), "notes".to_string(), v);
+        assert!(persisted.contains(&key), "{key:?} not persisted");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,7 @@
 //! Shared test doubles for the runtime tests: a fake [`CallExecutor`] with delays, failure
 //! injection and concurrency gauges, and a deterministic toy [`Strategy`].
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use tmas_actors::bank::{BankSink, BankSinkError};
 use tmas_actors::strategy::{
     BankVersion, CallExecutor, CallKey, CallOutcome, CallSpec, Command, MergeOutcome, MergePolicy,
     Rejection, Strategy,
@@ -377,13 +378,30 @@ impl Strategy for Toy {
     }
 }
 
-/// A per-test scratch directory under the system temp dir.
-pub fn scratch_dir(tag: &str) -> std::path::PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    std::env::temp_dir().join(format!("tmas-runtime-{tag}-{}-{nanos}", std::process::id()))
+/// Records which bank versions were persisted, as (problem, bank, version).
+#[derive(Default)]
+pub struct RecordingSink(Mutex<BTreeSet<(String, String, u32)>>);
+
+impl RecordingSink {
+    pub fn persisted(&self) -> BTreeSet<(String, String, u32)> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl BankSink for RecordingSink {
+    fn persist(
+        &self,
+        problem: &str,
+        _iteration: Option<u32>,
+        version: &BankVersion,
+    ) -> Result<(), BankSinkError> {
+        self.0.lock().unwrap().insert((
+            problem.to_owned(),
+            version.bank.to_string(),
+            version.version,
+        ));
+        Ok(())
+    }
 }
 
 /// Generous bound so a broken runtime fails the test instead of hanging CI.
