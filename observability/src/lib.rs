@@ -13,19 +13,36 @@
 //! - [`error_text`]: an error and its causes as one message, without repeated text.
 //!
 //! Span layout and attribute names are documented in `observability/README.md`.
+//!
+//! Everything but [`span_ext`] and [`error_text`] is behind the default feature
+//! `exporters`. A library that only puts attributes on its spans (the runtime crate
+//! `tmas-actors`) depends on this crate with `default-features = false` and so builds no
+//! exporter, HTTP server or progress bar; the application that installs them turns the
+//! feature on, and the helpers then see the exporter it installed.
 
 pub mod error_text;
+#[cfg(feature = "exporters")]
 mod export;
+#[cfg(feature = "exporters")]
 pub mod logging;
+#[cfg(feature = "exporters")]
 mod otel_slot;
+#[cfg(feature = "exporters")]
 pub mod otlp;
+#[cfg(feature = "exporters")]
 pub mod progress;
+#[cfg(feature = "exporters")]
 pub mod prometheus;
 pub mod span_ext;
 
 pub use error_text::error_text;
+#[cfg(feature = "exporters")]
 pub use export::ExportStats;
+#[cfg(feature = "exporters")]
 pub use logging::{init_logging, log_filter};
+#[cfg(feature = "exporters")]
 pub use otlp::{ObservabilityConfig, OtlpError, OtlpSettings, Protocol, TracingGuard};
+#[cfg(feature = "exporters")]
 pub use progress::{ProgressDisplay, ProgressMode, ProgressSnapshot};
+#[cfg(feature = "exporters")]
 pub use prometheus::{MetricsError, MetricsServer};

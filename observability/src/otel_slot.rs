@@ -53,6 +53,7 @@ impl SlotHandle {
             return false;
         }
         self.active.store(true, Ordering::Release);
+        crate::span_ext::set_exporting();
         tracing::callsite::rebuild_interest_cache();
         true
     }

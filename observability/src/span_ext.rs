@@ -19,6 +19,10 @@ pub use opentelemetry::{Array, KeyValue, StringValue, Value};
 
 static TRACE_CONTENT: AtomicBool = AtomicBool::new(false);
 
+/// Set once an exporter's layer is in the process-wide subscriber (the `exporters`
+/// feature's `otlp::install`); these helpers are free until then.
+static EXPORTING: AtomicBool = AtomicBool::new(false);
+
 /// Allows (or forbids, the default) prompt and response text on spans. Process-wide, like
 /// the subscriber it applies to.
 pub fn set_trace_content(on: bool) {
@@ -30,9 +34,16 @@ pub fn trace_content() -> bool {
     TRACE_CONTENT.load(Ordering::Relaxed) && exporting()
 }
 
-/// True once [`crate::otlp::install`] put an exporter in place.
+/// True once `otlp::install` put an exporter in place.
 pub fn exporting() -> bool {
-    crate::logging::slot().is_some_and(|s| s.is_active())
+    EXPORTING.load(Ordering::Acquire)
+}
+
+/// Records that spans are exported from now on (called when the subscriber's slot is
+/// filled).
+#[cfg(feature = "exporters")]
+pub(crate) fn set_exporting() {
+    EXPORTING.store(true, Ordering::Release);
 }
 
 /// The W3C `traceparent` value (`00-<trace id>-<span id>-<flags>`) of `span`, or `None`
