@@ -34,7 +34,8 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, Supervi
 
 use crate::bank::{BankActor, BankArgs, BankError, BankInit, BankMsg, BankSink};
 use crate::pool::{Job, RolePool};
-use crate::runner::{RuntimeStats, priority};
+use crate::priority;
+use crate::stats::RuntimeStats;
 use crate::strategy::{
     BankVersion, CallFailure, CallKey, CallOutcome, CallSpec, Command, Strategy,
 };

@@ -11,6 +11,9 @@
 //!   counters. Plain async code in the caller's task; results reach the caller's
 //!   `on_done` there, in completion order.
 //! - [`coordinator`]: the per-problem actor hosting a strategy.
+//! - [`priority`]: which waiting call gets a free slot; [`stats`]: the progress counters
+//!   the runner and the coordinators update (both below `runner` and `coordinator`, which
+//!   share them).
 //! - [`pool`]: one supervised worker pool per role; a crashed worker's job is run again.
 //! - [`bank`]: one actor per (problem, bank) that serializes, merges and persists updates.
 //! - [`client`]: the model client, [`client::ModelClient`] — routing, in-flight caps,
@@ -42,6 +45,8 @@ pub mod bank;
 pub mod client;
 pub mod coordinator;
 pub mod pool;
+pub mod priority;
 pub mod runner;
+pub mod stats;
 pub mod strategy;
 pub mod wire;

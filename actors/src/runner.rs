@@ -23,8 +23,6 @@
 //! ```
 
 mod admission;
-pub mod priority;
-mod stats;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,9 +32,9 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::priority::JobPriority;
+pub use crate::stats::{RuntimeStats, StatsSnapshot};
 pub use admission::Admission;
-pub use priority::JobPriority;
-pub use stats::{RuntimeStats, StatsSnapshot};
 
 use crate::bank::{BankInit, BankSink};
 use crate::coordinator::{Coordinator, CoordinatorArgs, ProblemError, RoleRoute};
