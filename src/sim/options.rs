@@ -226,6 +226,19 @@ impl Default for TaskOptions {
     }
 }
 
+/// The pool strategies are drawn from; a problem gets `task.strategy_success.len()` of them
+/// (so that list is at most this long).
+pub const STRATEGY_NAMES: [&str; 8] = [
+    "generating functions",
+    "induction on n",
+    "case split on parity",
+    "invariant argument",
+    "complementary counting",
+    "coordinate computation",
+    "extremal principle",
+    "modular arithmetic",
+];
+
 impl TaskOptions {
     pub fn validate(&self) -> Result<(), InvalidOption> {
         if !(1..=32).contains(&self.facts) {
@@ -235,13 +248,10 @@ impl TaskOptions {
             ));
         }
         let n = self.strategy_success.len();
-        if !(1..=super::task::STRATEGY_NAMES.len()).contains(&n) {
+        if !(1..=STRATEGY_NAMES.len()).contains(&n) {
             return Err(InvalidOption::new(
                 "task.strategy_success",
-                format!(
-                    "needs 1..={} entries (got {n})",
-                    super::task::STRATEGY_NAMES.len()
-                ),
+                format!("needs 1..={} entries (got {n})", STRATEGY_NAMES.len()),
             ));
         }
         if self.strategy_weights.len() != n {

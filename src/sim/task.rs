@@ -14,9 +14,10 @@ mod proofs;
 mod replies;
 mod scan;
 
-pub use problem::{Fact, Problem, STRATEGY_NAMES, Strategy};
+pub use problem::{Fact, Problem, Strategy};
 pub use scan::{FactScan, scan_facts, tried_strategies};
 
+pub use super::options::STRATEGY_NAMES;
 use super::options::{ReasoningField, SimOptions};
 use super::rng::SimRng;
 use super::text::filler;

@@ -21,7 +21,6 @@ use super::body::{Completion, parse_response};
 use super::breaker::{Breaker, BreakerSettings, Signal};
 use super::config::{EndpointSpec, ResiliencePolicy};
 use super::error::{ClientError, snippet};
-use super::health::EndpointMsg;
 use super::limit::{ConcurrencyLimit, LimitChange};
 use super::sse::StreamError;
 use super::tokens::TokenCounter;
@@ -62,6 +61,19 @@ impl From<ClientError> for AttemptError {
             retry_after: None,
         }
     }
+}
+
+/// Messages of the endpoint's actor ([`super::health::EndpointActor`]). Defined here
+/// because calls hold the actor's address in [`Endpoint::actor`] and send
+/// [`EndpointMsg::MarkDown`] themselves; the actor's behaviour is in `health`.
+#[derive(Debug)]
+pub enum EndpointMsg {
+    /// The breaker opened: start probing.
+    MarkDown { reason: String },
+    /// Timer tick: run one probe.
+    Probe,
+    /// Result of a probe task.
+    ProbeDone(Result<(), String>),
 }
 
 /// What a failed attempt did to its endpoint.
@@ -293,15 +305,16 @@ impl Endpoint {
     }
 
     /// The actor re-admits the endpoint after enough successful probes: a fresh window,
-    /// and the full limit (a restarted server's queue is empty).
-    pub fn mark_up(&self) {
+    /// and the full limit (a restarted server's queue is empty). Returns the limit's
+    /// change, if it moved, for the caller to report.
+    #[must_use]
+    pub fn mark_up(&self) -> Option<LimitChange> {
         self.breaker.reset();
-        if let Some(change) = self.limit.reset() {
-            super::telemetry::record_limit(self, change);
-        }
+        let change = self.limit.reset();
         if !self.healthy.swap(true, Ordering::AcqRel) {
             self.health.bump();
         }
+        change
     }
 
     fn request(&self, url: &reqwest::Url, method: reqwest::Method) -> reqwest::RequestBuilder {

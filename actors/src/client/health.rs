@@ -12,17 +12,8 @@ use std::time::Duration;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::endpoint::Endpoint;
-
-/// Messages of [`EndpointActor`].
-#[derive(Debug)]
-pub enum EndpointMsg {
-    /// The breaker opened: start probing.
-    MarkDown { reason: String },
-    /// Timer tick: run one probe.
-    Probe,
-    /// Result of a probe task.
-    ProbeDone(Result<(), String>),
-}
+pub use super::endpoint::EndpointMsg;
+use super::telemetry;
 
 /// Startup arguments: the shared endpoint and probing settings.
 pub struct EndpointArgs {
@@ -115,7 +106,9 @@ impl Actor for EndpointActor {
                 if state.successes >= state.probe_successes {
                     state.probing = false;
                     state.successes = 0;
-                    state.endpoint.mark_up();
+                    if let Some(change) = state.endpoint.mark_up() {
+                        telemetry::record_limit(&state.endpoint, change);
+                    }
                     tracing::info!(endpoint = %name, "endpoint re-admitted after successful health probes");
                 } else {
                     state.schedule(&myself);

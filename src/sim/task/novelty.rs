@@ -2,8 +2,8 @@
 //! bank. The simulator's solutions open with `Strategy: NAME`; the response counts as
 //! repeating the bank when the bank text names that strategy.
 
-use super::problem::STRATEGY_NAMES;
 use super::scan::between;
+use crate::sim::options::STRATEGY_NAMES;
 
 /// `\boxed{novel}` or `\boxed{repeated}` for a prompt with `<guideline_bank>` and
 /// `<response>` sections (`config/prompts/guideline_judge.md`).

@@ -2,20 +2,8 @@
 //! from the problem id (and the dataset's answer when one is given), never from the seed,
 //! so a problem is the same world in every run.
 
-use crate::sim::options::TaskOptions;
+use crate::sim::options::{STRATEGY_NAMES, TaskOptions};
 use crate::sim::rng::{SimRng, hash_str, mix};
-
-/// The pool strategies are drawn from; a problem gets `task.strategy_success.len()` of them.
-pub const STRATEGY_NAMES: [&str; 8] = [
-    "generating functions",
-    "induction on n",
-    "case split on parity",
-    "invariant argument",
-    "complementary counting",
-    "coordinate computation",
-    "extremal principle",
-    "modular arithmetic",
-];
 
 /// A hidden intermediate fact `a{id} = value`; `wrong` is its plausible wrong variant.
 #[derive(Debug, Clone, PartialEq, Eq)]
