@@ -3,13 +3,13 @@
 //! asserted: benchmarks measure, tests do not.
 
 use std::path::Path;
-use std::process::Command;
+
+use crate::support::cli::command;
 
 /// Runs `tmas bench eval ARGS` in `dir`, asserts it succeeded and returns its stdout.
 fn bench_eval(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_tmas"))
+    let out = command(&["bench", "eval"])
         .current_dir(dir)
-        .args(["bench", "eval"])
         .args(args)
         .output()
         .expect("run tmas bench eval");
@@ -226,11 +226,9 @@ fn bench_eval_repeats_a_run_in_separate_processes_and_summarizes() {
 #[test]
 fn bench_schedule_compares_every_policy_and_writes_its_json() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = Command::new(env!("CARGO_BIN_EXE_tmas"))
+    let out = command(&["bench", "schedule"])
         .current_dir(dir.path())
         .args([
-            "bench",
-            "schedule",
             "--problems",
             "12",
             "--iterations",
@@ -297,9 +295,8 @@ fn bench_schedule_compares_every_policy_and_writes_its_json() {
 #[test]
 fn bench_soak_under_the_full_fault_schedule_loses_nothing_and_matches_the_clean_run() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = Command::new(env!("CARGO_BIN_EXE_tmas"))
+    let out = command(&["--log", "warn", "bench", "soak"])
         .current_dir(dir.path())
-        .args(["--log", "warn", "bench", "soak"])
         .args([
             "--problems",
             "10",

@@ -2,20 +2,13 @@
 //! exit status 2 and every error names the file, line, key path and reason.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::support::cli::command;
 
 fn tmas_config_check(file: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tmas"));
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["config", "check"])
-        .arg(file)
-        .args(extra);
-    // A developer's own TMAS_* settings must not change what the test sees.
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("TMAS_") {
-            cmd.env_remove(&k);
-        }
-    }
+    let mut cmd = command(&["config", "check"]);
+    cmd.arg(file).args(extra);
     for (k, v) in env {
         cmd.env(k, v);
     }

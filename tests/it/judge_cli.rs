@@ -3,11 +3,12 @@
 //! compares answers textually, so `1/2` vs `0.5` is a rule/LLM disagreement).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::support::cli::command;
 
 fn tmas(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tmas"))
-        .args(args)
+    command(args)
         .current_dir(dir)
         .env_remove("RUST_LOG")
         .output()

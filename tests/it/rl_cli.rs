@@ -6,45 +6,15 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use arrow_array::{Array, ListArray, RecordBatch, StringArray, StructArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+use crate::support::cli::{command, output as tmas, path_arg, repo, show};
+
 const DEMO: &str = "config/demo.toml";
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn command(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tmas"));
-    cmd.current_dir(repo()).args(args);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("TMAS_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd
-}
-
-fn tmas(args: &[&str]) -> Output {
-    command(args).output().expect("the tmas binary runs")
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().expect("temporary paths are UTF-8")
-}
 
 /// A small demo run: 6 problems, 3 iterations.
 fn demo_run(dir: &Path) -> PathBuf {
@@ -54,7 +24,7 @@ fn demo_run(dir: &Path) -> PathBuf {
         "--config",
         DEMO,
         "--out",
-        p(&run),
+        path_arg(&run),
         "--quiet",
         "--status-every",
         "0",
@@ -198,9 +168,9 @@ fn rl_data_score_and_serve_on_a_demo_run() {
     let parquet = tmp.path().join("rl.parquet");
     let out = tmas(&[
         "rl-data",
-        p(&run),
+        path_arg(&run),
         "--out",
-        p(&parquet),
+        path_arg(&parquet),
         "--normal",
         "4",
         "--experience",
@@ -230,7 +200,7 @@ fn rl_data_score_and_serve_on_a_demo_run() {
     if python {
         let out = Command::new("python3")
             .current_dir(repo())
-            .args(["scripts/read_rl_parquet.py", p(&parquet)])
+            .args(["scripts/read_rl_parquet.py", path_arg(&parquet)])
             .output()
             .expect("python3 runs");
         assert!(out.status.success(), "read_rl_parquet.py: {}", show(&out));
@@ -241,11 +211,11 @@ fn rl_data_score_and_serve_on_a_demo_run() {
     let rollouts = tmp.path().join("rollouts.jsonl");
     let out = tmas(&[
         "rl-rollouts",
-        p(&run),
+        path_arg(&run),
         "--config",
         DEMO,
         "--out",
-        p(&rollouts),
+        path_arg(&rollouts),
         "--per-prompt",
         "6",
         "--normal",
@@ -268,11 +238,11 @@ fn rl_data_score_and_serve_on_a_demo_run() {
     let scored = tmp.path().join("scored.jsonl");
     let out = tmas(&[
         "rl-score",
-        p(&rollouts),
+        path_arg(&rollouts),
         "--config",
         DEMO,
         "--out",
-        p(&scored),
+        path_arg(&scored),
         "--compare",
     ]);
     assert!(out.status.success(), "rl-score: {}", show(&out));

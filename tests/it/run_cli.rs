@@ -4,35 +4,10 @@
 //! warnings and the table, and an error is printed once.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
+use crate::support::cli::{output as tmas, path_arg, repo, show};
 
 const DEMO: &str = "config/demo.toml";
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `tmas ARGS` from the repository root, without any `TMAS_*` variable of the caller's
-/// environment (they would override the config).
-fn tmas(args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tmas"));
-    cmd.current_dir(repo()).args(args);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("TMAS_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd.output().expect("the tmas binary runs")
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// T of the demo config, read through the config loader.
 fn demo_iterations() -> u32 {
@@ -53,10 +28,6 @@ fn table_rows(stdout: &str) -> Vec<String> {
 
 fn expected_rows(t: u32) -> Vec<String> {
     (0..t).map(|i| format!("It{i}")).collect()
-}
-
-fn path_arg(p: &Path) -> &str {
-    p.to_str().expect("temporary paths are UTF-8")
 }
 
 #[test]

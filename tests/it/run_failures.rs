@@ -34,9 +34,8 @@ fn show(out: &Output) -> String {
 
 /// `tmas run -c CONFIG --out DIR ARGS…` with `env` added, off the async runtime.
 async fn run_with(config: &Path, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = std::process::Command::new(BIN);
-    cmd.args(["run", "-c"])
-        .arg(config)
+    let mut cmd = command(&["run", "-c"]);
+    cmd.arg(config)
         .arg("--out")
         .arg(dir)
         .args(["--status-every", "0"])

@@ -3,10 +3,9 @@
 
 use std::time::Duration;
 
-use crate::support::mock_server::{MockServer, Reply, config, endpoint, request, wait_until};
+use crate::support::mock_server::{MockServer, Reply, config, endpoint, request};
+use crate::support::wait_until;
 use tmas_actors::client::{ClientError, ModelClient};
-
-const PATIENCE: Duration = Duration::from_secs(60);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_endpoint_is_marked_down_and_its_calls_finish_on_the_other() {
@@ -41,15 +40,14 @@ async fn a_killed_endpoint_is_marked_down_and_its_calls_finish_on_the_other() {
             tokio::spawn(async move { c.chat("g", request(&format!("call {i}"), false)).await })
         })
         .collect();
-    assert!(
-        wait_until(PATIENCE, || a
-            .state
+    wait_until("calls in flight at the first server", || {
+        a.state
             .in_flight
             .now
             .load(std::sync::atomic::Ordering::SeqCst)
-            > 0)
-        .await
-    );
+            > 0
+    })
+    .await;
     a.kill();
 
     let mut served_by_b = 0;
@@ -96,24 +94,18 @@ async fn an_endpoint_killed_and_restarted_is_readmitted_and_no_call_is_lost() {
             tokio::spawn(async move { c.chat("g", request(&format!("call {i}"), true)).await })
         })
         .collect();
-    assert!(
-        wait_until(PATIENCE, || server.chat_count() >= 8).await,
-        "calls reach the server"
-    );
+    wait_until("calls reach the server", || server.chat_count() >= 8).await;
     server.kill();
-    assert!(
-        wait_until(PATIENCE, || !client.snapshot().endpoints[0].healthy).await,
-        "the breaker opens after the kill"
-    );
+    wait_until("the breaker opens after the kill", || {
+        !client.snapshot().endpoints[0].healthy
+    })
+    .await;
     // Calls now wait (the outage budget is 60 s in the test policy); let their backoffs
     // grow for a while, then bring it back.
     tokio::time::sleep(Duration::from_millis(500)).await;
     server.restart();
     let back = std::time::Instant::now();
-    assert!(
-        wait_until(PATIENCE, || client.snapshot().endpoints[0].healthy).await,
-        "re-admitted"
-    );
+    wait_until("re-admitted", || client.snapshot().endpoints[0].healthy).await;
 
     for call in calls {
         let resp = call
@@ -181,11 +173,17 @@ async fn a_down_endpoint_is_probed_via_health_then_models_and_readmitted() {
         let c = client.clone();
         tokio::spawn(async move { c.chat("g", request("q", false)).await })
     };
-    assert!(wait_until(PATIENCE, || !client.snapshot().endpoints[0].healthy).await);
+    wait_until("the breaker opens", || {
+        !client.snapshot().endpoints[0].healthy
+    })
+    .await;
     server.set_default(Reply::ok("recovered"));
 
     // While /health says 503 the endpoint stays down, whatever /models says.
-    assert!(wait_until(PATIENCE, || server.state.health_hits.load(SeqCst) >= 4).await);
+    wait_until("four health probes", || {
+        server.state.health_hits.load(SeqCst) >= 4
+    })
+    .await;
     assert!(
         !client.snapshot().endpoints[0].healthy,
         "a 503 from /health must not re-admit"
@@ -194,10 +192,7 @@ async fn a_down_endpoint_is_probed_via_health_then_models_and_readmitted() {
 
     // A server without /health (404) is probed through /models instead.
     server.state.health_mode.store(2, SeqCst);
-    assert!(
-        wait_until(PATIENCE, || client.snapshot().endpoints[0].healthy).await,
-        "re-admitted"
-    );
+    wait_until("re-admitted", || client.snapshot().endpoints[0].healthy).await;
     assert!(
         server.state.models_hits.load(SeqCst) >= 2,
         "probe_successes = 2 via /models"

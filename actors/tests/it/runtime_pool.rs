@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::support::toy::*;
+use crate::support::{TEST_TIMEOUT, wait_until};
 use tmas_actors::pool::{Job, PoolCounters, PoolSettings, RolePool};
 use tmas_actors::strategy::{CallKey, CallOutcome};
 use tokio::sync::{Notify, mpsc};

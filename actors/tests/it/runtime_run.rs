@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use crate::support::TEST_TIMEOUT;
 use crate::support::toy::*;
 use tmas_actors::bank::{BankInit, BankSink, NoopSink};
 use tmas_actors::coordinator::ProblemError;

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::support::TEST_TIMEOUT;
 use crate::support::logs::{Capture, run_with_subscriber};
 use crate::support::toy::*;
 use tmas_actors::bank::{BankInit, NoopSink};

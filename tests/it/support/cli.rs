@@ -12,7 +12,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_tmas");
 
 /// The repository's 20-problem sample (answers for the simulator, questions for runs).
 pub fn dataset() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/imo-answerbench-sample.jsonl")
+    repo().join("data/imo-answerbench-sample.jsonl")
 }
 
 /// A `tmas sim-server` child process.
@@ -169,19 +169,55 @@ latency = "fixed:100ms"
     path
 }
 
-/// `tmas ARGS…` to the end.
+/// The repository root: presets, prompt templates and sample datasets are read from it.
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `tmas ARGS…` from the repository root, without any `TMAS_*` variable of the caller's
+/// environment (they would override the config).
+pub fn command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(repo()).args(args);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("TMAS_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+/// [`command`] to the end.
+pub fn output(args: &[&str]) -> Output {
+    command(args).output().expect("the tmas binary runs")
+}
+
+/// A temporary path as a command-line argument.
+pub fn path_arg(path: &Path) -> &str {
+    path.to_str().expect("temporary paths are UTF-8")
+}
+
+/// A finished command's status, stdout and stderr, for assertion messages.
+pub fn show(out: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// [`command`] to the end, logging warnings only.
 pub fn tmas(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
+    command(args)
         .env("RUST_LOG", "warn")
         .output()
         .expect("tmas runs")
 }
 
-/// `tmas ARGS…` in the background (stdout/stderr captured).
+/// [`command`] in the background (stdout/stderr captured), logging warnings only.
 pub fn spawn_tmas(args: &[&str]) -> Child {
-    Command::new(BIN)
-        .args(args)
+    command(args)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -3,7 +3,6 @@
 //! pointing at it, a synthetic dataset, one engine run, and readers for the run directory.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -61,10 +60,7 @@ pub async fn start_sim(opts: SimOptions, dataset: &Dataset) -> SimServer {
         .iter()
         .map(|p| (p.id.clone(), p.answer.clone()))
         .collect();
-    let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
-    SimServer::start(opts, addr, Some(answers))
-        .await
-        .expect("the simulator starts on loopback")
+    crate::support::sim::start_with(opts, Some(answers)).await
 }
 
 /// The TOML of a config whose only endpoint is `base_url`, LLM judge off, short backoffs.

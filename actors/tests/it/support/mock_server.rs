@@ -511,15 +511,3 @@ pub fn request(text: &str, stream: bool) -> ChatRequest {
         stream,
     }
 }
-
-/// Poll `cond` until true or `timeout` passes; returns whether it became true.
-pub async fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    cond()
-}
