@@ -6,20 +6,23 @@
 //!   validation with key paths.
 //! - [`method`]: the methods as sans-IO state machines (TMAS first), their prompts,
 //!   parsing and bank merge policies.
-//! - [`eval`]: datasets, answer extraction and equivalence, the LLM judge's protocol,
-//!   Pass@1, charts and the paper's analyses.
+//! - [`eval`]: datasets, answer extraction and equivalence (the `tmas-equivalence`
+//!   crate, re-exported), the LLM judge's protocol, Pass@1, charts and the paper's
+//!   analyses.
 //! - [`engine`]: a run from start to end (`tmas run`, `--resume`, experiments): endpoints
 //!   and the start-up check, the run store's executor under the actor runtime, judging and
 //!   storing each finished problem, the outputs, observation (spans, metrics, progress).
 //! - [`sim`]: the simulated OpenAI-compatible endpoint with its synthetic task model.
-//! - [`store`]: the run store (SQLite) behind crash-safe resume and `tmas export`.
+//! - [`store`]: the run store (SQLite) behind crash-safe resume and `tmas export`, and
+//!   the run directory's bank files.
 //! - [`bench`]: benchmarks (`tmas bench …`).
 //! - [`rl`]: Hybrid-RL rewards, verl training data and rollout scoring (`tmas rl-*`).
 //! - [`cli`]: one module per subcommand.
 //!
 //! The runtime (coordinators, role pools, bank actors, the model client) lives in the
 //! `tmas-actors` crate and knows nothing TMAS-specific; this crate's methods implement its
-//! `Strategy` trait. Tracing, metrics and progress output live in `tmas-observability`.
+//! `Strategy` trait. Tracing, metrics and progress output live in `tmas-observability`;
+//! the rule-based answer-equivalence check is the `tmas-equivalence` crate.
 
 pub mod bench;
 pub mod cli;

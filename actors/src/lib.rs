@@ -15,7 +15,9 @@
 //!   the runner and the coordinators update (both below `runner` and `coordinator`, which
 //!   share them).
 //! - [`pool`]: one supervised worker pool per role; a crashed worker's job is run again.
-//! - [`bank`]: one actor per (problem, bank) that serializes, merges and persists updates.
+//! - [`bank`]: one actor per (problem, bank) that serializes and merges updates and
+//!   persists each version through a [`bank::BankSink`] the application provides (the
+//!   file formats of a run directory are the application's, not the runtime's).
 //! - [`client`]: the model client, [`client::ModelClient`] — routing, in-flight caps,
 //!   rate limits, retries, circuit breaking and streaming.
 //!
@@ -40,6 +42,11 @@
 //! client no call goes through an actor mailbox, so thousands of calls per second cost
 //! little more than their HTTP work; the client also works without the runtime
 //! (`ModelClient::chat` runs in the caller's task).
+//!
+//! Tracing: spans and their OpenTelemetry attributes go through `tmas-observability`'s
+//! span helpers (used without its default `exporters` feature, so no exporter, HTTP server
+//! or progress bar is built here); they cost nothing until the application installs an
+//! exporter. Metrics use the `metrics` macros, no-ops until a recorder is installed.
 
 pub mod bank;
 pub mod client;

@@ -14,8 +14,8 @@
 //!
 //! Span layout and attribute names are documented in `observability/README.md`.
 //!
-//! Everything but [`span_ext`] and [`error_text`] is behind the default feature
-//! `exporters`. A library that only puts attributes on its spans (the runtime crate
+//! Everything but [`span_ext`] and [`error_text`](mod@error_text) is behind the default
+//! feature `exporters`. A library that only puts attributes on its spans (the runtime crate
 //! `tmas-actors`) depends on this crate with `default-features = false` and so builds no
 //! exporter, HTTP server or progress bar; the application that installs them turns the
 //! feature on, and the helpers then see the exporter it installed.

@@ -64,7 +64,7 @@ impl From<ClientError> for AttemptError {
 }
 
 /// Messages of the endpoint's actor ([`super::health::EndpointActor`]). Defined here
-/// because calls hold the actor's address in [`Endpoint::actor`] and send
+/// because calls hold the actor's address in `Endpoint::actor` and send
 /// [`EndpointMsg::MarkDown`] themselves; the actor's behaviour is in `health`.
 #[derive(Debug)]
 pub enum EndpointMsg {
