@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::support::engine::{dataset, header, run_process_on_sim, sim_options};
-use crate::support::otlp::{Collector, Typed, attr, free_port, typed};
+use crate::support::engine::{dataset, header, sim_options, spawn_process_on_sim};
+use crate::support::otlp::{Collector, Typed, attr, typed};
 use fake_opentelemetry_collector::ExportedSpan;
 use tmas::sim::LatencyModel;
 use tmas_observability::prometheus::parse_text;
@@ -57,32 +57,37 @@ fn by_id(spans: &[ExportedSpan]) -> HashMap<&str, &ExportedSpan> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_demo_run_exports_one_trace_per_problem_and_serves_metrics() {
     let collector = Collector::start().await;
-    let port = free_port();
     let endpoint = format!("observability.otlp_endpoint=\"{}\"", collector.endpoint);
-    let metrics = format!("observability.metrics_addr=\"127.0.0.1:{port}\"");
+    // Port 0: the child binds a free port and logs it (a port picked here could be taken
+    // by another test before the child binds it).
+    let metrics = "observability.metrics_addr=\"127.0.0.1:0\"";
     let cap = format!("endpoints.sim.max_in_flight={CAP}");
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let seen = Arc::new(Mutex::new((0usize, 0.0f64, false)));
-    let scraper = tokio::spawn(scrape(
-        format!("http://127.0.0.1:{port}/metrics"),
-        stop.clone(),
-        seen.clone(),
-    ));
     let mut opts = sim_options(5);
     opts.latency = LatencyModel::Fixed(Duration::from_millis(30));
-    let finished = run_process_on_sim(
+    let run = spawn_process_on_sim(
         opts,
         dataset(2),
         &[
             &endpoint,
             "observability.otlp_protocol=\"grpc\"",
-            &metrics,
+            metrics,
             &cap,
         ],
-        "warn",
+        // The metrics endpoint logs its address at INFO.
+        "warn,tmas_observability::prometheus=info",
     )
     .await;
+    let line = run.line_with("serving Prometheus metrics").await;
+    let url = line
+        .split_once("url=")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no url in {line:?}"))
+        .to_owned();
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Mutex::new((0usize, 0.0f64, false)));
+    let scraper = tokio::spawn(scrape(url, stop.clone(), seen.clone()));
+    let finished = run.finish().await;
     stop.store(true, Ordering::Relaxed);
     scraper.await.expect("the scraper does not panic");
     let spans = collector.finish().await;

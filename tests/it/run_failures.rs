@@ -23,15 +23,6 @@ fn code(out: &Output) -> Option<i32> {
     out.status.code()
 }
 
-fn show(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        text(&out.stdout),
-        text(&out.stderr)
-    )
-}
-
 /// `tmas run -c CONFIG --out DIR ARGS…` with `env` added, off the async runtime.
 async fn run_with(config: &Path, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = command(&["run", "-c"]);
@@ -406,14 +397,14 @@ fn an_outage_past_the_budget_degrades_the_run_and_resume_recovers_it_exactly() {
     let dir = tmp.path().join("outage");
     let dir_s = dir.display().to_string();
     let config_s = config.display().to_string();
-    let metrics_addr = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
+    // Port 0: the child binds a free port and logs it (a port picked here could be taken
+    // by another test before the child binds it).
     let mut child = spawn_tmas(&[
+        "--log",
+        "warn,tmas_observability::prometheus=info",
         "run",
         "--metrics-addr",
-        &metrics_addr,
+        "127.0.0.1:0",
         "-c",
         &config_s,
         "--out",
@@ -425,6 +416,13 @@ fn an_outage_past_the_budget_degrades_the_run_and_resume_recovers_it_exactly() {
         "--set",
         "resilience.max_attempts=2",
     ]);
+    let stderr = StderrLines::take_from(&mut child);
+    let serving = stderr.wait_for("serving Prometheus metrics");
+    let metrics_addr = serving
+        .split_once("url=http://")
+        .and_then(|(_, rest)| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {serving:?}"))
+        .to_owned();
     wait_for_stored(&dir, base.requests / 3, &mut child);
     sim.kill();
     // Lost calls show in the metrics while the run goes on.
@@ -447,7 +445,8 @@ fn an_outage_past_the_budget_degrades_the_run_and_resume_recovers_it_exactly() {
         lost_metric.contains("role=") && lost_metric.contains("kind="),
         "{lost_metric}"
     );
-    let out = child.wait_with_output().unwrap();
+    let mut out = child.wait_with_output().unwrap();
+    out.stderr = stderr.finish().into_bytes();
     assert_eq!(code(&out), Some(3), "{}", show(&out));
     let stdout = text(&out.stdout);
     assert!(

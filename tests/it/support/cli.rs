@@ -169,6 +169,60 @@ latency = "fixed:100ms"
     path
 }
 
+/// A child's stderr, read line by line on a thread of its own (the child never blocks on
+/// a full pipe), so a test can wait for a line while the child runs.
+pub struct StderrLines {
+    text: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl StderrLines {
+    /// Takes over `child`'s piped stderr.
+    pub fn take_from(child: &mut Child) -> StderrLines {
+        let pipe = child.stderr.take().expect("piped stderr");
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = text.clone();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { return };
+                let mut t = sink.lock().unwrap();
+                t.push_str(&line);
+                t.push('\n');
+            }
+        });
+        StderrLines { text, reader }
+    }
+
+    /// The first line containing `needle`, once printed (the test fails if stderr closes
+    /// first or after two minutes).
+    pub fn wait_for(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(line) = self
+                .text
+                .lock()
+                .unwrap()
+                .lines()
+                .find(|l| l.contains(needle))
+            {
+                return line.to_owned();
+            }
+            assert!(
+                !self.reader.is_finished() && Instant::now() < deadline,
+                "no line with {needle:?} on stderr:\n{}",
+                self.text.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Everything the child wrote, once it closed stderr.
+    pub fn finish(self) -> String {
+        let _ = self.reader.join();
+        std::mem::take(&mut *self.text.lock().unwrap())
+    }
+}
+
 /// The repository root: presets, prompt templates and sample datasets are read from it.
 pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -4,6 +4,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::Deserialize;
 use tmas::config::{CliOverride, Config, load_str};
@@ -11,6 +14,8 @@ use tmas::engine::run_dir::{ProblemRecord, RunDir};
 use tmas::engine::{RunRequest, RunResult, run};
 use tmas::eval::dataset::{Dataset, DatasetFormat, Problem};
 use tmas::sim::{RecordedRequest, SimOptions, SimServer};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::Notify;
 
 /// Markers of the built-in solution templates (config/prompts/), used to tell which
 /// prompt a recorded request got. `prompt_markers_are_in_the_templates` checks them.
@@ -169,17 +174,32 @@ pub struct FinishedProcess {
     pub _dir: tempfile::TempDir,
 }
 
+/// A `tmas run` child process against a simulator the test owns (see
+/// [`spawn_process_on_sim`]).
+pub struct ProcessRun {
+    child: tokio::process::Child,
+    sim: SimServer,
+    /// The child's stderr so far (read continuously, so the child never blocks on it).
+    stderr: Arc<Mutex<String>>,
+    /// Woken for each stderr line.
+    lines: Arc<Notify>,
+    reader: tokio::task::JoinHandle<()>,
+    run_dir: PathBuf,
+    problems: usize,
+    dir: tempfile::TempDir,
+}
+
 /// Like [`run_on_sim`], but the run is a `tmas run` child process (config and dataset
 /// written to a temporary directory) with log filter `log`. For runs that install
 /// process-wide state (the OTLP exporter, the metrics recorder): the other tests of this
 /// binary run engines in this process at the same time, whose spans and metrics would
 /// mix with theirs.
-pub async fn run_process_on_sim(
+pub async fn spawn_process_on_sim(
     opts: SimOptions,
     dataset: Dataset,
     overrides: &[&str],
     log: &str,
-) -> FinishedProcess {
+) -> ProcessRun {
     let sim = start_sim(opts, &dataset).await;
     let dir = tempfile::tempdir().expect("temporary directory");
     let config = dir.path().join("config.toml");
@@ -202,7 +222,10 @@ pub async fn run_process_on_sim(
         .arg(&data)
         .arg("--out")
         .arg(&run_dir)
-        .args(["--status-every", "0", "--quiet"]);
+        .args(["--status-every", "0", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
     for o in overrides {
         cmd.args(["--set", o]);
     }
@@ -212,30 +235,91 @@ pub async fn run_process_on_sim(
             cmd.env_remove(key);
         }
     }
-    let out = cmd.output().await.expect("the tmas binary runs");
-    let stats = sim.stats();
-    sim.shutdown().await;
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        out.status.success(),
-        "tmas run failed ({:?}):\n{}\n{stderr}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let records = RunDir::open(&run_dir)
-        .and_then(|d| d.read_problems())
-        .expect("problem records are readable");
-    assert_eq!(
-        records.len(),
-        dataset.problems.len(),
-        "one record per problem"
-    );
-    FinishedProcess {
+    let mut child = cmd.spawn().expect("the tmas binary starts");
+    let pipe = child.stderr.take().expect("piped stderr");
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let lines = Arc::new(Notify::new());
+    let (text, woken) = (stderr.clone(), lines.clone());
+    let reader = tokio::spawn(async move {
+        let mut pipe = tokio::io::BufReader::new(pipe).lines();
+        while let Ok(Some(line)) = pipe.next_line().await {
+            let mut t = text.lock().unwrap();
+            t.push_str(&line);
+            t.push('\n');
+            drop(t);
+            woken.notify_waiters();
+        }
+        woken.notify_waiters();
+    });
+    ProcessRun {
+        child,
+        sim,
         stderr,
-        records,
-        sim: stats,
-        _dir: dir,
+        lines,
+        reader,
+        run_dir,
+        problems: dataset.problems.len(),
+        dir,
     }
+}
+
+impl ProcessRun {
+    /// The first stderr line containing `needle`, once the child printed it (the test
+    /// fails if the child ends first).
+    pub async fn line_with(&self, needle: &str) -> String {
+        loop {
+            let woken = self.lines.notified();
+            if let Some(line) = self
+                .stderr
+                .lock()
+                .unwrap()
+                .lines()
+                .find(|l| l.contains(needle))
+            {
+                return line.to_owned();
+            }
+            assert!(
+                !self.reader.is_finished(),
+                "tmas run ended without printing {needle:?}:\n{}",
+                self.stderr.lock().unwrap()
+            );
+            let _ = tokio::time::timeout(Duration::from_millis(200), woken).await;
+        }
+    }
+
+    /// Waits for the child to exit successfully, then collects the run directory and the
+    /// simulator's counters.
+    pub async fn finish(mut self) -> FinishedProcess {
+        let status = self.child.wait().await.expect("waiting for tmas run");
+        let _ = (&mut self.reader).await;
+        let stats = self.sim.stats();
+        self.sim.shutdown().await;
+        let stderr = std::mem::take(&mut *self.stderr.lock().unwrap());
+        assert!(status.success(), "tmas run failed ({status:?}):\n{stderr}");
+        let records = RunDir::open(&self.run_dir)
+            .and_then(|d| d.read_problems())
+            .expect("problem records are readable");
+        assert_eq!(records.len(), self.problems, "one record per problem");
+        FinishedProcess {
+            stderr,
+            records,
+            sim: stats,
+            _dir: self.dir,
+        }
+    }
+}
+
+/// [`spawn_process_on_sim`] to the end.
+pub async fn run_process_on_sim(
+    opts: SimOptions,
+    dataset: Dataset,
+    overrides: &[&str],
+    log: &str,
+) -> FinishedProcess {
+    spawn_process_on_sim(opts, dataset, overrides, log)
+        .await
+        .finish()
+        .await
 }
 
 /// The `x-tmas-*` header `name` of a recorded request.
