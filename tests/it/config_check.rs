@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::cli::command;
+use crate::support::cli::{command, text};
 
 fn tmas_config_check(file: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = command(&["config", "check"]);
@@ -13,10 +13,6 @@ fn tmas_config_check(file: &Path, extra: &[&str], env: &[(&str, &str)]) -> Outpu
         cmd.env(k, v);
     }
     cmd.output().expect("run the tmas binary")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 #[test]

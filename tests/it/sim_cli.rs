@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::support::cli::BIN;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_server_prints_its_address_serves_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
@@ -23,7 +25,7 @@ async fn sim_server_prints_its_address_serves_and_stops_on_sigterm() {
     )
     .unwrap();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tmas"))
+    let mut child = Command::new(BIN)
         .args(["sim-server", "--port", "0", "--options"])
         .arg(&options)
         .arg("--dataset")
@@ -109,7 +111,7 @@ async fn sim_server_prints_its_address_serves_and_stops_on_sigterm() {
 
 #[test]
 fn sim_server_rejects_bad_options_with_a_clear_error() {
-    let out = Command::new(env!("CARGO_BIN_EXE_tmas"))
+    let out = Command::new(BIN)
         .args(["sim-server", "--port", "0", "--fault-hang", "1.5"])
         .output()
         .expect("tmas binary runs");

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader as AsyncBufReader};
 use tokio::net::TcpStream;
 
+use crate::support::cli::BIN;
+
 fn request(addr: &str, stream: bool, i: usize) -> Vec<u8> {
     let body = format!(
         "{{\"model\":\"tmas-sim\",\"stream\":{stream},\"messages\":[{{\"role\":\"user\",\"content\":\"Solve problem {i}: find the number of tilings of a 2 by n board.\"}}]}}"
@@ -68,7 +70,7 @@ async fn worker(
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 #[ignore = "measures throughput; run in release with --ignored --nocapture"]
 async fn sim_server_throughput() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tmas"))
+    let mut child = Command::new(BIN)
         .args(["sim-server", "--port", "0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
