@@ -212,6 +212,8 @@ mod tests {
             ordinal: 0,
             question: String::new(),
             reference_answer: String::new(),
+            reference_solution: None,
+            grading_guidelines: None,
             status: status.into(),
             iterations: None,
             error: None,

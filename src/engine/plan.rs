@@ -85,6 +85,8 @@ pub async fn fresh(
             ordinal: i as i64,
             question: p.question.clone(),
             reference_answer: p.answer.clone(),
+            reference_solution: p.reference_solution.clone(),
+            grading_guidelines: p.grading_guidelines.clone(),
             status: "pending".into(),
             iterations: None,
             error: None,
@@ -98,6 +100,8 @@ pub async fn fresh(
                 ordinal: p.ordinal,
                 question: p.question.clone(),
                 reference_answer: p.reference_answer.clone(),
+                reference_solution: p.reference_solution.clone(),
+                grading_guidelines: p.grading_guidelines.clone(),
             })
             .collect(),
     ));
@@ -246,9 +250,8 @@ pub async fn resume(
             id: p.problem_id.clone(),
             question: p.question.clone(),
             answer: p.reference_answer.clone(),
-            // Not kept in the run store: a resumed proof run grades against the answer.
-            reference_solution: None,
-            grading_guidelines: None,
+            reference_solution: p.reference_solution.clone(),
+            grading_guidelines: p.grading_guidelines.clone(),
         })
         .collect();
     store

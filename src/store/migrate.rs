@@ -11,6 +11,10 @@
 //! solution call's `calls.content` and `problems.record_json` hold it) and so is the
 //! `calls_by_problem` index. The pages freed by the old `prompts` table are reused by
 //! later writes; `sqlite3 run.sqlite VACUUM` gives them back to the file system.
+//!
+//! Version 2 → 3: `problems` gains `reference_solution` and `grading_guidelines`
+//! (NULL in migrated rows: an older store never kept them, so its proof problems are
+//! graded against the reference answer, as that `tmas` did).
 
 use std::sync::Arc;
 
@@ -64,6 +68,14 @@ pub fn from_v1(tx: &Transaction<'_>) -> rusqlite::Result<()> {
             .join(", ")
     ))?;
     tx.execute_batch(CANDIDATE_SOLUTIONS_VIEW)
+}
+
+/// Adds the proof columns of version 3 to a version-2 store.
+pub fn from_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "ALTER TABLE problems ADD COLUMN reference_solution TEXT;
+         ALTER TABLE problems ADD COLUMN grading_guidelines TEXT;",
+    )
 }
 
 #[cfg(test)]

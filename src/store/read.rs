@@ -17,6 +17,10 @@ pub struct StoredProblem {
     pub ordinal: i64,
     pub question: String,
     pub reference_answer: String,
+    /// Proof problems: the dataset's reference proof and grading guidelines (`None` when
+    /// the row had none, and in stores written before schema version 3).
+    pub reference_solution: Option<String>,
+    pub grading_guidelines: Option<String>,
     /// `pending`, `done` or `failed`.
     pub status: String,
     /// T of the run that finished it (`done` only).
@@ -119,12 +123,28 @@ impl StoreReader {
 
     /// Every problem of the selection, in dataset order.
     pub fn problems(&self) -> Result<Vec<StoredProblem>, StoreError> {
+        // A store opened read-only is not migrated: before version 3 it has no proof
+        // material, which reads as none.
+        let proof_columns: i64 = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('problems') \
+                 WHERE name IN ('reference_solution', 'grading_guidelines')",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err("inspecting the problems table", e))?;
+        let proof = if proof_columns == 2 {
+            "reference_solution, grading_guidelines"
+        } else {
+            "NULL, NULL"
+        };
         let mut stmt = self
             .conn
-            .prepare(
+            .prepare(&format!(
                 "SELECT problem_id, ordinal, question, reference_answer, status, iterations, \
-                 error FROM problems ORDER BY ordinal",
-            )
+                 error, {proof} FROM problems ORDER BY ordinal"
+            ))
             .map_err(|e| self.err("listing problems", e))?;
         let rows = stmt
             .query_map([], |r| {
@@ -136,6 +156,8 @@ impl StoreReader {
                     status: r.get(4)?,
                     iterations: r.get(5)?,
                     error: r.get(6)?,
+                    reference_solution: r.get(7)?,
+                    grading_guidelines: r.get(8)?,
                 })
             })
             .map_err(|e| self.err("listing problems", e))?;

@@ -29,6 +29,10 @@ pub struct ProblemRow {
     pub ordinal: i64,
     pub question: String,
     pub reference_answer: String,
+    /// Proof problems: the dataset's reference proof and grading guidelines, which the
+    /// proof grader needs again when a resumed run judges the problem.
+    pub reference_solution: Option<String>,
+    pub grading_guidelines: Option<String>,
 }
 
 /// A status change of one problem (`pending`, `done`, `failed`).

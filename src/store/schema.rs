@@ -10,8 +10,9 @@ use rusqlite::Connection;
 /// Version of the schema below; bump it (and add a migration to [`super::migrate`]) on
 /// any change. 2: prompts as content-defined chunks (`prompt_chunks`, `prompts.chunks`,
 /// view `prompt_texts`), `calls.prompt_id` instead of `calls.prompt_sha256`, no
-/// `candidates.solution`, no `calls_by_problem` index.
-pub const SCHEMA_VERSION: i64 = 2;
+/// `candidates.solution`, no `calls_by_problem` index. 3: `problems.reference_solution`
+/// and `problems.grading_guidelines` (proof mode's grading material, for resume).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Page size of a new store, set explicitly because it was measured (docs/run-store.md):
 /// on `tmas bench eval --problems 40 --iterations 3`, 8 KiB and 16 KiB pages made a larger
@@ -98,6 +99,8 @@ CREATE TABLE IF NOT EXISTS problems (
     ordinal          INTEGER NOT NULL,
     question         TEXT NOT NULL,
     reference_answer TEXT NOT NULL,
+    reference_solution TEXT,
+    grading_guidelines TEXT,
     status           TEXT NOT NULL DEFAULT 'pending',
     iterations       INTEGER,
     error            TEXT,
@@ -225,7 +228,11 @@ pub fn ensure(conn: &mut Connection, path: &str) -> Result<(), SchemaError> {
                 tx.execute_batch(part).map_err(sql("creating the tables"))?;
             }
         }
-        1 => super::migrate::from_v1(&tx).map_err(sql("migrating from schema version 1"))?,
+        1 => {
+            super::migrate::from_v1(&tx).map_err(sql("migrating from schema version 1"))?;
+            super::migrate::from_v2(&tx).map_err(sql("migrating from schema version 2"))?;
+        }
+        2 => super::migrate::from_v2(&tx).map_err(sql("migrating from schema version 2"))?,
         other => {
             return Err(SchemaError::Unknown {
                 path: path.to_owned(),

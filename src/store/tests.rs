@@ -119,12 +119,16 @@ async fn banks_problems_and_status_are_stored_and_a_second_process_is_refused() 
             ordinal: 1,
             question: "q2".into(),
             reference_answer: "2".into(),
+            reference_solution: None,
+            grading_guidelines: None,
         },
         ProblemRow {
             problem_id: "a".into(),
             ordinal: 0,
             question: "q1".into(),
             reference_answer: "1".into(),
+            reference_solution: Some("proof of q1".into()),
+            grading_guidelines: Some("rubric of q1".into()),
         },
     ]));
     for (version, items) in [(0, vec![]), (1, vec!["g1".to_string()])] {
@@ -158,6 +162,17 @@ async fn banks_problems_and_status_are_stored_and_a_second_process_is_refused() 
     );
     assert_eq!(problems[1].status, "failed");
     assert_eq!(problems[1].error.as_deref(), Some("boom"));
+    // Proof material survives for resume; a row without it reads as none.
+    assert_eq!(
+        problems[0].reference_solution.as_deref(),
+        Some("proof of q1")
+    );
+    assert_eq!(
+        problems[0].grading_guidelines.as_deref(),
+        Some("rubric of q1")
+    );
+    assert_eq!(problems[1].reference_solution, None);
+    assert_eq!(problems[1].grading_guidelines, None);
     assert_eq!(banks["guideline"], vec!["g1".to_string()]);
 
     // Another opener of the same directory (as a second tmas would be) is refused.
@@ -236,6 +251,9 @@ async fn a_version_1_store_exports_read_only_as_it_is_and_is_migrated_when_resum
     let line: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(line["problem_id"], "p");
     assert_eq!(reader.usage_by_role().unwrap()[0].calls, 4);
+    let before = reader.problems().unwrap();
+    assert_eq!(before.len(), 1);
+    assert_eq!(before[0].reference_solution, None, "no proof columns yet");
     drop(reader);
     let version = |path: &std::path::Path| -> i64 {
         rusqlite::Connection::open(path)
@@ -261,7 +279,63 @@ async fn a_version_1_store_exports_read_only_as_it_is_and_is_migrated_when_resum
     let call = call.unwrap();
     assert_eq!(call.prompt_id, chunks::prompt_id(&long));
     assert_eq!(text.as_deref(), Some(long.as_str()));
+    // The migrated problem keeps its row and reads without proof material.
+    let problems = store.read(|r| r.problems()).await.unwrap();
+    assert_eq!(problems.len(), 1);
+    assert_eq!(problems[0].reference_answer, "42");
+    assert_eq!(problems[0].grading_guidelines, None);
     store.close().await.unwrap();
     drop(store);
     assert_eq!(version(&path), SCHEMA_VERSION);
+}
+
+/// A version-2 store (no proof columns) reads read-only as it is, and resuming adds
+/// the columns, keeping every problem.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_2_store_reads_as_it_is_and_gains_the_proof_columns_when_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(DB_FILE);
+    {
+        let mut conn = rusqlite::Connection::open(&path).unwrap();
+        migrate::tests::v1_store(&conn, "a prompt");
+        // A version-1 store migrated to exactly version 2, as that tmas left it.
+        let tx = conn.transaction().unwrap();
+        migrate::from_v1(&tx).unwrap();
+        tx.pragma_update(None, "user_version", 2).unwrap();
+        tx.commit().unwrap();
+        conn.execute(
+            "INSERT INTO problems (problem_id, ordinal, question, reference_answer, \
+             updated_at_ms) VALUES ('p', 0, 'q?', '42', 1)",
+            [],
+        )
+        .unwrap();
+    }
+    let reader = StoreReader::open_read_only(&path).unwrap();
+    let problems = reader.problems().unwrap();
+    assert_eq!(problems[0].question, "q?");
+    assert_eq!(problems[0].reference_solution, None);
+    drop(reader);
+    let store = RunStore::open(dir.path()).unwrap();
+    let columns: Vec<String> = store
+        .read_now(|r| {
+            Ok(r.conn_for_tests()
+                .prepare("SELECT name FROM pragma_table_info('problems')")
+                .unwrap()
+                .query_map([], |row| row.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap())
+        })
+        .unwrap();
+    assert!(
+        columns.contains(&"reference_solution".to_owned())
+            && columns.contains(&"grading_guidelines".to_owned()),
+        "{columns:?}"
+    );
+    let problems = store.read(|r| r.problems()).await.unwrap();
+    assert_eq!(
+        (problems.len(), problems[0].reference_answer.as_str()),
+        (1, "42")
+    );
+    store.close().await.unwrap();
 }

@@ -278,7 +278,8 @@ fn insert_call(
 fn insert_problems(tx: &Transaction<'_>, rows: &[ProblemRow]) -> rusqlite::Result<()> {
     let mut stmt = tx.prepare_cached(
         "INSERT OR IGNORE INTO problems (problem_id, ordinal, question, reference_answer, \
-         status, updated_at_ms) VALUES (?1, ?2, ?3, ?4, 'pending', ?5)",
+         reference_solution, grading_guidelines, status, updated_at_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7)",
     )?;
     let now = now_ms();
     for r in rows {
@@ -287,6 +288,8 @@ fn insert_problems(tx: &Transaction<'_>, rows: &[ProblemRow]) -> rusqlite::Resul
             r.ordinal,
             r.question,
             r.reference_answer,
+            r.reference_solution,
+            r.grading_guidelines,
             now
         ])?;
     }

@@ -235,3 +235,71 @@ set = { "method.name" = "verify-refine" }
         "{csv}"
     );
 }
+
+/// Proof mode: a run SIGKILLed before any problem is judged and then resumed grades every
+/// proof with the proof grader against the dataset's reference solution and grading
+/// guidelines, exactly as an uninterrupted run does (the run store keeps that material;
+/// without it a resumed run would grade against the short answer).
+#[test]
+fn sigkill_mid_proof_run_then_resume_grades_against_the_reference_proofs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write_proof_config(tmp.path(), "embedded-sim", 5, 2);
+    let a = tmp.path().join("uninterrupted");
+    ok(run_fresh(&config, &a), "uninterrupted proof run");
+    let total = stored_calls(&a);
+    let expected = judge_prompts(&a);
+    // 5 problems × 2 iterations × N = 2 candidates × R = 2 grader repeats.
+    assert_eq!(expected.len(), 5 * 2 * 2 * 2, "{:?}", expected.keys());
+
+    let b = tmp.path().join("killed");
+    let mut child = spawn_fresh(&config, &b);
+    wait_for_stored(&b, total / 3, &mut child);
+    signal(&child, libc::SIGKILL);
+    let _ = child.wait();
+    let judged_before_kill = judge_prompts(&b).len();
+    assert!(
+        judged_before_kill < expected.len(),
+        "the kill came too late to test anything"
+    );
+    ok(
+        tmas(&[
+            "run",
+            "--resume",
+            &b.display().to_string(),
+            "--status-every",
+            "0",
+        ]),
+        "resume of the proof run",
+    );
+    let resumed = judge_prompts(&b);
+    assert_eq!(
+        resumed.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>()
+    );
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(proof_dataset())
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for (key, prompt) in &resumed {
+        assert_eq!(
+            Some(prompt),
+            expected.get(key),
+            "{key}: the resumed run's grader prompt differs"
+        );
+        let row = rows
+            .iter()
+            .find(|r| key.starts_with(&format!("{}/", r["problem_id"].as_str().unwrap())))
+            .unwrap_or_else(|| panic!("{key}: no dataset row"));
+        for field in ["reference_solution", "grading_guidelines"] {
+            let material = row[field].as_str().unwrap();
+            assert!(
+                prompt.contains(material),
+                "{key}: {field} not in the grader prompt"
+            );
+        }
+        assert!(prompt.contains("<proof>"), "{key}: not the proof grader");
+    }
+    assert_eq!(export(&b), export(&a), "resumed results differ");
+}

@@ -122,6 +122,8 @@ fn run_with_problems(n: i64) -> (tempfile::TempDir, RunDir, RunStore) {
                 ordinal: i,
                 question: "q".into(),
                 reference_answer: "42".into(),
+                reference_solution: None,
+                grading_guidelines: None,
             })
             .collect(),
     ));

@@ -169,6 +169,44 @@ latency = "fixed:100ms"
     path
 }
 
+/// The repository's 5 proof problems, with reference proofs and grading guidelines.
+pub fn proof_dataset() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/proof-sample.jsonl")
+}
+
+/// [`write_config`] in proof mode (`method.no_proof = false`) over [`proof_dataset`].
+pub fn write_proof_config(dir: &Path, base_url: &str, problems: usize, iterations: u32) -> PathBuf {
+    let path = write_config(dir, base_url, problems, iterations);
+    let text = std::fs::read_to_string(&path)
+        .expect("config readable")
+        .replace(
+            &dataset().display().to_string(),
+            &proof_dataset().display().to_string(),
+        )
+        .replace("[method]\n", "[method]\nno_proof = false\n");
+    assert!(text.contains("no_proof = false") && text.contains("proof-sample"));
+    std::fs::write(&path, text).expect("config written");
+    path
+}
+
+/// Every stored `judge` call of a run: call key → prompt text.
+pub fn judge_prompts(run_dir: &Path) -> std::collections::BTreeMap<String, String> {
+    let conn = rusqlite::Connection::open_with_flags(
+        run_dir.join("run.sqlite"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("run store opens");
+    conn.prepare(
+        "SELECT c.call_key, p.text FROM calls AS c JOIN prompt_texts AS p ON p.id = c.prompt_id \
+         WHERE c.role = 'judge'",
+    )
+    .expect("query prepares")
+    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+    .expect("query runs")
+    .collect::<Result<_, _>>()
+    .expect("rows read")
+}
+
 /// A child's stderr, read line by line on a thread of its own (the child never blocks on
 /// a full pipe), so a test can wait for a line while the child runs.
 pub struct StderrLines {
