@@ -29,6 +29,7 @@ pub mod observe; // spans, metrics endpoint, progress display
 pub mod outputs;
 pub mod plan;
 pub mod preflight;
+pub mod rejudge;
 pub mod results;
 pub mod run_dir;
 pub mod shared_cap;

@@ -7,7 +7,11 @@
 //!   labels are present, prints accuracy, false positives and false negatives by type;
 //! - `--llm --config FILE` also asks the configured judge role R times per pair and reports
 //!   where the LLM and the rules disagree (an `embedded-sim` endpoint starts the simulator
-//!   in-process, as `tmas run` does).
+//!   in-process, as `tmas run` does);
+//! - `tmas judge --run DIR` judges a finished run's candidates again as the run did
+//!   (proof grading in proof mode) and prints the new Pass@1 table ([`rejudge`]).
+
+mod rejudge;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -32,7 +36,7 @@ use crate::method::PromptSet;
 const MAX_LISTED: usize = 25;
 
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["reference", "pairs"])))]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["reference", "pairs", "run"])))]
 pub struct Args {
     /// The reference answer (with --answer).
     #[arg(long, requires = "answer", value_name = "R")]
@@ -47,14 +51,21 @@ pub struct Args {
     /// `answer_type`, `question`.
     #[arg(long, value_name = "FILE.jsonl", conflicts_with_all = ["reference", "answer"])]
     pub pairs: Option<PathBuf>,
-    /// Where --pairs writes its verdicts (JSONL; `-` for stdout). Default: next to the
-    /// pairs file, as `NAME.verdicts.jsonl`.
-    #[arg(long, value_name = "FILE", requires = "pairs")]
+    /// A finished run directory: judge its candidates again as the run did (rule check
+    /// and LLM judge, or the proof grader with each problem's reference solution and
+    /// grading guidelines in proof mode), with the judge of the run's config (or of
+    /// --config), and print the new Pass@1 table. The run is not changed.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["reference", "answer", "pairs", "llm"])]
+    pub run: Option<PathBuf>,
+    /// Where --pairs or --run writes its verdicts (JSONL; `-` for stdout with --pairs).
+    /// Default: next to the pairs file, as `NAME.verdicts.jsonl`; `DIR/rejudged.jsonl`.
+    #[arg(long, value_name = "FILE", conflicts_with = "reference")]
     pub out: Option<PathBuf>,
     /// Also ask the LLM judge (role `judge` of --config, `judge.repeats` times).
     #[arg(long, requires = "config")]
     pub llm: bool,
-    /// Run config (TOML) naming the judge's endpoints; needed for --llm.
+    /// Run config (TOML) naming the judge's endpoints; needed for --llm. With --run it
+    /// replaces the run's own config for the judge (proof mode stays the run's).
     #[arg(long, short = 'c', value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Override a config key, e.g. `--set judge.repeats=2` (repeatable).
@@ -63,6 +74,9 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(dir) = &args.run {
+        return rejudge::run(dir, args.config.as_deref(), &args.set, args.out.as_deref()).await;
+    }
     let llm = if args.llm {
         let path = args
             .config

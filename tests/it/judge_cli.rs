@@ -214,3 +214,52 @@ fn llm_without_config_is_a_usage_error() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--config"));
 }
+
+/// `tmas judge --run DIR` on a finished proof-mode run: every proof is graded again by
+/// the proof grader (R from the run's config), the new table matches the stored one on
+/// the same deterministic simulator, and the verdicts are written beside the run.
+#[test]
+fn judging_a_proof_run_again_uses_the_proof_grader() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/proof-sample.jsonl");
+    let config = format!(
+        "[run]\nseed = 3\ndataset = {data:?}\nlimit = 2\nmax_concurrent_problems = 2\n\n\
+         [method]\nn = 2\nm = 1\niterations = 1\nno_proof = false\n{SIM_CONFIG}",
+        data = data.display().to_string()
+    );
+    std::fs::write(dir.path().join("proof.toml"), config).expect("write config");
+    let run = tmas(
+        &[
+            "run",
+            "-c",
+            "proof.toml",
+            "--out",
+            "run",
+            "--status-every",
+            "0",
+        ],
+        dir.path(),
+    );
+    assert!(run.status.success(), "{run:?}");
+    let out = tmas(&["judge", "--run", "run"], dir.path());
+    assert!(out.status.success(), "{out:?}");
+    let text = stdout(&out);
+    assert!(text.contains("judged 2 finished problems"), "{text}");
+    assert!(text.contains("proof grader"), "{text}");
+    // 2 problems × 1 iteration × N = 2 candidates × R = 2.
+    assert!(text.contains("8 judge calls, none failed"), "{text}");
+    assert!(text.contains("0 of 4 candidates changed score"), "{text}");
+    let verdicts =
+        std::fs::read_to_string(dir.path().join("run/rejudged.jsonl")).expect("verdicts");
+    assert_eq!(verdicts.lines().count(), 2);
+    for line in verdicts.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("JSON");
+        for j in v["judgments"][0].as_array().expect("candidates") {
+            assert_eq!(j["grades"].as_array().map(Vec::len), Some(2), "{line}");
+        }
+    }
+    // A directory that is not a run is an error naming it.
+    let bad = tmas(&["judge", "--run", "nowhere"], dir.path());
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("nowhere"));
+}

@@ -5,12 +5,16 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::support::engine::{
-    EXPERIENCE_MARKER, EXPLORE_MARKER, Finished, REFINE_MARKER, bank_before, bank_versions,
-    dataset, experience_body, record, requests_by_problem_iteration, run_on_sim, sim_options, text,
+    EXPERIENCE_MARKER, EXPLORE_MARKER, Finished, REFINE_MARKER, bank_before, bank_versions, config,
+    dataset, experience_body, record, requests_by_problem_iteration, run_on_sim, sim_options,
+    start_sim, text,
 };
-use tmas::method::{Branch, PromptMode};
+use tmas::engine::endpoints::Endpoints;
+use tmas::engine::rejudge::rejudge;
+use tmas::method::{Branch, PromptMode, PromptSet};
 
 #[test]
 fn prompt_markers_are_in_the_templates() {
@@ -357,6 +361,7 @@ async fn proof_mode_writes_grades_and_judges_proofs() {
         p.reference_solution = Some(format!("REFERENCE-PROOF of {}", p.id));
         p.grading_guidelines = Some(format!("GUIDELINES for {}", p.id));
     }
+    let data_for_sim = data.clone();
     let done = run_on_sim(
         sim_options(25),
         data,
@@ -407,4 +412,50 @@ async fn proof_mode_writes_grades_and_judges_proofs() {
         seen.contains(&2) && seen.contains(&0),
         "grades seen: {seen:?}"
     );
+
+    // Judging the finished run again (`tmas judge --run`) grades every proof with the
+    // proof grader and the same reference material, now with R = 3 from the config.
+    let regrader = start_sim(sim_options(25), &data_for_sim).await;
+    let mut config = config(
+        &regrader.base_url(),
+        &[
+            "method.no_proof=false",
+            "judge.enabled=true",
+            "judge.repeats=3",
+        ],
+    );
+    let endpoints = Endpoints::start(&mut config, &[], None).await.unwrap();
+    let prompts = Arc::new(PromptSet::load(&config.prompt_overrides()).unwrap());
+    let again = rejudge(
+        done.dir.path(),
+        &config,
+        true,
+        prompts,
+        Arc::new(endpoints.client.clone()),
+    )
+    .await
+    .unwrap();
+    endpoints.shutdown().await;
+    let stats = regrader.stats();
+    regrader.shutdown().await;
+    assert!(again.proof);
+    assert_eq!((again.calls, again.failed_calls), (3 * 2 * 3 * 3, 0));
+    assert_eq!(again.candidates, 3 * 2 * 3);
+    let mut regraded = 0;
+    for ((problem, _), calls) in requests_by_problem_iteration(&stats, "judge") {
+        for r in calls {
+            let prompt = text(r);
+            assert!(prompt.contains(&format!("REFERENCE-PROOF of {problem}")));
+            assert!(prompt.contains(&format!("GUIDELINES for {problem}")));
+            assert!(prompt.contains("<proof>"));
+            regraded += 1;
+        }
+    }
+    assert_eq!(regraded, 3 * 2 * 3 * 3);
+    for p in &again.problems {
+        for j in p.judgments.iter().flatten().flatten() {
+            assert_eq!(j.grades.len(), 3, "{}: graded R = 3 times", p.problem_id);
+        }
+    }
+    assert_eq!(again.rejudged.rows.len(), 2);
 }
