@@ -10,7 +10,13 @@
 //! - `pass_at_1.png|svg`: Pass@1 per iteration, all variants; `pass_at_1_tokens.png|svg`:
 //!   Pass@1 against cumulative completion tokens per problem;
 //! - `sweep_<key>.png|svg` for each swept key: Pass@1 at the last iteration against the
-//!   swept value.
+//!   swept value;
+//! - the paper's analyses of each finished variant (`crate::eval::analyses`) in
+//!   `analyses.json` and as a table in `comparison.md` (verification paradox, first
+//!   correct answer on an exploring branch, guidelines at the last iteration, bank
+//!   growth); for an ε sweep (`method.epsilon`) also unique guidelines per problem per
+//!   iteration across the swept values (the paper's Figure 6) as a table in
+//!   `comparison.md` and `unique_guidelines_sweep.png|svg`.
 //!
 //! Everything is read from the variants' run directories (`run.json`, `pass_at_1.json`,
 //! `problems/*.json`), so a report can be rebuilt at any time and equals itself.
@@ -24,7 +30,11 @@ use anyhow::Context;
 use super::{ExperimentPlan, PlannedVariant};
 use crate::config::Config;
 use crate::engine::run_dir::{ProblemRecord, RunDir, RunSummaryFile, write_atomic};
-use crate::eval::chart::{Series, XySeries, write_pass_at_1_chart, write_pass_at_1_xy_chart};
+use crate::eval::analyses::guidelines::{sweep_chart, sweep_text};
+use crate::eval::analyses::{Analyses, ProblemRun};
+use crate::eval::chart::{
+    Series, XySeries, write_line_chart, write_pass_at_1_chart, write_pass_at_1_xy_chart,
+};
 use crate::eval::pass_at_1::PassAt1Table;
 use crate::method::CallCounts;
 
@@ -59,6 +69,8 @@ pub struct VariantReport {
     pub selected_last: Option<f64>,
     pub budget: Vec<IterationBudget>,
     pub swept: Option<super::spec::Swept>,
+    /// The paper's analyses over the finished problems (`None` without any).
+    pub analyses: Option<Analyses>,
 }
 
 impl VariantReport {
@@ -113,6 +125,7 @@ pub fn read_variant(root: &Path, v: &PlannedVariant) -> anyhow::Result<VariantRe
         selected_last: None,
         budget: Vec::new(),
         swept: v.swept.clone(),
+        analyses: None,
     };
     if !dir.is_dir() {
         return Ok(report);
@@ -142,8 +155,26 @@ pub fn read_variant(root: &Path, v: &PlannedVariant) -> anyhow::Result<VariantRe
     };
     report.budget = budget(&records, &report.pass_at_1);
     report.selected_last = selected_accuracy(&records);
+    if !records.is_empty() {
+        let runs: Vec<ProblemRun<'_>> = records
+            .iter()
+            .map(|r| ProblemRun {
+                id: &r.problem_id,
+                outcome: &r.outcome,
+                judgments: &r.judgments,
+            })
+            .collect();
+        report.analyses = Some(Analyses::of(&runs, ANALYSES_SEED));
+    }
     Ok(report)
 }
+
+/// Seed of the verification paradox's permutation test (as `tmas report`'s default), so
+/// a report equals itself.
+const ANALYSES_SEED: u64 = 0;
+
+/// The swept key whose runs get the unique-guidelines sweep (the paper's Figure 6).
+const EPSILON_KEY: &str = "method.epsilon";
 
 /// Per-iteration means over the finished problems.
 fn budget(records: &[ProblemRecord], pass: &[f64]) -> Vec<IterationBudget> {
@@ -246,7 +277,8 @@ pub fn write_report(dir: &Path) -> anyhow::Result<Written> {
     if max_t > 0 && !columns.contains(&(max_t - 1)) {
         columns.push(max_t - 1);
     }
-    let markdown = markdown_table(&plan, &variants, &columns);
+    let mut markdown = markdown_table(&plan, &variants, &columns);
+    markdown.push_str(&analyses_markdown(&variants));
     let mut files = Vec::new();
     let md = dir.join("comparison.md");
     write_atomic(&md, markdown.as_bytes())?;
@@ -258,7 +290,121 @@ pub fn write_report(dir: &Path) -> anyhow::Result<Written> {
     write_atomic(&budget_csv, budget_csv_text(&variants).as_bytes())?;
     files.push(budget_csv);
     files.extend(write_charts(dir, &plan, &variants)?);
+    let analyses: BTreeMap<&str, &Analyses> = variants
+        .iter()
+        .filter(|v| v.finished())
+        .filter_map(|v| Some((v.name.as_str(), v.analyses.as_ref()?)))
+        .collect();
+    if !analyses.is_empty() {
+        let json = dir.join("analyses.json");
+        write_atomic(&json, &serde_json::to_vec_pretty(&analyses)?)?;
+        files.push(json);
+    }
+    let epsilon = epsilon_sweep(&variants);
+    if epsilon.len() > 1 {
+        let chart = sweep_chart(
+            &format!("Unique guidelines per problem across ε — {}", plan.name),
+            &epsilon,
+        );
+        let (png, svg) = (
+            dir.join(format!("{}.png", chart.stem)),
+            dir.join(format!("{}.svg", chart.stem)),
+        );
+        match write_line_chart(&chart.title, &chart.y, &chart.series, &png, &svg) {
+            Ok(()) => files.extend([png, svg]),
+            // The other files stand without it; the table in comparison.md says why.
+            Err(e) => eprintln!("note: chart {} not drawn: {e}", chart.stem),
+        }
+    }
     Ok(Written { markdown, files })
+}
+
+/// The finished variants of an ε sweep with their unique-guideline counts, by ε.
+fn epsilon_sweep(
+    variants: &[VariantReport],
+) -> Vec<(String, &crate::eval::analyses::guidelines::UniqueGuidelines)> {
+    let mut runs: Vec<(f64, String, &_)> = variants
+        .iter()
+        .filter(|v| v.finished())
+        .filter_map(|v| {
+            let swept = v.swept.as_ref().filter(|s| s.key == EPSILON_KEY)?;
+            let a = v.analyses.as_ref()?;
+            Some((
+                swept.value,
+                format!("ε = {}", swept.value),
+                &a.unique_guidelines,
+            ))
+        })
+        .collect();
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    runs.into_iter().map(|(_, label, g)| (label, g)).collect()
+}
+
+/// The analyses section of `comparison.md`: one row per finished variant, then the ε
+/// sweep's unique guidelines when the experiment sweeps ε.
+fn analyses_markdown(variants: &[VariantReport]) -> String {
+    let rows: Vec<(&VariantReport, &Analyses)> = variants
+        .iter()
+        .filter(|v| v.finished())
+        .filter_map(|v| Some((v, v.analyses.as_ref()?)))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "
+## Analyses
+
+Verification paradox: mean verification score of candidates on problems never \
+         solved in the run minus on problems solved at least once, with its permutation-test p \
+         (— without verifications, or without both groups). Explore: problems whose first correct \
+         answer came from an exploring candidate, of those solved. Guidelines and experience: \
+         mean bank entries per problem at the last iteration. Every analysis of every variant is in \
+         `analyses.json` (`tmas report` on a variant's directory draws them).\n\n\
+         | variant | paradox Δ | p | first correct on explore | guidelines@last | experience@last | duplicates rejected |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    let num = |v: Option<f64>, f: fn(f64) -> String| v.map_or("—".to_string(), f);
+    for (v, a) in rows {
+        let p = &a.verification_paradox;
+        let e = &a.explore_exploit;
+        let growth = &a.bank_growth;
+        let last_mean = a.unique_guidelines.mean.last().copied().flatten();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            v.name,
+            num(p.difference, |d| format!("{d:+.3}")),
+            num(p.p_value, |p| format!("{p:.4}")),
+            if e.solved_problems > 0 {
+                format!("{}/{}", e.first_correct_on_explore, e.solved_problems)
+            } else {
+                "—".into()
+            },
+            num(last_mean, |m| format!("{m:.2}")),
+            num(
+                growth.experience.last().and_then(|c| c.mean_entries),
+                |m| format!("{m:.2}")
+            ),
+            growth
+                .experience
+                .iter()
+                .chain(&growth.guideline)
+                .map(|c| c.rejected_duplicates + c.rejected_rewrites)
+                .sum::<usize>(),
+        );
+    }
+    let epsilon = epsilon_sweep(variants);
+    if epsilon.len() > 1 {
+        let _ = write!(
+            out,
+            "\n## Unique guidelines across the ε sweep\n\nGuideline bank entries per problem after \
+             each iteration (mean over problems), one column per ε (chart: \
+             `unique_guidelines_sweep.png`).\n\n```\n{}```\n",
+            sweep_text(&epsilon)
+        );
+    }
+    out
 }
 
 fn pct(v: Option<f64>) -> String {
@@ -592,6 +738,7 @@ mod tests {
             selected_last: Some(1.0),
             budget: Vec::new(),
             swept: None,
+            analyses: None,
         };
         let csv = comparison_csv(std::slice::from_ref(&v), &[0]);
         let row = csv.lines().nth(1).expect("a row");
