@@ -414,13 +414,12 @@ impl Strategy for BaselineStrategy {
         };
         match &outcome {
             Ok(r) => {
-                let (prompt, completion) = usage_or_estimate(r, prompt_bytes);
-                self.calls.prompt_tokens += prompt;
-                self.calls.completion_tokens += completion;
+                let tokens = usage_or_estimate(r, prompt_bytes);
+                self.calls.add_tokens(tokens);
                 self.tokens_by_role
                     .entry(key.role.clone())
                     .or_default()
-                    .add(prompt, completion);
+                    .add(tokens.prompt, tokens.completion);
             }
             Err(e) => {
                 self.calls.failed += 1;
@@ -473,21 +472,40 @@ impl Strategy for BaselineStrategy {
 /// LaTeX; only used so budgets are never silently zero).
 const BYTES_PER_TOKEN: u64 = 4;
 
+/// The tokens of one answered call and which of them are estimates.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallTokens {
+    pub prompt: u64,
+    pub completion: u64,
+    /// The server reported no prompt (completion) tokens: the figure is estimated.
+    pub prompt_estimated: bool,
+    pub completion_estimated: bool,
+}
+
 /// The server's token counts, or estimates from the texts' lengths where it reported
-/// none (a server that omits `usage` would otherwise make a method look free).
-pub fn usage_or_estimate(r: &tmas_actors::wire::ChatResponse, prompt_bytes: usize) -> (u64, u64) {
-    let prompt = if r.usage.prompt_tokens == 0 {
+/// none (a server that omits `usage` would otherwise make a method look free): prompt
+/// tokens from the prompt's `prompt_bytes`, completion tokens from the reply's content
+/// and reasoning, at [`BYTES_PER_TOKEN`].
+pub fn usage_or_estimate(r: &tmas_actors::wire::ChatResponse, prompt_bytes: usize) -> CallTokens {
+    let prompt_estimated = r.usage.prompt_tokens == 0;
+    let prompt = if prompt_estimated {
         (prompt_bytes as u64).div_ceil(BYTES_PER_TOKEN)
     } else {
         r.usage.prompt_tokens
     };
-    let completion = if r.usage.completion_tokens == 0 {
+    let completion_estimated = r.usage.completion_tokens == 0;
+    let completion = if completion_estimated {
         let bytes = r.content.len() + r.reasoning.as_deref().map_or(0, str::len);
         (bytes as u64).div_ceil(BYTES_PER_TOKEN)
     } else {
         r.usage.completion_tokens
     };
-    (prompt, completion)
+    CallTokens {
+        prompt,
+        completion,
+        prompt_estimated: prompt_estimated && prompt > 0,
+        completion_estimated: completion_estimated && completion > 0,
+    }
 }
 
 /// A candidate slot with the given prompt mode, filled from a solution call's outcome.

@@ -141,9 +141,31 @@ pub struct CallCounts {
     pub reasked: u32,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// The part of `prompt_tokens` (`completion_tokens`) estimated from text lengths
+    /// because the server reported no usage for those calls.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated_prompt_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated_completion_tokens: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl CallCounts {
+    /// Adds one answered call's tokens, keeping count of the estimated ones.
+    pub fn add_tokens(&mut self, t: crate::method::baselines::CallTokens) {
+        self.prompt_tokens += t.prompt;
+        self.completion_tokens += t.completion;
+        if t.prompt_estimated {
+            self.estimated_prompt_tokens += t.prompt;
+        }
+        if t.completion_estimated {
+            self.estimated_completion_tokens += t.completion;
+        }
+    }
+
     pub fn total(&self) -> u32 {
         self.solution
             + self.verification
@@ -166,11 +188,13 @@ impl CallCounts {
         self.reasked += other.reasked;
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.estimated_prompt_tokens += other.estimated_prompt_tokens;
+        self.estimated_completion_tokens += other.estimated_completion_tokens;
     }
 }
 
-/// Calls that returned and their tokens, for one role (server `usage`; completion
-/// tokens estimated from the text when a server reports none).
+/// Calls that returned and their tokens, for one role (server `usage`; tokens estimated
+/// from the texts when a server reports none).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoleTokens {
     pub calls: u32,

@@ -12,7 +12,7 @@
 //! candidate) and made when the iteration starts, so the path never depends on the order
 //! in which calls complete.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, CallSpec, Command, Strategy};
@@ -64,7 +64,9 @@ pub struct TmasStrategy {
     prev: Vec<Rollout>,
     current: Option<IterationState>,
     /// Calls issued and not yet reported.
-    pending: BTreeSet<CallKey>,
+    /// Calls sent and not yet answered, with their prompt's length in bytes (to estimate
+    /// prompt tokens when a server reports no usage).
+    pending: BTreeMap<CallKey, usize>,
     results: Vec<IterationResult>,
     totals: CallCounts,
     stop: Option<StopReason>,
@@ -86,7 +88,7 @@ impl TmasStrategy {
             guidelines: initial_guidelines,
             prev: Vec::new(),
             current: None,
-            pending: BTreeSet::new(),
+            pending: BTreeMap::new(),
             results: Vec::new(),
             totals: CallCounts::default(),
             stop: None,
@@ -148,6 +150,7 @@ impl TmasStrategy {
             c.reasked += 1;
         }
         let rc = self.role_call(role);
+        let prompt_bytes = prompt.len();
         let request = ChatRequest {
             messages: vec![ChatMessage::user(prompt)],
             sampling: rc.sampling,
@@ -159,7 +162,7 @@ impl TmasStrategy {
             },
             stream: rc.stream,
         };
-        self.pending.insert(key.clone());
+        self.pending.insert(key.clone(), prompt_bytes);
         Command::Call(CallSpec { key, request })
     }
 
@@ -438,7 +441,7 @@ impl TmasStrategy {
     }
 
     fn has_pending_for(&self, iteration: u32) -> bool {
-        self.pending.iter().any(|k| k.iteration == iteration)
+        self.pending.keys().any(|k| k.iteration == iteration)
     }
 }
 
@@ -480,10 +483,10 @@ impl Strategy for TmasStrategy {
     }
 
     fn on_call(&mut self, key: CallKey, outcome: CallOutcome) -> Vec<Command> {
-        if !self.pending.remove(&key) {
+        let Some(prompt_bytes) = self.pending.remove(&key) else {
             tracing::warn!(problem = %self.problem.id, call = %key, "outcome for a call that is not outstanding; ignored");
             return Vec::new();
-        }
+        };
         let Some(mut it) = self.current.take() else {
             return Vec::new();
         };
@@ -493,15 +496,14 @@ impl Strategy for TmasStrategy {
         }
         match &outcome {
             Ok(r) => {
-                // Completion tokens are estimated from the text when the server reported
-                // none, so a budget comparison never counts a call as free.
-                let (_, completion) = crate::method::baselines::usage_or_estimate(r, 0);
-                it.calls.prompt_tokens += r.usage.prompt_tokens;
-                it.calls.completion_tokens += completion;
+                // Tokens are estimated from the texts when the server reported none, so a
+                // budget comparison never counts a call as free; the estimate is marked.
+                let tokens = crate::method::baselines::usage_or_estimate(r, prompt_bytes);
+                it.calls.add_tokens(tokens);
                 it.tokens_by_role
                     .entry(key.role.clone())
                     .or_default()
-                    .add(r.usage.prompt_tokens, completion);
+                    .add(tokens.prompt, tokens.completion);
             }
             Err(e) => {
                 it.calls.failed += 1;

@@ -50,6 +50,10 @@ pub struct IterationBudget {
     pub calls: f64,
     pub prompt_tokens: f64,
     pub completion_tokens: f64,
+    /// The part of `prompt_tokens` (`completion_tokens`) estimated from text lengths
+    /// because a server reported no usage.
+    pub estimated_prompt_tokens: f64,
+    pub estimated_completion_tokens: f64,
     pub cumulative_completion_tokens: f64,
 }
 
@@ -81,6 +85,16 @@ impl VariantReport {
     fn totals(&self) -> (f64, f64, f64) {
         self.budget.iter().fold((0.0, 0.0, 0.0), |(c, p, o), b| {
             (c + b.calls, p + b.prompt_tokens, o + b.completion_tokens)
+        })
+    }
+
+    /// Estimated (prompt, completion) tokens per problem over the run.
+    fn estimated(&self) -> (f64, f64) {
+        self.budget.iter().fold((0.0, 0.0), |(p, o), b| {
+            (
+                p + b.estimated_prompt_tokens,
+                o + b.estimated_completion_tokens,
+            )
         })
     }
 }
@@ -211,10 +225,14 @@ fn budget(records: &[ProblemRecord], pass: &[f64]) -> Vec<IterationBudget> {
             b.calls += f64::from(it.calls.total());
             b.prompt_tokens += it.calls.prompt_tokens as f64;
             b.completion_tokens += it.calls.completion_tokens as f64;
+            b.estimated_prompt_tokens += it.calls.estimated_prompt_tokens as f64;
+            b.estimated_completion_tokens += it.calls.estimated_completion_tokens as f64;
         }
         b.calls /= n;
         b.prompt_tokens /= n;
         b.completion_tokens /= n;
+        b.estimated_prompt_tokens /= n;
+        b.estimated_completion_tokens /= n;
         cumulative += b.completion_tokens;
         b.cumulative_completion_tokens = cumulative;
         for (role, v) in ROLES.into_iter().zip(roles) {
@@ -436,6 +454,7 @@ fn markdown_table(plan: &ExperimentPlan, variants: &[VariantReport], columns: &[
             let _ = write!(out, " {} |", pct(value));
         }
         let (calls, prompt, completion) = v.totals();
+        let (est_prompt, est_completion) = v.estimated();
         let status = if v.problems_failed > 0 {
             format!("{} ({} failed)", v.status, v.problems_failed)
         } else {
@@ -443,17 +462,57 @@ fn markdown_table(plan: &ExperimentPlan, variants: &[VariantReport], columns: &[
         };
         let _ = writeln!(
             out,
-            " {} | {:.1} | {:.0} | {:.0} | {}/{} | {} |",
+            " {} | {:.1} | {} | {} | {}/{} | {} |",
             pct(v.selected_last.filter(|_| v.finished())),
             calls,
-            prompt,
-            completion,
+            tokens_cell(prompt, est_prompt),
+            tokens_cell(completion, est_completion),
             v.problems_done,
             v.problems_total,
             status
         );
     }
+    let estimated: Vec<String> = variants
+        .iter()
+        .filter_map(|v| {
+            let (prompt, completion) = v.estimated();
+            let (all_prompt, all_completion) = (v.totals().1, v.totals().2);
+            (prompt > 0.0 || completion > 0.0).then(|| {
+                format!(
+                    "{} ({:.0} % of prompt, {:.0} % of completion tokens)",
+                    v.name,
+                    share(prompt, all_prompt),
+                    share(completion, all_completion)
+                )
+            })
+        })
+        .collect();
+    if !estimated.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n~ estimated in part: a server reported no token usage for some calls, whose \
+             tokens are counted as bytes / 4 of the prompt and of the reply — {}.",
+            estimated.join("; ")
+        );
+    }
     out
+}
+
+/// A token figure for the table, `~` in front when part of it is estimated.
+fn tokens_cell(value: f64, estimated: f64) -> String {
+    if estimated > 0.0 {
+        format!("~{value:.0}")
+    } else {
+        format!("{value:.0}")
+    }
+}
+
+fn share(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        100.0 * part / whole
+    } else {
+        0.0
+    }
 }
 
 fn comparison_csv(variants: &[VariantReport], columns: &[usize]) -> String {
@@ -462,7 +521,7 @@ fn comparison_csv(variants: &[VariantReport], columns: &[usize]) -> String {
     for t in columns {
         let _ = write!(out, ",pass_at_1_it{t}");
     }
-    out.push_str(",selected_last,calls_per_problem,prompt_tokens_per_problem,completion_tokens_per_problem\n");
+    out.push_str(",selected_last,calls_per_problem,prompt_tokens_per_problem,completion_tokens_per_problem,estimated_prompt_tokens_per_problem,estimated_completion_tokens_per_problem\n");
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.6}"));
     for v in variants {
         let _ = write!(
@@ -484,9 +543,10 @@ fn comparison_csv(variants: &[VariantReport], columns: &[usize]) -> String {
             let _ = write!(out, ",{}", opt(value));
         }
         let (calls, prompt, completion) = v.totals();
+        let (est_prompt, est_completion) = v.estimated();
         let _ = writeln!(
             out,
-            ",{},{calls:.3},{prompt:.1},{completion:.1}",
+            ",{},{calls:.3},{prompt:.1},{completion:.1},{est_prompt:.1},{est_completion:.1}",
             opt(v.selected_last.filter(|_| v.finished()))
         );
     }
@@ -498,7 +558,7 @@ fn budget_csv_text(variants: &[VariantReport]) -> String {
     for r in ROLES {
         let _ = write!(out, ",{r}_calls,{r}_prompt_tokens,{r}_completion_tokens");
     }
-    out.push_str(",prompt_tokens,completion_tokens,cumulative_completion_tokens\n");
+    out.push_str(",prompt_tokens,completion_tokens,cumulative_completion_tokens,estimated_prompt_tokens,estimated_completion_tokens\n");
     for v in variants {
         for b in &v.budget {
             let pass = b
@@ -521,8 +581,12 @@ fn budget_csv_text(variants: &[VariantReport]) -> String {
             }
             let _ = writeln!(
                 out,
-                ",{:.1},{:.1},{:.1}",
-                b.prompt_tokens, b.completion_tokens, b.cumulative_completion_tokens
+                ",{:.1},{:.1},{:.1},{:.1},{:.1}",
+                b.prompt_tokens,
+                b.completion_tokens,
+                b.cumulative_completion_tokens,
+                b.estimated_prompt_tokens,
+                b.estimated_completion_tokens
             );
         }
     }
@@ -752,5 +816,70 @@ mod tests {
         };
         let md = markdown_table(&plan, &[v], &[0]);
         assert!(md.contains("| x, y | rse | — | — |"), "{md}");
+    }
+
+    #[test]
+    fn estimated_tokens_are_marked_in_the_tables() {
+        let budget = |estimated: f64| IterationBudget {
+            iteration: 0,
+            pass_at_1: Some(0.5),
+            prompt_tokens: 400.0,
+            completion_tokens: 100.0,
+            estimated_prompt_tokens: estimated,
+            cumulative_completion_tokens: 100.0,
+            ..IterationBudget::default()
+        };
+        let variant = |name: &str, estimated: f64| VariantReport {
+            name: name.into(),
+            method: "tmas".into(),
+            status: "completed".into(),
+            problems_total: 1,
+            problems_done: 1,
+            problems_failed: 0,
+            pass_at_1: vec![0.5],
+            selected_last: None,
+            budget: vec![budget(estimated)],
+            swept: None,
+            analyses: None,
+        };
+        let variants = [variant("served", 0.0), variant("silent", 100.0)];
+        let plan = ExperimentPlan {
+            name: "e".into(),
+            source: "e.toml".into(),
+            report_iterations: vec![0],
+            max_in_flight: 1,
+            variants: Vec::new(),
+        };
+        let md = markdown_table(&plan, &variants, &[0]);
+        assert!(
+            md.contains("| served | tmas | 50.00 | — | 0.0 | 400 | 100 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| silent | tmas | 50.00 | — | 0.0 | ~400 | 100 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("~ estimated in part")
+                && md.contains("silent (25 % of prompt, 0 % of completion tokens)"),
+            "{md}"
+        );
+        assert!(!md.contains("served ("), "{md}");
+        let csv = comparison_csv(&variants, &[0]);
+        assert!(csv.lines().next().unwrap().ends_with(
+            ",estimated_prompt_tokens_per_problem,estimated_completion_tokens_per_problem"
+        ));
+        assert!(
+            csv.lines()
+                .nth(2)
+                .unwrap()
+                .ends_with(",400.0,100.0,100.0,0.0"),
+            "{csv}"
+        );
+        let budget_csv = budget_csv_text(&variants);
+        assert!(
+            budget_csv.lines().nth(2).unwrap().ends_with(",100.0,0.0"),
+            "{budget_csv}"
+        );
     }
 }

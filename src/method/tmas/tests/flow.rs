@@ -457,3 +457,36 @@ fn proof_mode_call_graph_and_prompts() {
         assert!(!prompt.contains("The problem asks for a final answer"));
     }
 }
+
+/// A server that reports no usage: prompt tokens are estimated from each prompt's length
+/// and completion tokens from each reply's, and both are marked as estimated; with usage
+/// reported nothing is marked.
+#[test]
+fn tokens_are_estimated_and_marked_when_the_server_reports_no_usage() {
+    let silent = |spec: &tmas_actors::strategy::CallSpec| {
+        let mut outcome = good(spec);
+        if let Ok(r) = &mut outcome {
+            r.usage = tmas_actors::wire::Usage::default();
+        }
+        outcome
+    };
+    let run = Driver::default().run(params(2, 1, 1, 0.0), silent);
+    let expected_prompt: u64 = run
+        .calls
+        .iter()
+        .map(|c| (Run::prompt(c).len() as u64).div_ceil(4))
+        .sum();
+    let c = run.outcome.calls;
+    assert_eq!(c.prompt_tokens, expected_prompt);
+    assert_eq!(c.estimated_prompt_tokens, expected_prompt);
+    assert!(c.completion_tokens > 0);
+    assert_eq!(c.estimated_completion_tokens, c.completion_tokens);
+
+    let reported = Driver::default().run(params(2, 1, 1, 0.0), good);
+    let c = reported.outcome.calls;
+    assert_eq!(c.prompt_tokens, 10 * reported.calls.len() as u64);
+    assert_eq!(
+        (c.estimated_prompt_tokens, c.estimated_completion_tokens),
+        (0, 0)
+    );
+}
