@@ -106,6 +106,10 @@ pub struct RunControl {
     /// A cap on calls in flight shared with other runs of this process (experiments);
     /// `None`: only this run's `run.max_in_flight` applies.
     pub shared_in_flight: Option<Arc<tokio::sync::Semaphore>>,
+    /// Model clients (and an embedded simulator) shared with other runs of this process
+    /// (experiments): one cap, limit and breaker per endpoint across the runs. `None`:
+    /// this run starts and stops its own.
+    pub shared_endpoints: Option<Arc<endpoints::SharedEndpoints>>,
 }
 
 /// How a run ended.
@@ -233,8 +237,13 @@ async fn execute(
         .iter()
         .map(|p| (p.problem_id.clone(), p.reference_answer.clone()))
         .collect();
-    let endpoints = Endpoints::start(&mut config, &env, Some(answers)).await?;
-    let client = endpoints.client.clone();
+    let (client, own_endpoints) = match &control.shared_endpoints {
+        Some(shared) => (shared.client_for(&mut config, &env).await?, None),
+        None => {
+            let endpoints = Endpoints::start(&mut config, &env, Some(answers)).await?;
+            (endpoints.client.clone(), Some(endpoints))
+        }
+    };
     dir.write_config(
         &config
             .to_toml_string()
@@ -371,7 +380,9 @@ async fn execute(
     let mut written = written??;
     let permanent_stop = client.permanent_stop_reason();
 
-    endpoints.shutdown().await;
+    if let Some(endpoints) = own_endpoints {
+        endpoints.shutdown().await;
+    }
     // Everything in flight has been stored or abandoned; commit what is queued.
     let flushed = store.flush().await;
     if let Some(failure) = store.failure() {

@@ -2,11 +2,12 @@
 //! values; each a named set of overrides on one base config) run as one job.
 //!
 //! What is shared and what is not: all variants run at once in this process, each as an
-//! ordinary run (its own run directory, store, model client and, with `embedded-sim`
-//! endpoints, its own embedded simulator); their calls to the endpoints go through one
+//! ordinary run with its own run directory and store; variants with the same endpoint
+//! settings share one model client (one in-flight cap, adaptive limit, rate limiter and
+//! circuit breaker per endpoint) and, with `embedded-sim` endpoints, one embedded
+//! simulator ([`super::endpoints::SharedEndpoints`]). Their calls also go through one
 //! semaphore of `run.max_in_flight` permits (taken from the first variant's config), so
-//! they interleave under one in-flight budget. Replayed calls take no permit; per-endpoint
-//! caps, rate limits and circuit breakers stay per variant. One status
+//! they interleave under one in-flight budget; replayed calls take no permit. One status
 //! line covers every variant. A crash (even SIGKILL) is resumed with
 //! `tmas experiment --resume DIR`: a variant with a store is resumed like `tmas run
 //! --resume`, one without is started, so the report equals an uninterrupted one.
@@ -227,6 +228,11 @@ async fn execute(
 ) -> anyhow::Result<ExperimentResult> {
     let permits = Arc::new(tokio::sync::Semaphore::new(plan.max_in_flight.max(1)));
     control.shared_in_flight = Some(permits);
+    // One model client per distinct endpoint setup for all variants (one cap, limit and
+    // breaker per endpoint); a shared embedded simulator knows every variant's answers,
+    // which are added below before any variant starts.
+    let shared = Arc::new(super::endpoints::SharedEndpoints::default());
+    control.shared_endpoints = Some(shared.clone());
     let started = Instant::now();
     let mut runs = Vec::new();
     let mut totals = Vec::new();
@@ -238,10 +244,24 @@ async fn execute(
         let config = load_str(&v.config_toml, &format!("variant {}", v.name), &env, &cli)
             .map_err(|e| anyhow::anyhow!("variant {}: {e}", v.name))?;
         let problems = if resumed {
+            let stored = crate::store::StoreReader::open_read_only(&run_dir.join(DB_FILE))
+                .and_then(|r| r.problems())
+                .with_context(|| format!("variant {}", v.name))?;
+            shared.add_answers(
+                stored
+                    .into_iter()
+                    .map(|p| (p.problem_id, p.reference_answer)),
+            );
             None
         } else {
             let dataset =
                 load_variant_dataset(&config).with_context(|| format!("variant {}", v.name))?;
+            shared.add_answers(
+                dataset
+                    .problems
+                    .iter()
+                    .map(|p| (p.id.clone(), p.answer.clone())),
+            );
             Some(dataset)
         };
         totals.push(problems.as_ref().map(|d| d.problems.len()));
@@ -308,6 +328,7 @@ async fn execute(
     if let Some(s) = status {
         s.abort();
     }
+    shared.shutdown().await;
     Ok(ExperimentResult {
         dir: dir.to_path_buf(),
         runs,

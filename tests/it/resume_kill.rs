@@ -303,3 +303,66 @@ fn sigkill_mid_proof_run_then_resume_grades_against_the_reference_proofs() {
     }
     assert_eq!(export(&b), export(&a), "resumed results differ");
 }
+
+/// `tmas experiment`: variants running at once share one model client per endpoint, so
+/// the endpoint's `max_in_flight` caps the calls of all variants together (counted at the
+/// simulator), not each variant's on its own.
+#[test]
+fn experiment_variants_share_each_endpoints_in_flight_cap() {
+    const CAP: u64 = 2;
+    let sim = Sim::start(0, 20);
+    let tmp = tempfile::tempdir().unwrap();
+    write_config(tmp.path(), &sim.root, 4, 2);
+    let exp = tmp.path().join("exp.toml");
+    std::fs::write(
+        &exp,
+        r#"
+name = "shared-cap"
+config = "config.toml"
+report_iterations = [0, 1]
+
+[[variant]]
+name = "TMAS"
+set = { "method.name" = "tmas" }
+
+[[variant]]
+name = "V-R"
+set = { "method.name" = "verify-refine" }
+
+[[variant]]
+name = "MV"
+set = { "method.name" = "majority-vote", "method.iterations" = 1 }
+"#,
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    ok(
+        tmas(&[
+            "experiment",
+            &exp.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+            "--status-every",
+            "0",
+            "--set",
+            &format!("endpoints.sim.max_in_flight={CAP}"),
+        ]),
+        "experiment with a per-endpoint cap",
+    );
+    let stats = sim.stats();
+    let peak = stats["peak_in_flight"].as_u64().unwrap();
+    let stored: u64 = ["TMAS", "V-R", "MV"]
+        .iter()
+        .map(|v| stored_calls(&out.join(v)))
+        .sum();
+    assert_eq!(sim.requests(), stored, "every request is one stored call");
+    // Without a shared client each of the three variants would hold up to CAP calls.
+    assert!(
+        peak <= CAP,
+        "{peak} requests in flight at the endpoint, its cap is {CAP}"
+    );
+    assert_eq!(
+        peak, CAP,
+        "the variants kept the endpoint busy up to its cap"
+    );
+}
