@@ -110,6 +110,9 @@ pub struct RunControl {
     /// (experiments): one cap, limit and breaker per endpoint across the runs. `None`:
     /// this run starts and stops its own.
     pub shared_endpoints: Option<Arc<endpoints::SharedEndpoints>>,
+    /// Where this run publishes its progress counters for a display of several runs
+    /// (experiments); `None`: only its own display.
+    pub progress: Option<Arc<observe::ProgressSlot>>,
 }
 
 /// How a run ended.
@@ -330,6 +333,9 @@ async fn execute(
         status_every,
     )
     .await?;
+    if let Some(slot) = &control.progress {
+        observer.publish(slot);
+    }
 
     // Finished problems go to a writer task that judges and stores them while the runner
     // goes on; `on_done` itself must not block the runtime.
@@ -376,6 +382,9 @@ async fn execute(
     };
     // The display stays up while the last problems are judged.
     let written = writer.await.context("result writer task failed");
+    if let Some(slot) = &control.progress {
+        slot.freeze();
+    }
     observer.finish().await;
     let mut written = written??;
     let permanent_stop = client.permanent_stop_reason();

@@ -96,6 +96,19 @@ impl ProgressDisplay {
         Self { stop, task }
     }
 
+    /// One display for several runs of this process (the variants of `tmas experiment`):
+    /// a bar per run (problems finished of its total, with its phase, iterations, judged
+    /// problems and calls), or one plain line naming every run, or nothing.
+    pub fn start_many(mode: ProgressMode, runs: Vec<(String, ProgressSource)>) -> Self {
+        let (stop, stopped) = watch::channel(false);
+        let task = match mode {
+            ProgressMode::Off => None,
+            ProgressMode::Lines { every } => Some(tokio::spawn(many_lines(every, runs, stopped))),
+            ProgressMode::Bars => Some(tokio::spawn(many_bars(runs, stopped))),
+        };
+        Self { stop, task }
+    }
+
     /// Draws the final state once more and stops (bars are cleared).
     pub async fn finish(mut self) {
         let _ = self.stop.send(true);
@@ -315,6 +328,111 @@ async fn bars(source: ProgressSource, mut stopped: watch::Receiver<bool>) {
     let _ = multi.clear();
 }
 
+/// One run's part of a several-run display: its phase, iterations, judged problems and
+/// calls (the bar or the line shows its problems).
+pub fn run_summary(s: &ProgressSnapshot) -> String {
+    let replayed = if s.calls_replayed > 0 {
+        format!(" ({} replayed)", s.calls_replayed)
+    } else {
+        String::new()
+    };
+    let failed = if s.problems_failed > 0 {
+        format!(", {} failed", s.problems_failed)
+    } else {
+        String::new()
+    };
+    format!(
+        "{} | iterations {}/{} | judged {}/{}{failed} | {} calls{replayed}",
+        phase(s),
+        s.iterations_done,
+        s.iterations_total,
+        s.problems_judged,
+        s.problems_total,
+        s.calls_done + s.judge_calls_done
+    )
+}
+
+/// One plain line for several runs: each run's problems done of its total.
+pub fn runs_line(elapsed: Duration, runs: &[(String, ProgressSnapshot)]) -> String {
+    let parts: Vec<String> = runs
+        .iter()
+        .map(|(name, s)| {
+            format!(
+                "{name} {}/{} ({})",
+                s.problems_done + s.problems_failed,
+                s.problems_total,
+                run_summary(s)
+            )
+        })
+        .collect();
+    format!("[{:>7}] {}", hms(elapsed), parts.join(" · "))
+}
+
+async fn many_lines(
+    every: Duration,
+    runs: Vec<(String, ProgressSource)>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stopped.changed() => return,
+        }
+        let snapshots: Vec<(String, ProgressSnapshot)> =
+            runs.iter().map(|(n, f)| (n.clone(), f())).collect();
+        eprintln!("{}", runs_line(started.elapsed(), &snapshots));
+    }
+}
+
+async fn many_bars(runs: Vec<(String, ProgressSource)>, mut stopped: watch::Receiver<bool>) {
+    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+    let width = runs
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(8);
+    let bars: Vec<ProgressBar> = runs
+        .iter()
+        .map(|(name, _)| {
+            let bar = multi.add(ProgressBar::new(0));
+            bar.set_style(style(&format!(
+                "{{prefix:>{width}}} [{{bar:32}}] {{pos}}/{{len}} {{msg}}"
+            )));
+            bar.set_prefix(name.clone());
+            bar
+        })
+        .collect();
+    if let Ok(mut slot) = BARS.write() {
+        *slot = Some(multi.clone());
+    }
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let done = tokio::select! {
+            _ = tick.tick() => false,
+            _ = stopped.changed() => true,
+        };
+        for ((_, source), bar) in runs.iter().zip(&bars) {
+            let s = source();
+            bar.set_length(s.problems_total);
+            bar.set_position(s.problems_done + s.problems_failed);
+            bar.set_message(run_summary(&s));
+        }
+        if done {
+            break;
+        }
+    }
+    if let Ok(mut slot) = BARS.write() {
+        *slot = None;
+    }
+    for bar in &bars {
+        bar.finish();
+    }
+    let _ = multi.clear();
+}
+
 /// `MakeWriter` for log lines: each formatted line is written whole, above the progress
 /// bars when they are drawn.
 pub(crate) struct StderrWriter;
@@ -469,5 +587,37 @@ mod tests {
             ProgressMode::for_stderr(true, Duration::from_secs(10)),
             ProgressMode::Off
         );
+    }
+
+    #[test]
+    fn the_several_runs_line_names_each_run_with_its_problems_and_phase() {
+        let mut judging = snap(40, 40);
+        judging.problems_judged = 2;
+        judging.calls_replayed = 5;
+        let line = runs_line(
+            Duration::from_secs(65),
+            &[("TMAS".into(), snap(10, 40)), ("V-R".into(), judging)],
+        );
+        assert!(line.starts_with("[  1m05s] "), "{line}");
+        assert!(
+            line.contains(
+                "TMAS 2/4 (solving | iterations 10/40 | judged 0/4, 1 failed | 90 calls)"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.contains(" · V-R 2/4 (judging | iterations 40/40 | judged 2/4, 1 failed | 90 calls (5 replayed))"),
+            "{line}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_display_of_several_runs_that_is_off_draws_nothing_and_finishes() {
+        let display = ProgressDisplay::start_many(
+            ProgressMode::Off,
+            vec![("a".into(), Box::new(|| snap(0, 1)) as ProgressSource)],
+        );
+        assert!(display.task.is_none());
+        display.finish().await;
     }
 }

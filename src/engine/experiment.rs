@@ -7,8 +7,9 @@
 //! circuit breaker per endpoint) and, with `embedded-sim` endpoints, one embedded
 //! simulator ([`super::endpoints::SharedEndpoints`]). Their calls also go through one
 //! semaphore of `run.max_in_flight` permits (taken from the first variant's config), so
-//! they interleave under one in-flight budget; replayed calls take no permit. One status
-//! line covers every variant. A crash (even SIGKILL) is resumed with
+//! they interleave under one in-flight budget; replayed calls take no permit. One display
+//! covers every variant: a progress bar per variant on a terminal, otherwise one plain
+//! line every `--status-every` seconds naming every variant (none with 0). A crash (even SIGKILL) is resumed with
 //! `tmas experiment --resume DIR`: a variant with a store is resumed like `tmas run
 //! --resume`, one without is started, so the report equals an uninterrupted one.
 //!
@@ -20,7 +21,7 @@ pub mod spec;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -30,6 +31,9 @@ use crate::config::loader::load_str;
 use crate::config::{CliOverride, ConfigErrors};
 use crate::eval::dataset::{DatasetSpec, load_dataset};
 use crate::store::DB_FILE;
+use tmas_observability::{ProgressDisplay, ProgressMode, ProgressSnapshot, ProgressSource};
+
+use super::observe::ProgressSlot;
 
 use super::run_dir::write_atomic;
 use super::{RequestedConfig, ResumeRequest, RunControl, RunRequest, RunResult};
@@ -233,13 +237,14 @@ async fn execute(
     // which are added below before any variant starts.
     let shared = Arc::new(super::endpoints::SharedEndpoints::default());
     control.shared_endpoints = Some(shared.clone());
-    let started = Instant::now();
     let mut runs = Vec::new();
-    let mut totals = Vec::new();
+    let mut displayed: Vec<(String, ProgressSource)> = Vec::new();
     for v in &plan.variants {
         let run_dir = dir.join(&v.dir);
         let resumed = run_dir.join(DB_FILE).is_file();
-        let control = control.clone();
+        let mut control = control.clone();
+        let slot = Arc::new(ProgressSlot::default());
+        control.progress = Some(slot.clone());
         let (env, cli) = (env.clone(), cli.clone());
         let config = load_str(&v.config_toml, &format!("variant {}", v.name), &env, &cli)
             .map_err(|e| anyhow::anyhow!("variant {}: {e}", v.name))?;
@@ -264,7 +269,18 @@ async fn execute(
             );
             Some(dataset)
         };
-        totals.push(problems.as_ref().map(|d| d.problems.len()));
+        // Until the variant's run starts its counters, its bar shows the dataset's size
+        // (a resumed variant's size comes with its run).
+        let total = problems.as_ref().map_or(0, |d| d.problems.len() as u64);
+        displayed.push((
+            v.name.clone(),
+            Box::new(move || {
+                slot.snapshot().unwrap_or(ProgressSnapshot {
+                    problems_total: total,
+                    ..ProgressSnapshot::default()
+                })
+            }),
+        ));
         let name = v.name.clone();
         let source = PathBuf::from(&plan.source);
         runs.push(async move {
@@ -308,26 +324,12 @@ async fn execute(
             (name, result)
         });
     }
-    let status = status_every.map(|every| {
-        let dirs: Vec<(String, PathBuf, Option<usize>)> = plan
-            .variants
-            .iter()
-            .zip(&totals)
-            .map(|(v, t)| (v.name.clone(), dir.join(&v.dir), *t))
-            .collect();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                eprintln!("{}", status_line(&dirs, started.elapsed()));
-            }
-        })
-    });
+    // One bar per variant on a terminal; plain lines every `status_every` otherwise.
+    // (The variants' runs are quiet: this display is the only one.)
+    let mode = ProgressMode::for_stderr(false, status_every.unwrap_or(Duration::ZERO));
+    let display = ProgressDisplay::start_many(mode, displayed);
     let runs = futures::future::join_all(runs).await;
-    if let Some(s) = status {
-        s.abort();
-    }
+    display.finish().await;
     shared.shutdown().await;
     Ok(ExperimentResult {
         dir: dir.to_path_buf(),
@@ -352,25 +354,4 @@ fn load_variant_dataset(config: &Config) -> anyhow::Result<crate::eval::dataset:
         spec.path.display()
     );
     Ok(dataset)
-}
-
-/// One line for every variant: finished problems (files in `problems/`) of the total.
-fn status_line(dirs: &[(String, PathBuf, Option<usize>)], elapsed: Duration) -> String {
-    let parts: Vec<String> = dirs
-        .iter()
-        .map(|(name, dir, total)| {
-            let done = std::fs::read_dir(dir.join("problems"))
-                .map(|r| r.filter(|e| e.is_ok()).count())
-                .unwrap_or(0);
-            match total {
-                Some(t) => format!("{name} {done}/{t}"),
-                None => format!("{name} {done} (resumed)"),
-            }
-        })
-        .collect();
-    format!(
-        "[{:>5.0}s] problems done: {}",
-        elapsed.as_secs_f64(),
-        parts.join(" · ")
-    )
 }

@@ -18,7 +18,9 @@ use tmas_actors::client::ModelClient;
 use tmas_actors::runner::RuntimeStats;
 use tmas_observability::otlp::{self, OtlpSettings, TracingGuard};
 use tmas_observability::prometheus::{MetricsServer, Refresh};
-use tmas_observability::{ProgressDisplay, ProgressMode, ProgressSnapshot, span_ext};
+use tmas_observability::{
+    ProgressDisplay, ProgressMode, ProgressSnapshot, ProgressSource, span_ext,
+};
 
 use crate::config::Config;
 use crate::engine::judging::JudgeProgress;
@@ -100,6 +102,40 @@ pub struct RunObserver {
     run_span: tracing::Span,
     metrics: Option<MetricsServer>,
     progress: ProgressDisplay,
+    sources: Arc<Sources>,
+}
+
+/// Where a run publishes its progress counters for a display outside it (`tmas
+/// experiment` draws one bar per variant); frozen at the run's last state when it ends.
+#[derive(Default)]
+pub struct ProgressSlot(Mutex<Option<ProgressSource>>);
+
+impl std::fmt::Debug for ProgressSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProgressSlot").finish_non_exhaustive()
+    }
+}
+
+impl ProgressSlot {
+    fn set(&self, source: ProgressSource) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(source);
+    }
+
+    /// The run's counters now (`None` before the run started its display).
+    pub fn snapshot(&self) -> Option<ProgressSnapshot> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|f| f())
+    }
+
+    /// Keeps the run's last counters (the run's client and runtime are stopping).
+    pub fn freeze(&self) {
+        if let Some(last) = self.snapshot() {
+            self.set(Box::new(move || last));
+        }
+    }
 }
 
 /// Starts OTLP export when an endpoint is configured (first run of the process only).
@@ -176,7 +212,14 @@ impl RunObserver {
             run_span,
             metrics,
             progress,
+            sources,
         })
+    }
+
+    /// Publishes this run's counters in `slot` (for a display of several runs).
+    pub fn publish(&self, slot: &ProgressSlot) {
+        let s = self.sources.clone();
+        slot.set(Box::new(move || snapshot(&s)));
     }
 
     /// The run's span: problems link to it (each problem is its own trace).
