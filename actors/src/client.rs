@@ -22,7 +22,8 @@
 //!   and one HTTP attempt (plain or streaming).
 //! - [`health`] / [`supervisor`]: the actors — one per endpoint owning breaker recovery
 //!   (probing `GET /health`, falling back to `/models`), under a restarting supervisor.
-//! - `body` / `sse`: the JSON and server-sent events on the wire (pure).
+//! - `body` / `sse`: the JSON and server-sent events on the wire (pure); `escape_cache`:
+//!   each long prompt segment JSON-escaped once for every body that quotes it.
 //! - [`tokens`] — prompt-token estimates and the `max_tokens` that fits.
 //! - [`error`] — [`ClientError`].
 //! - [`permanent`] — permanent errors in a row, and the run stop they raise.
@@ -35,6 +36,7 @@ mod call;
 pub mod config;
 mod endpoint;
 pub mod error;
+mod escape_cache;
 pub mod handle;
 pub mod health;
 mod json_string;
@@ -48,8 +50,10 @@ mod telemetry;
 pub mod tokens;
 mod validate;
 
+pub use body::encode_request;
 pub use config::{ApiKey, ClientConfig, EndpointSpec, ResiliencePolicy, TokenEstimate};
 pub use error::ClientError;
+pub use escape_cache::EscapeCache;
 pub use handle::{ClientSnapshot, EndpointSnapshot, ModelClient};
 pub use permanent::PermanentStop;
 pub use supervisor::SupervisorStatus;

@@ -1,33 +1,38 @@
 //! Chat-completion types shared by the strategy, the model client and the simulator.
 //!
 //! Large texts are `Arc<str>` so a 350 KB rollout context is shared, never copied, as a
-//! request travels from the strategy through the pools to an endpoint.
+//! request travels from the strategy through the pools to an endpoint; a prompt is a
+//! [`PromptText`] of such segments, so prompts that quote the same rollouts share them.
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+mod text;
+
+pub use text::{PromptText, PromptTextBuilder, SHARE_AT};
+
 /// One chat message (`system`, `user` or `assistant`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatMessage {
     pub role: Arc<str>,
-    pub content: Arc<str>,
+    pub content: PromptText,
 }
 
 impl ChatMessage {
-    pub fn system(content: impl Into<Arc<str>>) -> Self {
+    pub fn system(content: impl Into<PromptText>) -> Self {
         Self {
             role: "system".into(),
             content: content.into(),
         }
     }
-    pub fn user(content: impl Into<Arc<str>>) -> Self {
+    pub fn user(content: impl Into<PromptText>) -> Self {
         Self {
             role: "user".into(),
             content: content.into(),
         }
     }
-    pub fn assistant(content: impl Into<Arc<str>>) -> Self {
+    pub fn assistant(content: impl Into<PromptText>) -> Self {
         Self {
             role: "assistant".into(),
             content: content.into(),

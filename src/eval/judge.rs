@@ -488,6 +488,6 @@ mod tests {
         assert_eq!(&*request.tags.role, "judge");
         assert_eq!(&*request.tags.problem, "imo-1");
         assert_eq!(request.tags.iteration, 3);
-        assert_eq!(&*request.messages[0].content, "p");
+        assert_eq!(request.messages[0].content, "p");
     }
 }

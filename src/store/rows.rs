@@ -90,7 +90,7 @@ pub struct Envelope {
 /// shared by reference with the request), else the messages as a JSON array.
 pub fn prompt_text(messages: &[ChatMessage]) -> Arc<str> {
     match messages {
-        [only] => only.content.clone(),
+        [only] => only.content.flatten(),
         many => serde_json::to_string(many)
             .unwrap_or_else(|e| format!("unencodable messages: {e}"))
             .into(),

@@ -7,6 +7,7 @@
 use bytes::Bytes;
 use serde::Deserialize;
 
+use super::escape_cache::EscapeCache;
 use super::json_string::write_escaped;
 use crate::wire::{ChatRequest, Usage};
 
@@ -24,11 +25,13 @@ pub struct Completion {
 /// The bytes are exactly what `serde_json` writes for the OpenAI request object (the
 /// tests compare them with a serialized struct of its fields), written by hand so that
 /// the message texts go through the word-at-a-time escaper of [`super::json_string`]
-/// instead of `serde_json`'s byte loop.
+/// instead of `serde_json`'s byte loop. A message's segments are written one by one, the
+/// long ones through `escapes` (escaped once for every body that quotes them).
 pub fn encode_request(
     model: &str,
     request: &ChatRequest,
     max_tokens: u32,
+    escapes: &EscapeCache,
 ) -> Result<Bytes, serde_json::Error> {
     // Sized up front: growing a Vec by doubling to hold a 350 KB prompt copies it ~7
     // times and, above glibc's mmap threshold, faults every new block in page by page
@@ -44,9 +47,11 @@ pub fn encode_request(
         }
         buf.extend_from_slice(b"{\"role\":");
         write_escaped(&mut buf, &message.role);
-        buf.extend_from_slice(b",\"content\":");
-        write_escaped(&mut buf, &message.content);
-        buf.push(b'}');
+        buf.extend_from_slice(b",\"content\":\"");
+        for segment in message.content.segments() {
+            escapes.write(&mut buf, segment);
+        }
+        buf.extend_from_slice(b"\"}");
     }
     // Numbers through serde_json, so they are formatted as it formats them.
     buf.extend_from_slice(b"],\"temperature\":");
@@ -157,6 +162,8 @@ pub fn check_not_empty(c: Completion) -> Result<Completion, BodyProblem> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::wire::{CallTags, ChatMessage, Sampling};
 
@@ -225,7 +232,8 @@ mod tests {
                     r.sampling.temperature = temperature;
                     r.sampling.top_p = top_p;
                     for (model, max_tokens) in [("m1", 42), ("Qwen/Qwen3-8B \"q\"", u32::MAX)] {
-                        let ours = encode_request(model, &r, max_tokens).unwrap();
+                        let ours =
+                            encode_request(model, &r, max_tokens, &EscapeCache::new()).unwrap();
                         assert_eq!(
                             String::from_utf8_lossy(&ours),
                             String::from_utf8_lossy(&reference(model, &r, max_tokens)),
@@ -237,22 +245,51 @@ mod tests {
         let mut empty = request(false);
         empty.messages.clear();
         assert_eq!(
-            encode_request("m", &empty, 1).unwrap(),
+            encode_request("m", &empty, 1, &EscapeCache::new()).unwrap(),
             reference("m", &empty, 1)
         );
     }
 
     #[test]
+    fn a_segmented_prompt_encodes_as_its_flat_text_cached_or_not() {
+        use crate::wire::{PromptText, PromptTextBuilder};
+        let solution: Arc<str> = "Step \"1\": \\frac{a}{b}\n\tü 数 \u{1}\n"
+            .repeat(100)
+            .into();
+        let mut b = PromptTextBuilder::new();
+        b.push_str("Question \"q\"\n");
+        b.push_shared(&solution);
+        b.push_str("\n---\n");
+        b.push_shared(&solution);
+        let segmented = b.finish();
+        assert!(segmented.segments().len() > 1);
+        let flat = PromptText::from(segmented.to_string());
+        let cache = EscapeCache::new();
+        for escapes in [&cache, &cache, &EscapeCache::disabled()] {
+            let mut r = request(false);
+            r.messages = vec![
+                ChatMessage::system("sys"),
+                ChatMessage::user(segmented.clone()),
+            ];
+            let ours = encode_request("m", &r, 7, escapes).unwrap();
+            r.messages[1] = ChatMessage::user(flat.clone());
+            assert_eq!(ours, reference("m", &r, 7));
+        }
+    }
+
+    #[test]
     fn request_body_has_model_and_fitted_max_tokens() {
-        let body = encode_request("m1", &request(true), 42).unwrap();
+        let body = encode_request("m1", &request(true), 42, &EscapeCache::new()).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["model"], "m1");
         assert_eq!(v["max_tokens"], 42);
         assert_eq!(v["stream"], true);
         assert_eq!(v["stream_options"]["include_usage"], true);
         assert_eq!(v["messages"][1]["content"], "hi");
-        let plain: serde_json::Value =
-            serde_json::from_slice(&encode_request("m", &request(false), 1).unwrap()).unwrap();
+        let plain: serde_json::Value = serde_json::from_slice(
+            &encode_request("m", &request(false), 1, &EscapeCache::new()).unwrap(),
+        )
+        .unwrap();
         assert!(plain.get("stream_options").is_none());
     }
 

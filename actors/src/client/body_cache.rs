@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use crate::wire::{ChatMessage, ChatRequest, Sampling};
+use super::escape_cache::EscapeCache;
+use crate::wire::{ChatMessage, ChatRequest, PromptText, Sampling};
 
 /// What a call needs from an encoded body besides the bytes.
 #[derive(Debug, Clone)]
@@ -54,13 +55,15 @@ fn same_messages(a: &[ChatMessage], b: &[ChatMessage]) -> bool {
     a.len() == b.len()
         && a.iter()
             .zip(b)
-            .all(|(x, y)| Arc::ptr_eq(&x.content, &y.content) && x.role == y.role)
+            .all(|(x, y)| PromptText::ptr_eq(&x.content, &y.content) && x.role == y.role)
 }
 
 /// A small most-recent-first cache of encoded bodies.
 pub(crate) struct BodyCache {
     entries: Mutex<VecDeque<Entry>>,
     capacity: usize,
+    /// Long prompt segments, escaped once for all the bodies that quote them.
+    pub escapes: EscapeCache,
 }
 
 impl BodyCache {
@@ -72,6 +75,7 @@ impl BodyCache {
         Self {
             entries: Mutex::new(VecDeque::with_capacity(capacity)),
             capacity,
+            escapes: EscapeCache::new(),
         }
     }
 
@@ -130,7 +134,7 @@ mod tests {
         name.into()
     }
 
-    fn request(prompt: &Arc<str>) -> ChatRequest {
+    fn request(prompt: &PromptText) -> ChatRequest {
         ChatRequest {
             messages: vec![ChatMessage::user(prompt.clone())],
             sampling: Sampling {
@@ -155,7 +159,7 @@ mod tests {
     fn the_same_prompt_allocation_on_the_same_endpoint_hits() {
         let cache = BodyCache::new(4);
         let ep = endpoint("a");
-        let prompt: Arc<str> = "x".repeat(2000).into();
+        let prompt: PromptText = "x".repeat(2000).into();
         let first = request(&prompt);
         assert!(cache.get(&ep, &first).is_none());
         cache.put(&ep, &first, &encoded(b"one"));
@@ -170,9 +174,9 @@ mod tests {
     fn equal_text_in_another_allocation_other_endpoint_or_sampling_misses() {
         let cache = BodyCache::new(4);
         let (a, b) = (endpoint("a"), endpoint("b"));
-        let prompt: Arc<str> = "x".repeat(2000).into();
+        let prompt: PromptText = "x".repeat(2000).into();
         cache.put(&a, &request(&prompt), &encoded(b"one"));
-        let copy: Arc<str> = prompt.to_string().into();
+        let copy: PromptText = prompt.to_string().into();
         assert!(
             cache.get(&a, &request(&copy)).is_none(),
             "pointer identity only"
@@ -193,7 +197,7 @@ mod tests {
     fn oldest_entry_is_evicted_and_small_prompts_are_not_kept() {
         let cache = BodyCache::new(2);
         let ep = endpoint("a");
-        let prompts: Vec<Arc<str>> = (0..3)
+        let prompts: Vec<PromptText> = (0..3)
             .map(|i| format!("{i}{}", "y".repeat(2000)).into())
             .collect();
         for p in &prompts {
@@ -202,7 +206,7 @@ mod tests {
         assert_eq!(cache.len(), 2);
         assert!(cache.get(&ep, &request(&prompts[0])).is_none());
         assert!(cache.get(&ep, &request(&prompts[2])).is_some());
-        let small: Arc<str> = "short".into();
+        let small: PromptText = "short".into();
         cache.put(&ep, &request(&small), &encoded(b"s"));
         assert!(cache.get(&ep, &request(&small)).is_none());
         assert_eq!(cache.len(), 2);

@@ -279,14 +279,13 @@ impl Shared {
             ep.spec.context_window,
             self.policy.context_margin,
         )?;
-        let body = encode_request(&ep.spec.model, request, max_tokens).map_err(|e| {
-            ClientError::Config {
+        let body = encode_request(&ep.spec.model, request, max_tokens, &self.bodies.escapes)
+            .map_err(|e| ClientError::Config {
                 message: format!(
                     "endpoint `{}`: cannot serialize the request: {e}",
                     ep.name()
                 ),
-            }
-        })?;
+            })?;
         Ok(EncodedBody {
             body,
             max_tokens,

@@ -52,9 +52,18 @@ fn first_escape(word: u64) -> Option<usize> {
 
 /// Appends `text` to `out` as a JSON string literal, quotes included.
 pub(crate) fn write_escaped(out: &mut Vec<u8>, text: &str) {
-    let bytes = text.as_bytes();
-    out.reserve(bytes.len() + 2);
+    out.reserve(text.len() + 2);
     out.push(b'"');
+    write_escaped_inner(out, text);
+    out.push(b'"');
+}
+
+/// Appends `text` to `out` JSON-escaped, without quotes. Escaping works character by
+/// character, so the escapes of two texts, concatenated, are the escape of their
+/// concatenation: a prompt's segments can be escaped (and cached) one by one.
+pub(crate) fn write_escaped_inner(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len());
     // `clean` is where the run of bytes not yet copied (and needing no escape) starts.
     let (mut clean, mut i) = (0, 0);
     while let Some(chunk) = bytes.get(i..i + 8) {
@@ -79,7 +88,6 @@ pub(crate) fn write_escaped(out: &mut Vec<u8>, text: &str) {
         }
     }
     out.extend_from_slice(&bytes[clean..]);
-    out.push(b'"');
 }
 
 #[cfg(test)]

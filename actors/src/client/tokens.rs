@@ -80,7 +80,7 @@ impl TokenCounter {
             }
             Self::Tokenizer { tokenizer, .. } => messages
                 .iter()
-                .map(|m| match tokenizer.encode(&*m.content, false) {
+                .map(|m| match tokenizer.encode(&*m.content.flatten(), false) {
                     Ok(enc) => enc.len() as u64,
                     Err(_) => m.content.len() as u64,
                 })

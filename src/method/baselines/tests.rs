@@ -274,7 +274,7 @@ fn refinements_see_the_previous_solution_and_its_feedback() {
         .iter()
         .find(|c| c.key.iteration == 1 && c.key.role.as_ref() == "solution")
         .expect("a refinement");
-    let prompt = &refine.request.messages[0].content;
+    let prompt = refine.request.messages[0].content.to_string();
     assert!(prompt.contains("Step 2 is unjustified.") && prompt.contains("\\boxed{0}"));
 
     let run = drive(params(BaselineKind::VerifyRefine, 2, 2, 0, 2), 0, canned);
@@ -283,7 +283,12 @@ fn refinements_see_the_previous_solution_and_its_feedback() {
         .iter()
         .find(|c| c.key.iteration == 1 && c.key.role.as_ref() == "solution")
         .expect("a correction");
-    assert!(corr.request.messages[0].content.contains("Looks right."));
+    assert!(
+        corr.request.messages[0]
+            .content
+            .to_string()
+            .contains("Looks right.")
+    );
     let it0 = &run.outcome.iterations[0];
     assert_eq!(it0.candidates[0].scores, vec![1.0, 1.0]);
     assert_eq!(it0.best, Some(0));
@@ -299,7 +304,7 @@ fn pacore_rounds_see_every_message_of_the_previous_round() {
     });
     let r1: Vec<_> = run.calls.iter().filter(|c| c.key.iteration == 1).collect();
     assert_eq!(r1.len(), 3);
-    let p = &r1[0].request.messages[0].content;
+    let p = r1[0].request.messages[0].content.to_string();
     for c in 0..3 {
         assert!(p.contains(&format!("answer of {c}")), "{p}");
     }
@@ -327,6 +332,7 @@ fn rse_bank_grows_without_duplicates_and_reaches_the_attempts() {
     assert!(
         last.request.messages[0]
             .content
+            .to_string()
             .contains("do not divide by zero")
     );
     assert!(run.outcome.iterations[1].bank_updates[0].proposed);
@@ -364,11 +370,11 @@ fn sim_curve(kind: BaselineKind, ids: &[&str], t: u32) -> Vec<f64> {
         let problem = Problem::derive(id, None, &opts.task);
         let reply = |spec: &CallSpec| {
             let mut rng = SimRng::new(hash_str(7, &spec.key.to_string()));
-            let prompt = &spec.request.messages[0].content;
+            let prompt = spec.request.messages[0].content.flatten();
             let r = generate(
                 SimRole::from_header(&spec.key.role),
                 &problem,
-                prompt,
+                &prompt,
                 &opts,
                 &mut rng,
                 false,

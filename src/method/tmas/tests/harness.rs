@@ -71,8 +71,8 @@ pub struct Run {
 }
 
 impl Run {
-    pub fn prompt(spec: &CallSpec) -> &str {
-        &spec.request.messages[0].content
+    pub fn prompt(spec: &CallSpec) -> String {
+        spec.request.messages[0].content.to_string()
     }
 
     /// Solution calls of one iteration, by candidate.

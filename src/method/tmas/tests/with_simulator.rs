@@ -25,7 +25,7 @@ fn run_problem(id: &'static str, epsilon: f64, inline_think: bool) -> (TmasOutco
             .request
             .messages
             .iter()
-            .map(|m| m.content.as_ref())
+            .map(|m| m.content.to_string())
             .collect::<Vec<_>>()
             .join("\n");
         let mut rng = SimRng::new(hash_str(7, &spec.key.to_string()));

@@ -1,0 +1,134 @@
+//! JSON escapes of long prompt segments, shared by every body that quotes them.
+//!
+//! A prompt is a list of shared segments ([`crate::wire::PromptText`]); the N refine
+//! prompts of a problem and its two memory-agent prompts quote the same solutions and
+//! summaries. Each long segment is escaped once here and its escaped bytes are copied
+//! into every body that quotes it, so the word-at-a-time escaper runs once per distinct
+//! text, not once per call.
+//!
+//! An entry is keyed by the segment's address and holds a clone of its `Arc`, so the
+//! address cannot be reused by another text while the entry exists. An entry whose
+//! segment no prompt references any more (the cache holds the only reference) is dropped
+//! at the next sweep; sweeps run when the map has doubled since the last one, so their
+//! cost is amortized and the cache holds only the text of prompts still alive.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use super::json_string::write_escaped_inner;
+
+/// Segments shorter than this are escaped in place: a lookup would cost about as much.
+pub const MIN_CACHED_BYTES: usize = 1024;
+
+/// The smallest map size that triggers a sweep.
+const FIRST_SWEEP: usize = 64;
+
+struct Inner {
+    entries: HashMap<usize, (Arc<str>, Bytes)>,
+    sweep_at: usize,
+}
+
+/// Escaped long segments, keyed by allocation.
+pub struct EscapeCache {
+    inner: Option<Mutex<Inner>>,
+}
+
+impl Default for EscapeCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl EscapeCache {
+    pub fn new() -> Self {
+        Self {
+            inner: Some(Mutex::new(Inner {
+                entries: HashMap::new(),
+                sweep_at: FIRST_SWEEP,
+            })),
+        }
+    }
+
+    /// A cache that keeps nothing: every segment is escaped where it is written.
+    pub fn disabled() -> Self {
+        Self { inner: None }
+    }
+
+    /// Appends `segment` JSON-escaped (no quotes) to `out`.
+    pub fn write(&self, out: &mut Vec<u8>, segment: &Arc<str>) {
+        let Some(inner) = self
+            .inner
+            .as_ref()
+            .filter(|_| segment.len() >= MIN_CACHED_BYTES)
+        else {
+            write_escaped_inner(out, segment);
+            return;
+        };
+        let key = Arc::as_ptr(segment).cast::<u8>() as usize;
+        let hit = {
+            let guard = inner.lock().unwrap_or_else(|p| p.into_inner());
+            guard.entries.get(&key).map(|(_, bytes)| bytes.clone())
+        };
+        if let Some(bytes) = hit {
+            out.extend_from_slice(&bytes);
+            return;
+        }
+        let mut escaped = Vec::with_capacity(segment.len() + segment.len() / 16);
+        write_escaped_inner(&mut escaped, segment);
+        out.extend_from_slice(&escaped);
+        let mut guard = inner.lock().unwrap_or_else(|p| p.into_inner());
+        guard
+            .entries
+            .entry(key)
+            .or_insert_with(|| (segment.clone(), Bytes::from(escaped)));
+        if guard.entries.len() >= guard.sweep_at {
+            guard
+                .entries
+                .retain(|_, (text, _)| Arc::strong_count(text) > 1);
+            guard.sweep_at = (guard.entries.len() * 2).max(FIRST_SWEEP);
+        }
+    }
+
+    /// Entries held (tests).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.inner
+            .as_ref()
+            .map_or(0, |i| i.lock().map_or(0, |g| g.entries.len()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn escaped(cache: &EscapeCache, s: &Arc<str>) -> Vec<u8> {
+        let mut out = Vec::new();
+        cache.write(&mut out, s);
+        out
+    }
+
+    #[test]
+    fn cached_escapes_match_direct_ones_and_dead_segments_are_swept() {
+        let cache = EscapeCache::new();
+        let long: Arc<str> = "line \"q\" \\ ü\n".repeat(200).into();
+        let mut direct = Vec::new();
+        write_escaped_inner(&mut direct, &long);
+        assert_eq!(escaped(&cache, &long), direct);
+        assert_eq!(escaped(&cache, &long), direct, "second write hits");
+        assert_eq!(cache.len(), 1);
+        let short: Arc<str> = "x\n".into();
+        assert_eq!(escaped(&cache, &short), b"x\\n");
+        assert_eq!(cache.len(), 1, "short segments are not kept");
+        // Segments that only the cache still references go at the next sweep.
+        for i in 0..FIRST_SWEEP {
+            let dead: Arc<str> = format!("{i}{}", "y".repeat(MIN_CACHED_BYTES)).into();
+            escaped(&cache, &dead);
+        }
+        assert!(cache.len() < FIRST_SWEEP, "{}", cache.len());
+        assert_eq!(escaped(&cache, &long), direct, "a live segment survives");
+        assert_eq!(escaped(&EscapeCache::disabled(), &long), direct);
+    }
+}
