@@ -11,6 +11,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tmas_actors::wire::{PromptText, PromptTextBuilder};
 
 mod kinds;
 
@@ -169,6 +172,39 @@ impl Template {
         }
         out
     }
+
+    /// Appends the template with its placeholders filled to `out`: long shared values
+    /// by reference, everything else copied (see [`PromptTextBuilder`]).
+    fn fill_into(&self, out: &mut PromptTextBuilder, values: &[Piece<'_>]) {
+        debug_assert_eq!(
+            values.len(),
+            self.kind.placeholders().len(),
+            "{}",
+            self.kind
+        );
+        for s in &self.segments {
+            match s {
+                Segment::Literal(l) => out.push_str(l),
+                Segment::Slot(i) => match values.get(*i) {
+                    Some(Piece::Str(v)) => out.push_str(v),
+                    Some(Piece::Shared(v)) => out.push_shared(v),
+                    Some(Piece::Text(v)) => out.push_text(v),
+                    None => {}
+                },
+            }
+        }
+    }
+}
+
+/// A placeholder value for the segment renderers ([`PromptSet::render_text`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Piece<'a> {
+    /// Short text, copied.
+    Str(&'a str),
+    /// A shared text (question, solution, summary), kept by reference when long.
+    Shared(&'a Arc<str>),
+    /// An already rendered part (rollout context, bank rendering).
+    Text(&'a PromptText),
 }
 
 /// Paths of templates that replace the built-in ones, keyed by template name
@@ -238,6 +274,24 @@ impl PromptSet {
     /// Renders `kind` with `values` in the order of `kind.placeholders()`.
     pub fn render(&self, kind: TemplateKind, values: &[&str]) -> String {
         self.template(kind).fill(values)
+    }
+
+    /// Renders `kind` as shared segments; the text is exactly what [`PromptSet::render`]
+    /// gives for the same values.
+    pub fn render_text(&self, kind: TemplateKind, values: &[Piece<'_>]) -> PromptText {
+        let mut out = PromptTextBuilder::new();
+        self.render_into(&mut out, kind, values);
+        out.finish()
+    }
+
+    /// Appends `kind` rendered with `values` to `out`.
+    pub fn render_into(
+        &self,
+        out: &mut PromptTextBuilder,
+        kind: TemplateKind,
+        values: &[Piece<'_>],
+    ) {
+        self.template(kind).fill_into(out, values);
     }
 
     /// The answer-equivalence judge prompt (used by the evaluation code).

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, CallSpec, Command, Strategy};
-use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest};
+use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, PromptText};
 
 use crate::method::params::{RoleCall, TmasParams};
 use crate::method::prompts::PromptSet;
@@ -128,7 +128,7 @@ impl TmasStrategy {
         candidate: Option<u32>,
         index: Option<u32>,
         attempt: u32,
-        prompt: Arc<str>,
+        prompt: PromptText,
     ) -> Command {
         let key = CallKey {
             problem: self.problem.id.clone(),
@@ -212,7 +212,7 @@ impl TmasStrategy {
     /// The ε-greedy branch and the solution prompt of candidate `c`. Candidates whose
     /// prompts would be identical (same mode and context) share one `Arc<str>` through
     /// `cache`, so a large rollout context is rendered and held once per iteration.
-    fn choose(&self, iteration: u32, c: u32, cache: &mut PromptCache) -> (Choice, Arc<str>) {
+    fn choose(&self, iteration: u32, c: u32, cache: &mut PromptCache) -> (Choice, PromptText) {
         let p = &self.params;
         let draw =
             DecisionRng::for_decision(p.seed, &self.problem.id, iteration, c, "branch").next_f64();

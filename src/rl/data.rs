@@ -15,6 +15,7 @@
 //! reading is in `cli::rl_data`, the writing in [`super::verl_table`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use tmas_actors::strategy::BankVersion;
 
@@ -99,6 +100,7 @@ pub fn problem_instances(
 ) -> Vec<Instance> {
     let mut out = Vec::new();
     let mut prev: Vec<Rollout> = Vec::new();
+    let question: Arc<str> = record.question.as_str().into();
     for it in &record.outcome.iterations {
         let t = it.iteration;
         let experience = bank_at(banks, EXPERIENCE_BANK, t);
@@ -111,7 +113,7 @@ pub fn problem_instances(
             SolutionContext {
                 prompts: src.prompts,
                 params: src.params,
-                question: &record.question,
+                question: &question,
                 experience,
                 guidelines: &guidelines,
             }
@@ -144,7 +146,7 @@ pub fn problem_instances(
             let explore = SolutionContext {
                 prompts: src.prompts,
                 params: src.params,
-                question: &record.question,
+                question: &question,
                 experience: &[],
                 guidelines: &guidelines,
             }

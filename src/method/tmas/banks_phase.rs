@@ -2,9 +2,8 @@
 //! replies are parsed (re-asked while unparseable, up to `max_bank_attempts` calls), and the
 //! proposals go to the bank actors, which apply the merge policies and report back.
 
-use std::sync::Arc;
-
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, Command};
+use tmas_actors::wire::PromptText;
 
 use super::render::{self, Rollout};
 use super::{IterationState, ROLE_EXPERIENCE, ROLE_GUIDELINE, TmasStrategy};
@@ -38,7 +37,7 @@ pub(super) struct BankTask {
     bank: &'static str,
     role: &'static str,
     /// Shared by re-asks.
-    prompt: Arc<str>,
+    prompt: PromptText,
     state: State,
     pub record: BankUpdateRecord,
 }
@@ -73,7 +72,7 @@ impl TmasStrategy {
         let shown = if any {
             render::bank_rollouts(&self.prompts, rollouts)
         } else {
-            String::new()
+            PromptText::default()
         };
         let mut tasks = Vec::new();
         if self.params.experience_enabled() {

@@ -2,9 +2,8 @@
 //! re-asks for unparseable scores) → summary. Pure transitions: each returns what the
 //! strategy must do next (and any failure to record); the strategy turns that into calls.
 
-use std::sync::Arc;
-
 use tmas_actors::strategy::CallOutcome;
+use tmas_actors::wire::PromptText;
 
 use crate::method::parse::{parse_score, strip_think};
 use crate::method::result::{
@@ -55,7 +54,7 @@ pub(crate) struct CandidateState {
     /// Per slot: still waiting for a usable reply.
     open: Vec<bool>,
     /// Built once when the solution arrives; shared by all M slots and re-asks.
-    pub verification_prompt: Option<Arc<str>>,
+    pub verification_prompt: Option<PromptText>,
 }
 
 impl CandidateState {

@@ -1,11 +1,19 @@
 //! Prompt assembly for every TMAS role from the templates and the current state. Pure
 //! functions of their inputs, so the same state always yields the same prompt bytes.
+//!
+//! Prompts are built as shared segments ([`PromptText`]): the question, each solution and
+//! each summary are quoted by reference, so the refine prompts of an iteration's
+//! candidates and the two memory-agent prompts hold one copy of the rollouts between
+//! them. The text is byte for byte what the templates give when filled as strings
+//! (`tests/segments.rs`).
 
 use std::sync::Arc;
 
+use tmas_actors::wire::{PromptText, PromptTextBuilder};
+
 use crate::method::banks::split_experience;
 use crate::method::params::TmasParams;
-use crate::method::prompts::{PromptSet, TemplateKind, bullet_list};
+use crate::method::prompts::{Piece, PromptSet, TemplateKind, bullet_list};
 use crate::method::result::PromptMode;
 
 /// A finished candidate of an earlier iteration, as later prompts see it.
@@ -23,7 +31,7 @@ const NO_SUMMARY: &str = "(no review summary available)";
 pub(crate) struct SolutionContext<'a> {
     pub prompts: &'a PromptSet,
     pub params: &'a TmasParams,
-    pub question: &'a str,
+    pub question: &'a Arc<str>,
     pub experience: &'a [String],
     pub guidelines: &'a [String],
 }
@@ -31,7 +39,7 @@ pub(crate) struct SolutionContext<'a> {
 /// The assembled solution prompt with what went into it.
 pub(crate) struct SolutionPrompt {
     pub mode: PromptMode,
-    pub text: Arc<str>,
+    pub text: PromptText,
     pub experience_items: usize,
     pub guideline_items: usize,
 }
@@ -66,23 +74,32 @@ impl SolutionContext<'_> {
     /// been tried only pushes it away from the natural approach.
     pub fn explore(&self) -> SolutionPrompt {
         if self.guidelines.is_empty() || !self.params.use_guideline {
-            let text = self
-                .prompts
-                .render(TemplateKind::Solution, &[self.question, &self.style(), ""]);
+            let text = self.prompts.render_text(
+                TemplateKind::Solution,
+                &[
+                    Piece::Shared(self.question),
+                    Piece::Str(&self.style()),
+                    Piece::Str(""),
+                ],
+            );
             return SolutionPrompt {
                 mode: PromptMode::Fresh,
-                text: text.into(),
+                text,
                 experience_items: 0,
                 guideline_items: 0,
             };
         }
-        let text = self.prompts.render(
+        let text = self.prompts.render_text(
             TemplateKind::SolutionExplore,
-            &[self.question, &self.style(), &bullet_list(self.guidelines)],
+            &[
+                Piece::Shared(self.question),
+                Piece::Str(&self.style()),
+                Piece::Str(&bullet_list(self.guidelines)),
+            ],
         );
         SolutionPrompt {
             mode: PromptMode::Explore,
-            text: text.into(),
+            text,
             experience_items: 0,
             guideline_items: self.guidelines.len(),
         }
@@ -94,63 +111,88 @@ impl SolutionContext<'_> {
         let (experience, experience_items) = self.experience_section();
         let style = self.style();
         if rollouts.is_empty() {
-            let text = self.prompts.render(
+            let text = self.prompts.render_text(
                 TemplateKind::Solution,
-                &[self.question, &style, &experience],
+                &[
+                    Piece::Shared(self.question),
+                    Piece::Str(&style),
+                    Piece::Str(&experience),
+                ],
             );
             return SolutionPrompt {
                 mode: PromptMode::Fresh,
-                text: text.into(),
+                text,
                 experience_items,
                 guideline_items: 0,
             };
         }
-        let mut context = String::with_capacity(rollouts_capacity(rollouts));
+        let mut context = PromptTextBuilder::new();
         for (i, r) in rollouts.iter().enumerate() {
             if i > 0 {
-                context.push('\n');
+                context.push_str("\n");
             }
             let index = (i + 1).to_string();
-            let summary = r.summary.as_deref().unwrap_or(NO_SUMMARY);
-            let block = if self.params.include_past_solutions {
-                self.prompts.render(
+            let summary = summary_piece(&r.summary);
+            if self.params.include_past_solutions {
+                self.prompts.render_into(
+                    &mut context,
                     TemplateKind::RolloutWithSolution,
-                    &[&index, &r.solution, summary],
-                )
+                    &[Piece::Str(&index), Piece::Shared(&r.solution), summary],
+                );
             } else {
-                self.prompts
-                    .render(TemplateKind::Rollout, &[&index, summary])
-            };
-            context.push_str(&block);
+                self.prompts.render_into(
+                    &mut context,
+                    TemplateKind::Rollout,
+                    &[Piece::Str(&index), summary],
+                );
+            }
         }
-        let text = self.prompts.render(
+        let context = context.finish();
+        let text = self.prompts.render_text(
             TemplateKind::SolutionRefine,
-            &[self.question, &style, &context, &experience],
+            &[
+                Piece::Shared(self.question),
+                Piece::Str(&style),
+                Piece::Text(&context),
+                Piece::Str(&experience),
+            ],
         );
         SolutionPrompt {
             mode: PromptMode::Refine,
-            text: text.into(),
+            text,
             experience_items,
             guideline_items: 0,
         }
     }
 }
 
+/// A rollout's summary, or the placeholder text when it has none.
+fn summary_piece(summary: &Option<Arc<str>>) -> Piece<'_> {
+    summary
+        .as_ref()
+        .map_or(Piece::Str(NO_SUMMARY), Piece::Shared)
+}
+
 pub(crate) fn verification(
     prompts: &PromptSet,
     params: &TmasParams,
-    question: &str,
-    solution: &str,
-) -> Arc<str> {
+    question: &Arc<str>,
+    solution: &Arc<str>,
+) -> PromptText {
     let focus = if params.no_proof {
         TemplateKind::VerificationFocusAnswer
     } else {
         TemplateKind::VerificationFocusProof
     };
     let focus = prompts.render(focus, &[]);
-    prompts
-        .render(TemplateKind::Verification, &[question, solution, &focus])
-        .into()
+    prompts.render_text(
+        TemplateKind::Verification,
+        &[
+            Piece::Shared(question),
+            Piece::Shared(solution),
+            Piece::Str(&focus),
+        ],
+    )
 }
 
 /// Scores as the prompts show them: `1`, `0.5`, `0`, or two decimals for averages.
@@ -165,10 +207,10 @@ pub(crate) fn format_score(score: f64) -> String {
 /// The summary prompt: the candidate and its scored verifications.
 pub(crate) fn summary(
     prompts: &PromptSet,
-    question: &str,
-    solution: &str,
+    question: &Arc<str>,
+    solution: &Arc<str>,
     scored: &[(f64, &str)],
-) -> Arc<str> {
+) -> PromptText {
     let mut reviews = String::new();
     for (i, (score, text)) in scored.iter().enumerate() {
         if i > 0 {
@@ -183,74 +225,74 @@ pub(crate) fn summary(
     if reviews.is_empty() {
         reviews.push_str("(no reviews available)");
     }
-    prompts
-        .render(TemplateKind::Summary, &[question, solution, &reviews])
-        .into()
+    prompts.render_text(
+        TemplateKind::Summary,
+        &[
+            Piece::Shared(question),
+            Piece::Shared(solution),
+            Piece::Str(&reviews),
+        ],
+    )
 }
 
-/// Room for `rollouts` as rendered blocks: their texts plus a template's worth each, so
-/// the context is not regrown (and recopied) as blocks are appended.
-fn rollouts_capacity(rollouts: &[&Rollout]) -> usize {
-    rollouts
-        .iter()
-        .map(|r| r.solution.len() + r.summary.as_ref().map_or(NO_SUMMARY.len(), |s| s.len()))
-        .sum::<usize>()
-        + 512 * rollouts.len()
-}
-
-/// This iteration's rollouts as the memory agents see them (one rendering for both).
-pub(crate) fn bank_rollouts(prompts: &PromptSet, rollouts: &[Rollout]) -> String {
-    let all: Vec<&Rollout> = rollouts.iter().collect();
-    let mut out = String::with_capacity(rollouts_capacity(&all));
+/// This iteration's rollouts as the memory agents see them (one rendering for both,
+/// quoting the solutions and summaries by reference).
+pub(crate) fn bank_rollouts(prompts: &PromptSet, rollouts: &[Rollout]) -> PromptText {
+    let mut out = PromptTextBuilder::new();
     for (i, r) in rollouts.iter().enumerate() {
         if i > 0 {
-            out.push('\n');
+            out.push_str("\n");
         }
         let index = (i + 1).to_string();
         let avg = r
             .average_score
             .map_or_else(|| "n/a".to_string(), format_score);
-        let summary = r.summary.as_deref().unwrap_or(NO_SUMMARY);
-        out.push_str(&prompts.render(
+        prompts.render_into(
+            &mut out,
             TemplateKind::BankRollout,
-            &[&index, &avg, &r.solution, summary],
-        ));
+            &[
+                Piece::Str(&index),
+                Piece::Str(&avg),
+                Piece::Shared(&r.solution),
+                summary_piece(&r.summary),
+            ],
+        );
     }
-    out
+    out.finish()
 }
 
 /// The experience agent's prompt; `rollouts` as [`bank_rollouts`] renders them.
 pub(crate) fn experience(
     prompts: &PromptSet,
-    question: &str,
+    question: &Arc<str>,
     bank: &[String],
-    rollouts: &str,
-) -> Arc<str> {
+    rollouts: &PromptText,
+) -> PromptText {
     let (anchors, heuristics) = split_experience(bank);
-    prompts
-        .render(
-            TemplateKind::Experience,
-            &[
-                question,
-                &bullet_list(&anchors),
-                &bullet_list(&heuristics),
-                rollouts,
-            ],
-        )
-        .into()
+    prompts.render_text(
+        TemplateKind::Experience,
+        &[
+            Piece::Shared(question),
+            Piece::Str(&bullet_list(&anchors)),
+            Piece::Str(&bullet_list(&heuristics)),
+            Piece::Text(rollouts),
+        ],
+    )
 }
 
 /// The guideline agent's prompt; `rollouts` as [`bank_rollouts`] renders them.
 pub(crate) fn guideline(
     prompts: &PromptSet,
-    question: &str,
+    question: &Arc<str>,
     bank: &[String],
-    rollouts: &str,
-) -> Arc<str> {
-    prompts
-        .render(
-            TemplateKind::Guideline,
-            &[question, &bullet_list(bank), rollouts],
-        )
-        .into()
+    rollouts: &PromptText,
+) -> PromptText {
+    prompts.render_text(
+        TemplateKind::Guideline,
+        &[
+            Piece::Shared(question),
+            Piece::Str(&bullet_list(bank)),
+            Piece::Text(rollouts),
+        ],
+    )
 }

@@ -4,4 +4,5 @@ mod branches;
 mod flow;
 mod harness;
 mod replies;
+mod segments;
 mod with_simulator;
