@@ -9,7 +9,7 @@
 //! run store sees the same bytes as the flat text ([`PromptText::flatten`]).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -21,8 +21,17 @@ pub const SHARE_AT: usize = 256;
 /// Immutable prompt text made of shared segments. Cloning is one reference count.
 #[derive(Clone, Default)]
 pub struct PromptText {
-    segments: Arc<[Arc<str>]>,
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    segments: Box<[Arc<str>]>,
     len: usize,
+    /// The flat text, made on the first [`PromptText::flatten`] and shared by every clone,
+    /// so the M calls that send one prompt hand the run store one allocation (its prompt
+    /// cache recognizes a prompt by address and splits and hashes it once).
+    flat: OnceLock<Arc<str>>,
 }
 
 impl PromptText {
@@ -31,60 +40,68 @@ impl PromptText {
         let segments: Vec<Arc<str>> = segments.into_iter().filter(|s| !s.is_empty()).collect();
         let len = segments.iter().map(|s| s.len()).sum();
         Self {
-            segments: segments.into(),
-            len,
+            inner: Arc::new(Inner {
+                segments: segments.into(),
+                len,
+                flat: OnceLock::new(),
+            }),
         }
     }
 
     /// The segments in order; their concatenation is the text.
     pub fn segments(&self) -> &[Arc<str>] {
-        &self.segments
+        &self.inner.segments
     }
 
     /// Length in bytes.
     pub fn len(&self) -> usize {
-        self.len
+        self.inner.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.inner.len == 0
     }
 
-    /// The text as one allocation: shared when it is a single segment, else a copy (for
-    /// code that needs contiguous text: a tokenizer, the store's prompt hash).
+    /// The text as one allocation (for code that needs contiguous text: a tokenizer, the
+    /// store's prompt hash): the segment itself when there is one, else a copy made once
+    /// and shared by every clone of this text.
     pub fn flatten(&self) -> Arc<str> {
-        match &*self.segments {
+        match &*self.inner.segments {
             [] => "".into(),
             [only] => only.clone(),
-            many => {
-                let mut out = String::with_capacity(self.len);
-                for s in many {
-                    out.push_str(s);
-                }
-                out.into()
-            }
+            many => self
+                .inner
+                .flat
+                .get_or_init(|| {
+                    let mut out = String::with_capacity(self.inner.len);
+                    for s in many {
+                        out.push_str(s);
+                    }
+                    out.into()
+                })
+                .clone(),
         }
     }
 
     /// True when both are the same allocation of segments (a cheap identity test; equal
     /// texts built separately are not identical).
     pub fn ptr_eq(a: &Self, b: &Self) -> bool {
-        Arc::ptr_eq(&a.segments, &b.segments)
+        Arc::ptr_eq(&a.inner, &b.inner)
     }
 
     /// The characters of the text, in order.
     pub fn chars(&self) -> impl Iterator<Item = char> + '_ {
-        self.segments.iter().flat_map(|s| s.chars())
+        self.segments().iter().flat_map(|s| s.chars())
     }
 
     fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
-        self.segments.iter().flat_map(|s| s.bytes())
+        self.segments().iter().flat_map(|s| s.bytes())
     }
 }
 
 impl fmt::Display for PromptText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.segments.iter().try_for_each(|s| f.write_str(s))
+        self.segments().iter().try_for_each(|s| f.write_str(s))
     }
 }
 
@@ -97,8 +114,7 @@ impl fmt::Debug for PromptText {
 /// Equal when the texts are equal, however they are segmented.
 impl PartialEq for PromptText {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.segments, &other.segments)
-            || (self.len == other.len && self.bytes().eq(other.bytes()))
+        Self::ptr_eq(self, other) || (self.len() == other.len() && self.bytes().eq(other.bytes()))
     }
 }
 
@@ -106,7 +122,7 @@ impl Eq for PromptText {}
 
 impl PartialEq<str> for PromptText {
     fn eq(&self, other: &str) -> bool {
-        self.len == other.len() && self.bytes().eq(other.bytes())
+        self.len() == other.len() && self.bytes().eq(other.bytes())
     }
 }
 
@@ -222,6 +238,8 @@ mod tests {
         assert_eq!(text.len(), flat.len());
         assert_eq!(text, PromptText::from(flat.as_str()));
         assert_eq!(text.chars().count(), flat.chars().count());
+        // Every clone flattens to the same allocation (the store's prompt cache keys on it).
+        assert!(Arc::ptr_eq(&text.flatten(), &text.clone().flatten()));
     }
 
     #[test]
