@@ -208,6 +208,7 @@ fn model_ceilings(args: &EvalBenchArgs, settings: &RunnerSettings) -> Option<(f6
         // The model client's global cap is a FIFO semaphore.
         gate: Gate::Fifo,
         latency: args.latency.parse().ok()?,
+        difficulty_sigma: 0.0,
     };
     let oracle = super::schedule::Policy {
         priority: CallOrder::CriticalPath,
