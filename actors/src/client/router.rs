@@ -63,7 +63,7 @@ impl Group {
                     hash,
                     load: ep.load(),
                     eligible: ep.is_healthy() && !avoid.is_some_and(|a| Arc::ptr_eq(a, ep)),
-                    saturated: ep.load() >= ep.limit.current(),
+                    saturated: ep.load() >= 2 * ep.limit.current(),
                 })
                 .collect();
             if let Some(i) = affinity_choice(hash_str(key), &candidates, AFFINITY_LOAD_BOUND) {
@@ -141,7 +141,9 @@ pub(crate) struct Candidate {
     pub load: usize,
     /// Healthy and not the endpoint a retry avoids.
     pub eligible: bool,
-    /// Its concurrency limit is full: a call would queue there.
+    /// As many calls queue there as its concurrency limit lets run (a full limit alone
+    /// is not saturation: with the global cap at the sum of the endpoints' limits, every
+    /// endpoint is full all the time, and the load bound already keeps queues even).
     pub saturated: bool,
 }
 
