@@ -54,6 +54,10 @@ pub struct Config {
     /// Group name → endpoint names. [`load`] adds the implicit `default` group.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub groups: BTreeMap<String, Vec<String>>,
+    /// Group name → how the group picks an endpoint per call (`least-load`, the default,
+    /// or `prefix-affinity`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub routing: BTreeMap<String, tmas_actors::client::Routing>,
     pub roles: Roles,
     /// Template name (`solution_refine`, `rollout`, … see `config/prompts/`) → file
     /// replacing the built-in template. `roles.ROLE.prompt` is a shorthand for the

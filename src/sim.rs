@@ -6,6 +6,8 @@
 //! - [`task`]: the synthetic task model (what each agent role replies).
 //! - `handler`, `openai`, `faults`, `stats`: one request, its wire shapes, fault draws,
 //!   counters. `latency`, `rng`, `text`: latency model, stable hashing, filler text.
+//! - [`server_model`]: the optional model of one vLLM/SGLang server (queue, batch,
+//!   prefix cache, per-problem output lengths) that replaces the independent latency draw.
 //!
 //! Replies are deterministic for a seed: each request's draws come from
 //! hash(seed, role, problem, iteration, body, call identity) when the request carries an
@@ -22,6 +24,7 @@ mod openai;
 pub mod options;
 pub mod rng;
 mod server;
+pub mod server_model;
 pub mod stats;
 pub mod task;
 pub mod text;

@@ -17,7 +17,8 @@
 //! - `limit`: each endpoint's AIMD concurrency limit (overload is back-pressure).
 //! - `breaker`: when an endpoint counts as unhealthy (consecutive hard failures, or a
 //!   failure ratio over a sliding window).
-//! - `router`: groups and the fewest-in-flight routing policy.
+//! - `router`: groups and their routing (fewest in flight, or prefix affinity by
+//!   bounded-load rendezvous hashing).
 //! - `endpoint`: an endpoint's shared state (atomics, semaphore, limiters, HTTP client)
 //!   and one HTTP attempt (plain or streaming).
 //! - [`health`] / [`supervisor`]: the actors — one per endpoint owning breaker recovery
@@ -51,7 +52,7 @@ pub mod tokens;
 mod validate;
 
 pub use body::encode_request;
-pub use config::{ApiKey, ClientConfig, EndpointSpec, ResiliencePolicy, TokenEstimate};
+pub use config::{ApiKey, ClientConfig, EndpointSpec, ResiliencePolicy, Routing, TokenEstimate};
 pub use error::ClientError;
 pub use escape_cache::EscapeCache;
 pub use handle::{ClientSnapshot, EndpointSnapshot, ModelClient};

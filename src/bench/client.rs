@@ -226,6 +226,7 @@ fn client_config(base_url: &str, in_flight: usize) -> ClientConfig {
     ClientConfig {
         endpoints: vec![endpoint],
         groups: vec![("default".into(), vec!["sim".into()])],
+        routing: Vec::new(),
         global_max_in_flight: in_flight,
         global_requests_per_minute: None,
         global_tokens_per_minute: None,

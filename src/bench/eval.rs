@@ -74,6 +74,25 @@ impl EvalCallPriority {
     }
 }
 
+/// Routing of the endpoint group (`[routing]`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvalRouting {
+    LeastLoad,
+    PrefixAffinity,
+}
+
+impl EvalRouting {
+    fn config_value(self) -> &'static str {
+        match self {
+            EvalRouting::LeastLoad => "least-load",
+            EvalRouting::PrefixAffinity => "prefix-affinity",
+        }
+    }
+}
+
 /// Knobs of the evaluation benchmark.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EvalBenchArgs {
@@ -106,6 +125,17 @@ pub struct EvalBenchArgs {
     /// Seed of the run and the simulator.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Simulator processes, each one endpoint of the group every role uses; the cap is
+    /// split evenly between them (each endpoint's `max_in_flight`).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub endpoints: u16,
+    /// How the group routes calls over the endpoints.
+    #[arg(long, value_enum, default_value_t = EvalRouting::LeastLoad)]
+    pub routing: EvalRouting,
+    /// Serve with the simulator's server model: a TOML file of `[server_model]` keys
+    /// (docs/simulator.md); `--latency` then does not apply.
+    #[arg(long, value_name = "FILE")]
+    pub server_model: Option<PathBuf>,
     /// Worker threads of the simulator child (default: as many as the engine's runtime
     /// has, which the global `--worker-threads` sets).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
@@ -144,6 +174,21 @@ pub struct EvalBenchResult {
     pub max_active_problems: usize,
     pub call_priority: EvalCallPriority,
     pub latency: String,
+    #[serde(default = "one")]
+    pub endpoints: u16,
+    #[serde(default = "least_load")]
+    pub routing: EvalRouting,
+    /// The server model's parameters, when it served.
+    #[serde(default)]
+    pub server_model: Option<crate::sim::server_model::ServerModelOptions>,
+    /// Server model, summed over the endpoints: prompt tokens, those served from the
+    /// prefix cache, those prefilled, their ratio, the deepest queue and the 503s of a
+    /// full queue.
+    #[serde(default)]
+    pub prefix: Option<PrefixFigures>,
+    /// Requests each endpoint received (load balance: max ÷ mean).
+    #[serde(default)]
+    pub endpoint_requests: Vec<u64>,
     /// Worker threads of the engine's runtime and of the simulator child.
     pub engine_worker_threads: usize,
     pub sim_worker_threads: usize,
@@ -193,6 +238,25 @@ pub struct EvalBenchResult {
     pub load_after: Option<f64>,
 }
 
+/// The server model's counters over every endpoint of a run.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PrefixFigures {
+    pub prompt_tokens: u64,
+    pub cached_prompt_tokens: u64,
+    pub prefill_tokens_computed: u64,
+    pub hit_rate: f64,
+    pub peak_queue_depth: u64,
+    pub rejected_queue_full: u64,
+}
+
+fn one() -> u16 {
+    1
+}
+
+fn least_load() -> EvalRouting {
+    EvalRouting::LeastLoad
+}
+
 /// Latency draws the scheduling model averages over.
 pub const MODEL_DRAWS: u64 = 5;
 
@@ -208,6 +272,7 @@ fn model_ceilings(args: &EvalBenchArgs, settings: &RunnerSettings) -> Option<(f6
         // The model client's global cap is a FIFO semaphore.
         gate: Gate::Fifo,
         latency: args.latency.parse().ok()?,
+        difficulty_sigma: 0.0,
     };
     let oracle = super::schedule::Policy {
         priority: CallOrder::CriticalPath,
@@ -296,7 +361,7 @@ async fn run_in(
     let sim_worker_threads = args
         .sim_worker_threads
         .map_or(engine_worker_threads, usize::from);
-    let sim = SimProcess::spawn(&[
+    let mut sim_args = vec![
         "--worker-threads".into(),
         sim_worker_threads.to_string(),
         "--latency".into(),
@@ -309,13 +374,47 @@ async fn run_in(
         args.seed.to_string(),
         "--dataset".into(),
         dataset_path.display().to_string(),
-    ])
-    .await?;
-    let config = bench_config(args, max_active, &sim.base_url, work)?;
+    ];
+    let server_model = match &args.server_model {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--server-model: cannot read {}", path.display()))?;
+            let model: crate::sim::server_model::ServerModelOptions = toml::from_str(&text)
+                .with_context(|| format!("--server-model: {}", path.display()))?;
+            model
+                .validate()
+                .map_err(|e| anyhow::anyhow!("--server-model {}: {e}", path.display()))?;
+            let options = work.join("sim-options.toml");
+            let table = toml::to_string(&crate::sim::SimOptions {
+                server_model: Some(model.clone()),
+                ..Default::default()
+            })
+            .context("encoding the simulator options")?;
+            std::fs::write(&options, table)
+                .with_context(|| format!("cannot write {}", options.display()))?;
+            sim_args.push("--options".into());
+            sim_args.push(options.display().to_string());
+            Some(model)
+        }
+    };
+    let mut sims = Vec::with_capacity(usize::from(args.endpoints));
+    for _ in 0..args.endpoints {
+        sims.push(SimProcess::spawn(&sim_args).await?);
+    }
+    let urls: Vec<String> = sims.iter().map(|s| s.base_url.clone()).collect();
+    let config = bench_config(args, max_active, &urls, work)?;
     let settings = engine::runner_settings(&config);
 
-    sim.reset().await?;
-    let sim_cpu0 = sim.pid().and_then(process_cpu_seconds);
+    for sim in &sims {
+        sim.reset().await?;
+    }
+    let sim_cpu = || -> Option<f64> {
+        sims.iter()
+            .map(|s| s.pid().and_then(process_cpu_seconds))
+            .sum::<Option<f64>>()
+    };
+    let sim_cpu0 = sim_cpu();
     let load_before = load_average();
     let (started, cpu0) = (Instant::now(), resources::cpu_seconds());
     let store_cpu0 = crate::store::stopped_writers_cpu_seconds();
@@ -336,16 +435,48 @@ async fn run_in(
     // engine::run has closed its store, so its writer thread has stopped and counted.
     let store_cpu = crate::store::stopped_writers_cpu_seconds() - store_cpu0;
     let load_after = load_average();
-    let stats = sim.stats().await;
-    let sim_cpu = match (sim_cpu0, sim.pid().and_then(process_cpu_seconds)) {
+    let mut all_stats = Vec::with_capacity(sims.len());
+    for sim in &sims {
+        all_stats.push(sim.stats().await);
+    }
+    let sim_cpu = match (sim_cpu0, sim_cpu()) {
         (Some(a), Some(b)) => Some(b - a),
         _ => None,
     };
-    sim.stop().await;
+    for sim in sims {
+        sim.stop().await;
+    }
     let result = outcome.context("running the engine")?;
-    let stats = stats?;
-    let stat = |k: &str| stats.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
-    let busy = stat("busy_seconds");
+    let all_stats = all_stats.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    let field = |v: &serde_json::Value, k: &str| v.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+    let sum = |k: &str| all_stats.iter().map(|s| field(s, k)).sum::<f64>();
+    let busy = sum("busy_seconds");
+    let endpoint_requests: Vec<u64> = all_stats
+        .iter()
+        .map(|s| field(s, "requests_total") as u64)
+        .collect();
+    let prefix = server_model.as_ref().map(|_| {
+        let model = |k: &str| -> Vec<f64> {
+            all_stats
+                .iter()
+                .map(|s| s.get("server_model").map_or(0.0, |m| field(m, k)))
+                .collect()
+        };
+        let total = |k: &str| model(k).iter().sum::<f64>() as u64;
+        let (prompt, cached) = (total("prompt_tokens"), total("cached_prompt_tokens"));
+        PrefixFigures {
+            prompt_tokens: prompt,
+            cached_prompt_tokens: cached,
+            prefill_tokens_computed: total("prefill_tokens_computed"),
+            hit_rate: if prompt > 0 {
+                cached as f64 / prompt as f64
+            } else {
+                0.0
+            },
+            peak_queue_depth: model("peak_queue_depth").into_iter().fold(0.0, f64::max) as u64,
+            rejected_queue_full: total("rejected_queue_full"),
+        }
+    });
     let db = run_dir.join(crate::store::DB_FILE);
     let (chain, last_problem) = chain_figures(&db)?;
     let store_bytes = std::fs::metadata(&db).map_or(0, |m| m.len())
@@ -368,6 +499,11 @@ async fn run_in(
         max_active_problems: max_active,
         call_priority: args.call_priority,
         latency: args.latency.clone(),
+        endpoints: args.endpoints,
+        routing: args.routing,
+        server_model,
+        prefix,
+        endpoint_requests,
         engine_worker_threads,
         sim_worker_threads,
         solution_bytes: args.solution_bytes,
@@ -376,7 +512,7 @@ async fn run_in(
         problems_failed: result.problems_failed.len(),
         wall_s: wall,
         calls,
-        sim_requests: stat("requests_total") as u64,
+        sim_requests: sum("requests_total") as u64,
         calls_per_s: calls as f64 / wall,
         busy_s: busy,
         slot_utilization: busy / (cap * wall),
@@ -396,7 +532,10 @@ async fn run_in(
             f64::NAN
         },
         peak_rss_mib: resources::peak_rss_bytes().map_or(f64::NAN, |b| b as f64 / MIB),
-        sim_peak_in_flight: stat("peak_in_flight") as u64,
+        sim_peak_in_flight: all_stats
+            .iter()
+            .map(|s| field(s, "peak_in_flight") as u64)
+            .sum(),
         store_mib: store_bytes as f64 / MIB,
         sim_cpu_s: sim_cpu,
         load_before,
@@ -458,10 +597,11 @@ pub(crate) fn write_dataset(path: &Path, problems: usize) -> anyhow::Result<()> 
 fn bench_config(
     args: &EvalBenchArgs,
     max_active: usize,
-    base_url: &str,
+    base_urls: &[String],
     work: &Path,
 ) -> anyhow::Result<Config> {
     let cap = args.in_flight;
+    let per_endpoint = cap.div_ceil(base_urls.len().max(1));
     let mut text = format!(
         r#"
 [run]
@@ -481,13 +621,10 @@ iterations = {t}
 [judge]
 enabled = false
 
-[endpoints.sim]
-base_url = {base_url:?}
-model = "tmas-sim"
-max_in_flight = {cap}
-request_timeout_secs = 3600
-context_window = 16777216
+[routing]
+default = "{routing}"
 "#,
+        routing = args.routing.config_value(),
         seed = args.seed,
         window = args.max_concurrent_problems,
         admission = args.admission.config_value(),
@@ -497,6 +634,19 @@ context_window = 16777216
         m = args.workload.m,
         t = args.workload.iterations,
     );
+    for (i, base_url) in base_urls.iter().enumerate() {
+        // The first endpoint keeps the name `sim` (one-endpoint results compare).
+        let name = if i == 0 {
+            "sim".to_string()
+        } else {
+            format!("sim{i}")
+        };
+        text.push_str(&format!(
+            "\n[endpoints.{name}]\nbase_url = {base_url:?}\nmodel = \"tmas-sim\"\n\
+             max_in_flight = {per_endpoint}\nrequest_timeout_secs = 3600\n\
+             context_window = 16777216\n"
+        ));
+    }
     for role in [
         "solution",
         "verification",
@@ -530,6 +680,43 @@ fn print_result(r: &EvalBenchResult) {
         r.solution_bytes,
         r.summary_bytes
     );
+    let routing = r.routing.config_value();
+    if let Some(m) = &r.server_model {
+        println!(
+            "  server model     {} endpoint(s), {routing}; prefill {} tok/s, decode {} us/token + {} us/running, max running {}, queue {}, KV {} tokens, difficulty σ {}, speedup {}",
+            r.endpoints,
+            m.prefill_tokens_per_s,
+            m.decode_us_per_token,
+            m.decode_us_per_running,
+            m.max_running,
+            m.queue_capacity,
+            m.kv_cache_tokens,
+            m.difficulty_sigma,
+            m.speedup
+        );
+    } else if r.endpoints > 1 {
+        println!("  endpoints        {}, {routing}", r.endpoints);
+    }
+    if let Some(p) = &r.prefix {
+        println!(
+            "  prefix cache     {:.3} of {} prompt tokens cached; {} prefilled; peak queue {}; {} rejected (queue full)",
+            p.hit_rate,
+            p.prompt_tokens,
+            p.prefill_tokens_computed,
+            p.peak_queue_depth,
+            p.rejected_queue_full
+        );
+    }
+    if r.endpoint_requests.len() > 1 {
+        let mean =
+            r.endpoint_requests.iter().sum::<u64>() as f64 / r.endpoint_requests.len() as f64;
+        let max = r.endpoint_requests.iter().copied().max().unwrap_or(0) as f64;
+        println!(
+            "  endpoint load    requests {:?}: max ÷ mean {:.3}",
+            r.endpoint_requests,
+            if mean > 0.0 { max / mean } else { 0.0 }
+        );
+    }
     println!(
         "  worker threads   {} engine, {} simulator",
         r.engine_worker_threads, r.sim_worker_threads
@@ -626,7 +813,7 @@ mod tests {
         }
         let w = Wrap::try_parse_from(["x", "--in-flight", "64", "--admission", "fixed"]).unwrap();
         let dir = std::env::temp_dir();
-        let c = bench_config(&w.args, 250, "http://127.0.0.1:9/v1", &dir).unwrap();
+        let c = bench_config(&w.args, 250, &["http://127.0.0.1:9/v1".into()], &dir).unwrap();
         assert_eq!(c.run.max_in_flight, 64);
         assert_eq!(c.run.admission, crate::config::Admission::Fixed);
         assert_eq!(
@@ -638,5 +825,21 @@ mod tests {
         assert_eq!(c.roles.verification.pool_size, Some(64));
         assert_eq!(c.endpoints["sim"].max_in_flight, 64);
         assert_eq!((c.method.n, c.method.m, c.method.iterations), (8, 8, 5));
+        assert!(
+            c.routing.is_empty() || c.routing["default"] == tmas_actors::client::Routing::LeastLoad
+        );
+
+        let w = Wrap::try_parse_from(["x", "--in-flight", "64", "--routing", "prefix-affinity"])
+            .unwrap();
+        let urls: Vec<String> = (0..4)
+            .map(|i| format!("http://127.0.0.1:{}/v1", 9 + i))
+            .collect();
+        let c = bench_config(&w.args, 250, &urls, &dir).unwrap();
+        assert_eq!(c.endpoints.len(), 4);
+        assert!(c.endpoints.values().all(|e| e.max_in_flight == 16));
+        assert_eq!(
+            c.routing["default"],
+            tmas_actors::client::Routing::PrefixAffinity
+        );
     }
 }

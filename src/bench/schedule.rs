@@ -31,6 +31,10 @@ pub struct ScheduleBenchArgs {
     /// Call latency: `fixed:200ms` or `lognormal:200ms:1.0`.
     #[arg(long, default_value = "lognormal:200ms:1.0")]
     pub latency: String,
+    /// σ of a per-problem difficulty scaling every latency of a problem (the simulator's
+    /// server model draws output lengths this way); 0 = independent draws per call.
+    #[arg(long, default_value_t = 0.0)]
+    pub difficulty_sigma: f64,
     /// Latency draws to average over (seeds 1..=K).
     #[arg(long, default_value_t = 5)]
     pub seeds: u64,
@@ -63,6 +67,7 @@ pub struct ScheduleBenchResult {
     pub max_concurrent_problems: usize,
     pub max_active_problems: usize,
     pub latency: String,
+    pub difficulty_sigma: f64,
     pub seeds: u64,
     /// Mean over draws of busy ÷ (cap × max(busy ÷ cap, longest chain)): the most any
     /// schedule could reach.
@@ -70,7 +75,7 @@ pub struct ScheduleBenchResult {
     pub policies: Vec<PolicyFigures>,
 }
 
-const PRIORITIES: [(&str, CallOrder); 3] = [
+const PRIORITIES: [(&str, CallOrder); 4] = [
     (
         "oldest-problem-first",
         CallOrder::Runtime(JobPriority::OldestProblemFirst),
@@ -79,6 +84,7 @@ const PRIORITIES: [(&str, CallOrder); 3] = [
         "least-progress-first",
         CallOrder::Runtime(JobPriority::LeastProgressFirst),
     ),
+    ("latency-aware", CallOrder::LatencyAware),
     // Not a runtime policy: what knowing every latency in advance would buy.
     ("critical-path (oracle)", CallOrder::CriticalPath),
 ];
@@ -91,6 +97,10 @@ pub fn run(args: ScheduleBenchArgs) -> anyhow::Result<ScheduleBenchResult> {
     args.workload.validate()?;
     anyhow::ensure!(args.in_flight > 0, "--in-flight must be at least 1");
     anyhow::ensure!(args.seeds > 0, "--seeds must be at least 1");
+    anyhow::ensure!(
+        (0.0..=3.0).contains(&args.difficulty_sigma),
+        "--difficulty-sigma must be within 0..=3"
+    );
     anyhow::ensure!(
         args.max_concurrent_problems > 0,
         "--max-concurrent-problems must be at least 1"
@@ -124,6 +134,7 @@ pub fn run(args: ScheduleBenchArgs) -> anyhow::Result<ScheduleBenchResult> {
                     priority,
                     gate,
                     latency,
+                    difficulty_sigma: args.difficulty_sigma,
                 };
                 let outcomes = draws(&args.workload, &policy, args.seeds);
                 let mean = |f: fn(&Outcome) -> f64| mean_of(&outcomes, f);
@@ -148,6 +159,7 @@ pub fn run(args: ScheduleBenchArgs) -> anyhow::Result<ScheduleBenchResult> {
         max_concurrent_problems: args.max_concurrent_problems,
         max_active_problems: max_active,
         latency: latency.to_string(),
+        difficulty_sigma: args.difficulty_sigma,
         seeds: args.seeds,
         // Every policy meets the same latencies (each drawn from its call's identity), so
         // any policy's draws serve.
@@ -173,6 +185,7 @@ pub struct Policy {
     pub priority: CallOrder,
     pub gate: Gate,
     pub latency: LatencyModel,
+    pub difficulty_sigma: f64,
 }
 
 /// The model's outcomes for latency draws (seeds) 1..=`seeds`.
@@ -191,6 +204,7 @@ pub fn draws(workload: &WorkloadArgs, policy: &Policy, seeds: u64) -> Vec<Outcom
                 priority: policy.priority,
                 gate: policy.gate,
                 latency: policy.latency,
+                difficulty_sigma: policy.difficulty_sigma,
                 seed,
             })
         })
@@ -207,7 +221,7 @@ pub fn mean_of(outcomes: &[Outcome], f: impl Fn(&Outcome) -> f64) -> f64 {
 
 fn print(r: &ScheduleBenchResult) {
     println!(
-        "tmas bench schedule (zero-overhead model): P={} N={} M={} T={}, in-flight {}, window {}, max active {}, latency {}, {} draws",
+        "tmas bench schedule (zero-overhead model): P={} N={} M={} T={}, in-flight {}, window {}, max active {}, latency {}, difficulty σ {}, {} draws",
         r.problems,
         r.n,
         r.m,
@@ -216,6 +230,7 @@ fn print(r: &ScheduleBenchResult) {
         r.max_concurrent_problems,
         r.max_active_problems,
         r.latency,
+        r.difficulty_sigma,
         r.seeds
     );
     println!(

@@ -107,9 +107,17 @@ impl Config {
                 (Arc::from(role.as_str()), members)
             })
             .collect();
+        let routing = Role::ALL
+            .iter()
+            .filter_map(|&role| {
+                let routing = self.routing.get(&self.roles.get(role).group)?;
+                Some((Arc::from(role.as_str()), *routing))
+            })
+            .collect();
         Ok(ClientConfig {
             endpoints,
             groups,
+            routing,
             global_max_in_flight: self.run.max_in_flight,
             global_requests_per_minute: self.run.requests_per_minute,
             global_tokens_per_minute: self.run.tokens_per_minute,

@@ -47,6 +47,7 @@ pub fn validate_values(c: &Config) -> Vec<KeyIssue> {
     }
     endpoint_rules(c, &mut s);
     group_rules(c, &mut s);
+    routing_rules(c, &mut s);
     role_rules(c, &mut s);
     resilience_rules(c, &mut s);
     prompt_rules(c, &mut s);
@@ -276,6 +277,22 @@ fn group_rules(c: &Config, s: &mut Sink) {
             if !seen.insert(m.as_str()) {
                 s.push(p.index(i), format!("endpoint `{m}` is listed twice"));
             }
+        }
+    }
+}
+
+/// `[routing]` may only name groups that exist (declared, or the implicit `default`).
+fn routing_rules(c: &Config, s: &mut Sink) {
+    let mut known: Vec<String> = c.groups.keys().cloned().collect();
+    if !c.groups.contains_key(DEFAULT_GROUP) {
+        known.push(DEFAULT_GROUP.to_string());
+    }
+    for group in c.routing.keys() {
+        if !known.contains(group) {
+            s.push(
+                k(&["routing", group]),
+                format!("unknown group `{group}` (groups: {})", known.join(", ")),
+            );
         }
     }
 }

@@ -15,6 +15,7 @@ use super::faults::{self, Fault};
 use super::openai::{self, ChatBody, Completion, Usage, tokens};
 use super::options::{FaultRates, SimOptions};
 use super::rng::{SimRng, hash_bytes, hash_str, mix};
+use super::server_model::{Running, ServerModel};
 use super::stats::{Counters, InFlight, RecordedRequest};
 use super::task::{self, Problem, Role};
 use super::text::truncate_at_char;
@@ -31,17 +32,31 @@ pub struct SimState {
     /// draw n, so N identical candidate prompts give N different candidates and a retry
     /// after a fault is not doomed to the same fault. Cleared by `/sim/reset`.
     pub occurrences: Mutex<HashMap<u64, u32>>,
+    /// The server model, when `opts.server_model` is set.
+    pub server_model: Option<Arc<ServerModel>>,
 }
 
 impl SimState {
     pub fn new(opts: SimOptions, dataset: Option<Vec<(String, String)>>) -> Self {
+        let server_model = opts
+            .server_model
+            .clone()
+            .map(|o| Arc::new(ServerModel::new(o, openai::BYTES_PER_TOKEN)));
         Self {
             faults: RwLock::new(Arc::new(opts.faults.clone())),
             opts,
             counters: Arc::new(Counters::default()),
             answers: dataset.unwrap_or_default().into_iter().collect(),
             occurrences: Mutex::new(HashMap::new()),
+            server_model,
         }
+    }
+
+    /// The counters, with the server model's when it is on.
+    pub fn snapshot(&self) -> super::stats::SimStats {
+        let mut s = self.counters.snapshot();
+        s.server_model = self.server_model.as_ref().map(|m| m.stats());
+        s
     }
 
     pub fn fault_rates(&self) -> Arc<FaultRates> {
@@ -271,8 +286,47 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
         completion_tokens,
         total_tokens: tokens(prompt.len()) + completion_tokens,
     };
-    let base = opts.latency.draw(&mut rng);
-    let per_token = Duration::from_micros(opts.per_output_token_us);
+    let (base, per_token, running) = match &st.server_model {
+        None => (
+            opts.latency.draw(&mut rng),
+            Duration::from_micros(opts.per_output_token_us),
+            None,
+        ),
+        Some(model) => {
+            let Some(waiting) = model.enqueue() else {
+                st.counters.fault("overload");
+                let msg = format!(
+                    "server queue full ({} running, {} waiting)",
+                    model.opts.max_running, model.opts.queue_capacity
+                );
+                return error_response(
+                    &st.counters,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &msg,
+                    Some(opts.retry_after_secs),
+                );
+            };
+            let Some(running) = model.run(waiting).await else {
+                return error_response(
+                    &st.counters,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "server shutting down",
+                    None,
+                );
+            };
+            let (base, per_token) = model_timing(
+                model,
+                &running,
+                opts.seed,
+                problem_id,
+                role,
+                &prompt,
+                completion_tokens,
+                rng.next_u64(),
+            );
+            (base, per_token, Some(running))
+        }
+    };
     let latency =
         base + per_token.saturating_mul(u32::try_from(completion_tokens).unwrap_or(u32::MAX));
     let hang = Duration::from_secs_f64(rates.hang_secs);
@@ -342,7 +396,7 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
             per_token,
             opts.stream_chunk_bytes,
             (fault == Fault::Hang).then_some(hang),
-            slot,
+            (slot, running),
         )
     } else {
         let mut slot = slot;
@@ -351,8 +405,33 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
             sleep(hang).await;
         }
         slot.complete_ok();
+        drop(running);
         json_response(StatusCode::OK, openai::completion_json(&c))
     }
+}
+
+/// The server model's timing of one request now running: (prefill wall time, decode
+/// wall time per reply token), from its prefix-cache hit, its modelled output length and
+/// the batch it runs in.
+#[allow(clippy::too_many_arguments)]
+fn model_timing(
+    model: &ServerModel,
+    running: &Running,
+    seed: u64,
+    problem: &str,
+    role: Role,
+    prompt: &str,
+    completion_tokens: u64,
+    call_draw: u64,
+) -> (Duration, Duration) {
+    let o = &model.opts;
+    let hit = model.prefill(prompt.as_bytes());
+    let output = o.output_tokens(seed, problem, role.as_str(), call_draw, completion_tokens);
+    let prefill_secs = o.service_secs(hit.computed_tokens, 0, running.running_at_start);
+    let decode_secs = o.service_secs(0, output, running.running_at_start);
+    model.served(output, prefill_secs + decode_secs);
+    let per_reply_token = decode_secs / completion_tokens.max(1) as f64;
+    (o.wall(prefill_secs), o.wall(per_reply_token))
 }
 
 /// A generation cut off half-way (see `FaultRates::interrupted_stream`).
@@ -405,7 +484,7 @@ fn stream_response(
     per_token: Duration,
     chunk_bytes: usize,
     hang: Option<Duration>,
-    mut slot: InFlight,
+    (mut slot, running): (InFlight, Option<Running>),
 ) -> Response {
     let sse = [
         (header::CONTENT_TYPE, "text/event-stream"),
@@ -417,6 +496,7 @@ fn stream_response(
             all.extend_from_slice(f);
         }
         slot.complete_ok();
+        drop(running);
         return (StatusCode::OK, sse, all).into_response();
     }
     let chunk_time =
@@ -431,16 +511,18 @@ fn stream_response(
         };
         queue.push_back((delay, f));
     }
-    let stream = futures::stream::unfold((queue, Some(slot)), |(mut queue, mut slot)| async move {
+    // The running slot (server model) is held until the last frame, like the InFlight.
+    let held = Some((slot, running));
+    let stream = futures::stream::unfold((queue, held), |(mut queue, mut held)| async move {
         let (delay, frame) = queue.pop_front()?;
         sleep(delay).await;
         if queue.is_empty() {
-            if let Some(s) = slot.as_mut() {
+            if let Some((s, _)) = held.as_mut() {
                 s.complete_ok();
             }
-            slot = None;
+            held = None;
         }
-        Some((Ok::<Bytes, std::convert::Infallible>(frame), (queue, slot)))
+        Some((Ok::<Bytes, std::convert::Infallible>(frame), (queue, held)))
     });
     (StatusCode::OK, sse, Body::from_stream(stream)).into_response()
 }

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use super::latency::LatencyModel;
+pub use super::server_model::ServerModelOptions;
 
 /// Knobs of the simulated endpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,6 +49,11 @@ pub struct SimOptions {
     pub fault_salt: u64,
     /// The synthetic task model.
     pub task: TaskOptions,
+    /// Serve like one vLLM/SGLang server (queue, batch-dependent decode, prefix cache,
+    /// per-problem output lengths) instead of drawing each latency independently; `latency`
+    /// and `per_output_token_us` then do not apply. Absent = off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_model: Option<ServerModelOptions>,
 }
 
 impl Default for SimOptions {
@@ -69,6 +75,7 @@ impl Default for SimOptions {
             faults: FaultRates::default(),
             fault_salt: 0,
             task: TaskOptions::default(),
+            server_model: None,
         }
     }
 }
@@ -321,6 +328,9 @@ impl SimOptions {
             ));
         }
         self.faults.validate()?;
+        if let Some(model) = &self.server_model {
+            model.validate()?;
+        }
         self.task.validate()
     }
 }
@@ -381,6 +391,13 @@ mod tests {
         assert!(toml::from_str::<SimOptions>("sed = 1").is_err());
         assert!(toml::from_str::<SimOptions>("[faults]\nerror500 = 1").is_err());
         assert!(toml::from_str::<SimOptions>("latency = \"sometimes\"").is_err());
+        let o: SimOptions =
+            toml::from_str("[server_model]\nmax_running = 8\nspeedup = 100.0\n").unwrap();
+        let model = o.server_model.clone().expect("server model on");
+        assert_eq!((model.max_running, model.block_tokens), (8, 16));
+        let back: SimOptions = toml::from_str(&toml::to_string(&o).unwrap()).unwrap();
+        assert_eq!(back, o);
+        assert!(toml::from_str::<SimOptions>("[server_model]\nmax_runing = 8").is_err());
     }
 
     #[test]

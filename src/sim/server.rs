@@ -72,7 +72,7 @@ impl SimServer {
     }
 
     pub fn stats(&self) -> SimStats {
-        self.state.counters.snapshot()
+        self.state.snapshot()
     }
 
     /// Zeroes the counters (as `POST /sim/reset`).
@@ -105,6 +105,9 @@ impl Drop for SimServer {
 
 fn reset_state(state: &SimState) {
     state.counters.reset();
+    if let Some(model) = &state.server_model {
+        model.reset();
+    }
     state
         .occurrences
         .lock()
@@ -213,7 +216,7 @@ async fn metrics(State(st): State<Arc<SimState>>) -> Response {
 }
 
 async fn stats(State(st): State<Arc<SimState>>) -> axum::Json<SimStats> {
-    axum::Json(st.counters.snapshot())
+    axum::Json(st.snapshot())
 }
 
 async fn reset(State(st): State<Arc<SimState>>) -> StatusCode {

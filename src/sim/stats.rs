@@ -55,6 +55,9 @@ pub struct SimStats {
     pub faults: BTreeMap<String, u64>,
     /// The last `record_requests` requests, oldest first.
     pub recent_requests: Vec<RecordedRequest>,
+    /// The server model's counters (prefix cache, queue), when it is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_model: Option<super::server_model::ServerModelStats>,
 }
 
 #[derive(Default)]
@@ -178,6 +181,7 @@ impl Counters {
                 .iter()
                 .cloned()
                 .collect(),
+            server_model: None,
         }
     }
 }

@@ -350,6 +350,7 @@ async fn a_burst_of_5000_client_calls_never_exceeds_the_global_cap_at_the_simula
     let client = ModelClient::start(ClientConfig {
         endpoints: vec![endpoint],
         groups: vec![("solution".into(), vec!["sim".into()])],
+        routing: Vec::new(),
         global_max_in_flight: CAP,
         global_requests_per_minute: None,
         global_tokens_per_minute: None,

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::engine::{Finished, dataset, run_on_sim, sim_options};
+use crate::support::engine::{
+    Finished, config, dataset, run_engine, run_on_sim, sim_options, start_sim,
+};
 use serde_json::Value;
 use tmas::sim::{LatencyModel, SimOptions};
 
@@ -131,6 +133,93 @@ async fn two_runs_with_the_same_seed_make_the_same_choices_and_results() {
         branches(&c),
         "a different seed draws other branches"
     );
+}
+
+/// One run over three simulators serving with the server model (queue, prefix cache,
+/// per-problem output lengths), the `default` group routed by `routing`.
+async fn run_on_fleet(routing: tmas_actors::client::Routing) -> (Finished, Vec<u64>) {
+    let data = dataset(5);
+    let opts = SimOptions {
+        server_model: Some(tmas::sim::server_model::ServerModelOptions {
+            decode_us_per_token: 200.0,
+            prefill_tokens_per_s: 1e6,
+            max_running: 4,
+            speedup: 20.0,
+            ..Default::default()
+        }),
+        ..jittery_sim(31)
+    };
+    let mut sims = Vec::new();
+    for _ in 0..3 {
+        sims.push(start_sim(opts.clone(), &data).await);
+    }
+    let mut cfg = config(&sims[0].base_url(), &DETERMINISM_RUN);
+    let first = cfg.endpoints["sim"].clone();
+    let mut names = vec!["sim".to_string()];
+    for (i, sim) in sims.iter().enumerate().skip(1) {
+        let name = format!("sim{i}");
+        let mut e = first.clone();
+        e.base_url = sim.base_url();
+        cfg.endpoints.insert(name.clone(), e);
+        names.push(name);
+    }
+    cfg.groups.insert("default".into(), names);
+    cfg.routing.insert("default".into(), routing);
+    cfg.validate().expect("fleet config is valid");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let result = run_engine(cfg, data, dir.path()).await;
+    let mut per_endpoint = Vec::new();
+    let mut by_role = BTreeMap::new();
+    for sim in sims {
+        let stats = sim.stats();
+        per_endpoint.push(stats.requests_total);
+        for (role, n) in &stats.by_role {
+            *by_role.entry(role.clone()).or_insert(0) += n;
+        }
+        assert!(stats.server_model.is_some(), "server model stats");
+        sim.shutdown().await;
+    }
+    assert!(
+        result.problems_failed.is_empty(),
+        "{:?}",
+        result.problems_failed
+    );
+    let records = tmas::engine::run_dir::RunDir::open(dir.path())
+        .and_then(|d| d.read_problems())
+        .expect("problem records are readable");
+    let sim = tmas::sim::SimStats {
+        by_role,
+        ..Default::default()
+    };
+    (
+        Finished {
+            result,
+            records,
+            sim,
+            dir,
+        },
+        per_endpoint,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routing_never_changes_results_on_a_fleet_of_server_models() {
+    use tmas_actors::client::Routing;
+    let (a, spread_a) = run_on_fleet(Routing::LeastLoad).await;
+    let (b, spread_b) = run_on_fleet(Routing::PrefixAffinity).await;
+    assert_eq!(branches(&a), branches(&b), "branch choices");
+    let (ra, rb) = (records(&a), records(&b));
+    assert_eq!(ra.len(), 5);
+    for (id, va) in &ra {
+        assert_eq!(Some(va), rb.get(id), "problem record {id}");
+    }
+    assert_eq!(banks(a.dir.path()), banks(b.dir.path()), "bank versions");
+    assert_eq!(a.result.table, b.result.table, "Pass@1 table");
+    assert_eq!(a.sim.by_role, b.sim.by_role, "calls by role");
+    // Both runs used the whole fleet.
+    for spread in [spread_a, spread_b] {
+        assert!(spread.iter().filter(|n| **n > 0).count() >= 2, "{spread:?}");
+    }
 }
 
 /// Pass@1 per iteration of one run.

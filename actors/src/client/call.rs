@@ -2,7 +2,7 @@
 //!
 //! Runs in the caller's task (no actor round-trip per call). Order of waits:
 //! a healthy endpoint in the group (bounded by the outage budget) → a global slot →
-//! the least-loaded healthy endpoint's slot (re-routed if that endpoint goes down while
+//! the routed healthy endpoint's slot (re-routed if that endpoint goes down while
 //! we queue) → global then endpoint rate limits → the HTTP attempt.
 //!
 //! Each kind of failure has its own budget, so one kind cannot starve another:
@@ -187,6 +187,7 @@ impl Shared {
         &self,
         group: &Group,
         avoid: Option<&Arc<Endpoint>>,
+        affinity: &str,
         waited: &mut Duration,
     ) -> Result<Slot<'_>, ClientError> {
         'route: loop {
@@ -199,7 +200,7 @@ impl Shared {
                 _ = self.cancel.cancelled() => return Err(self.shutdown_error()),
                 p = self.global.clone().acquire_owned() => p.map_err(|_| self.shutdown_error())?,
             };
-            let Some(ep) = group.pick(avoid) else {
+            let Some(ep) = group.pick(avoid, affinity) else {
                 continue;
             };
             let permit = match ep.limit.permits().clone().try_acquire_owned() {
@@ -334,7 +335,12 @@ impl Shared {
         let mut last_failed: Option<Arc<Endpoint>> = None;
         loop {
             let slot = self
-                .acquire(&group, last_failed.as_ref(), &mut waited)
+                .acquire(
+                    &group,
+                    last_failed.as_ref(),
+                    &request.tags.problem,
+                    &mut waited,
+                )
                 .await?;
             let ep = slot.endpoint.clone();
             let prepared = self.prepare(&mut cache, &ep, &request).await?;

@@ -129,12 +129,28 @@ impl Default for ResiliencePolicy {
     }
 }
 
+/// How a group picks the endpoint for a call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Routing {
+    /// The healthy endpoint with the fewest calls sent or queued.
+    #[default]
+    LeastLoad,
+    /// Calls of one problem prefer one endpoint (bounded-load rendezvous hashing on the
+    /// problem id, load bound 1.25 × the group's mean), so the prompts they share — a
+    /// problem's question and rollout context, a candidate's verifications — hit that
+    /// server's prefix cache; least-load when that endpoint is down or saturated.
+    PrefixAffinity,
+}
+
 /// Everything the model client needs.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     pub endpoints: Vec<EndpointSpec>,
     /// Group name -> endpoint names.
     pub groups: Vec<(Arc<str>, Vec<Arc<str>>)>,
+    /// Group name -> routing policy; groups not listed route by least load.
+    pub routing: Vec<(Arc<str>, Routing)>,
     /// Cap on calls in flight across all endpoints.
     pub global_max_in_flight: usize,
     /// Optional cap on requests started per minute across all endpoints.

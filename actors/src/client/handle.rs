@@ -140,7 +140,15 @@ impl ModelClient {
                 .iter()
                 .filter_map(|m| by_name.get(&**m).map(|e| (*e).clone()))
                 .collect();
-            groups.insert(name.clone(), Arc::new(Group::new(name.clone(), members)));
+            let routing = config
+                .routing
+                .iter()
+                .find(|(g, _)| g == name)
+                .map_or_else(Default::default, |(_, r)| *r);
+            groups.insert(
+                name.clone(),
+                Arc::new(Group::new(name.clone(), members, routing)),
+            );
         }
         let args = SupervisorArgs {
             endpoints: endpoints.clone(),

@@ -66,6 +66,9 @@ impl ClientConfig {
                 return bad(format!("group `{g}` names unknown endpoint `{m}`"));
             }
         }
+        if let Some((g, _)) = self.routing.iter().find(|(g, _)| !groups.contains(g)) {
+            return bad(format!("routing names unknown group `{g}`"));
+        }
         let p = &self.policy;
         if p.max_attempts == 0 || p.max_malformed_attempts == 0 {
             return bad(
@@ -134,6 +137,7 @@ mod tests {
                 },
             }],
             groups: vec![("g".into(), vec!["a".into()])],
+            routing: Vec::new(),
             global_max_in_flight: 4,
             global_requests_per_minute: None,
             global_tokens_per_minute: None,

@@ -204,3 +204,52 @@ async fn a_down_endpoint_is_probed_via_health_then_models_and_readmitted() {
     assert_eq!(&*resp.content, "recovered");
     client.shutdown().await;
 }
+
+/// Prefix affinity: a problem's calls meet on one endpoint while it has room, and move
+/// to the others when it dies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prefix_affinity_keeps_a_problem_on_one_endpoint_and_fails_over() {
+    let mut servers: Vec<MockServer> = (0..4)
+        .map(|i| MockServer::start(Reply::ok(&format!("from {i}"))))
+        .collect();
+    let specs = servers
+        .iter()
+        .enumerate()
+        .map(|(i, s)| endpoint(&format!("e{i}"), &s.base_url(), 8))
+        .collect();
+    let mut cfg = config(specs, 32);
+    cfg.routing = vec![("g".into(), tmas_actors::client::Routing::PrefixAffinity)];
+    let client = ModelClient::start(cfg).await.unwrap();
+    let for_problem = |problem: &str, i: usize| {
+        let mut r = request(&format!("call {i}"), false);
+        r.tags.problem = problem.into();
+        r
+    };
+    let mut home = None;
+    for i in 0..10 {
+        let resp = client.chat("g", for_problem("p-7", i)).await.unwrap();
+        let home = home.get_or_insert(resp.endpoint.clone());
+        assert_eq!(&resp.endpoint, home, "call {i} left its problem's endpoint");
+    }
+    let mut used = std::collections::BTreeSet::new();
+    for p in 0..24 {
+        let resp = client
+            .chat("g", for_problem(&format!("q-{p}"), 0))
+            .await
+            .unwrap();
+        used.insert(resp.endpoint.to_string());
+    }
+    assert!(used.len() >= 3, "problems should spread: {used:?}");
+
+    let home = home.expect("served");
+    let index: usize = home[1..].parse().unwrap();
+    servers[index].kill();
+    for i in 0..10 {
+        let resp = client
+            .chat("g", for_problem("p-7", 100 + i))
+            .await
+            .expect("calls finish on the other endpoints");
+        assert_ne!(resp.endpoint, home);
+    }
+    client.shutdown().await;
+}

@@ -48,7 +48,23 @@ pub enum CallOrder {
     /// Not a policy; an estimate of what perfect foresight of every latency would buy,
     /// which bounds how far any online policy could get above the runtime's.
     CriticalPath,
+    /// Online: longest *estimated* remaining critical path first, the estimate built only
+    /// from latencies already observed — per role, the running mean of the problem's own
+    /// completed calls (the mean over all problems' completed calls until the problem has
+    /// one of that role) — times the stages and iterations the problem has left. Where
+    /// latency is correlated within a problem (hard problems are slow in every call, as
+    /// on real servers) it learns which problems are the long ones from their first calls.
+    LatencyAware,
 }
+
+/// Role names by stage, for the per-problem latency factors of the server model.
+const ROLE_NAMES: [&str; STAGES] = [
+    "solution",
+    "verification",
+    "summary",
+    "experience",
+    "guideline",
+];
 
 /// The workload and the policies.
 #[derive(Debug, Clone)]
@@ -65,6 +81,10 @@ pub struct Scenario {
     pub priority: CallOrder,
     pub gate: Gate,
     pub latency: LatencyModel,
+    /// σ of a per-problem difficulty scaling every latency of the problem (with a
+    /// per-(problem, role) factor of σ 0.2), drawn as the simulator's server model draws
+    /// output lengths; 0 = independent draws per call.
+    pub difficulty_sigma: f64,
     pub seed: u64,
 }
 
@@ -117,6 +137,8 @@ struct ProblemState {
     latencies: Vec<f64>,
     /// Every call's remaining critical path ([`CallOrder::CriticalPath`] only).
     critical_paths: Vec<f64>,
+    /// Per role: (sum, count) of the latencies of the problem's completed calls.
+    observed: [(f64, u32); STAGES],
     done: bool,
 }
 
@@ -144,6 +166,17 @@ impl CallIndex {
             _ => 2 * self.n + self.n * self.m + 1,
         };
         iteration as usize * self.per_iteration() + within
+    }
+
+    /// The role of the call at `within` (an index inside one iteration).
+    fn role_at(self, within: usize) -> usize {
+        match within {
+            w if w < self.n => SOLUTION,
+            w if w < self.n + self.n * self.m => VERIFICATION,
+            w if w < 2 * self.n + self.n * self.m => SUMMARY,
+            w if w == 2 * self.n + self.n * self.m => EXPERIENCE,
+            _ => GUIDELINE,
+        }
     }
 }
 
@@ -193,6 +226,8 @@ struct Model<'a> {
     active: usize,
     busy_secs: f64,
     calls: u64,
+    /// Per role: (sum, count) of every completed call's latency.
+    observed: [(f64, u32); STAGES],
 }
 
 /// Calls holding a pool worker, waiting for the global cap.
@@ -268,6 +303,7 @@ impl<'a> Model<'a> {
             active: 0,
             busy_secs: 0.0,
             calls: 0,
+            observed: [(0.0, 0); STAGES],
         }
     }
 
@@ -302,7 +338,7 @@ impl<'a> Model<'a> {
             let latencies = self.draw_latencies(seq);
             let critical_paths = match self.s.priority {
                 CallOrder::CriticalPath => self.critical_paths(&latencies),
-                CallOrder::Runtime(_) => Vec::new(),
+                CallOrder::Runtime(_) | CallOrder::LatencyAware => Vec::new(),
             };
             self.problems.push(ProblemState {
                 seq,
@@ -315,6 +351,7 @@ impl<'a> Model<'a> {
                 chain_secs: 0.0,
                 latencies,
                 critical_paths,
+                observed: [(0.0, 0); STAGES],
                 done: false,
             });
             self.start_iteration(self.problems.len() - 1);
@@ -326,12 +363,52 @@ impl<'a> Model<'a> {
     fn draw_latencies(&self, seq: u64) -> Vec<f64> {
         let per_problem = crate::sim::rng::mix(self.s.seed, seq);
         let total = self.index.per_iteration() * self.s.iterations as usize;
+        let factors = self.role_factors(seq);
+        let per_iteration = self.index.per_iteration();
         (0..total as u64)
             .map(|i| {
                 let mut rng = SimRng::new(crate::sim::rng::mix(per_problem, i));
-                self.s.latency.draw(&mut rng).as_secs_f64()
+                let role = self.index.role_at(i as usize % per_iteration);
+                self.s.latency.draw(&mut rng).as_secs_f64() * factors[role]
             })
             .collect()
+    }
+
+    /// The problem's latency factor per role (all 1 without difficulty).
+    fn role_factors(&self, seq: u64) -> [f64; STAGES] {
+        if self.s.difficulty_sigma <= 0.0 {
+            return [1.0; STAGES];
+        }
+        let model = crate::sim::server_model::ServerModelOptions {
+            difficulty_sigma: self.s.difficulty_sigma,
+            ..Default::default()
+        };
+        // Named like `tmas bench eval`'s problems.
+        let problem = format!("bench-{seq:05}");
+        ROLE_NAMES.map(|role| model.problem_factor(self.s.seed, &problem, role))
+    }
+
+    /// The latency-aware estimate of a call's remaining critical path: per stage the
+    /// problem's own mean latency of that role (else the mean over all problems, else 1),
+    /// summed over the stages left in this iteration and every later iteration.
+    fn estimated_path(&self, p: &ProblemState, role: usize) -> f64 {
+        let estimate: [f64; STAGES] = std::array::from_fn(|r| {
+            let (sum, n) = p.observed[r];
+            if n > 0 {
+                return sum / f64::from(n);
+            }
+            let (sum, n) = self.observed[r];
+            if n > 0 { sum / f64::from(n) } else { 1.0 }
+        });
+        // The two bank calls run side by side.
+        let stage = |r: usize| match r {
+            EXPERIENCE | GUIDELINE => estimate[EXPERIENCE].max(estimate[GUIDELINE]),
+            r => estimate[r],
+        };
+        let iteration: f64 = (0..=EXPERIENCE).map(stage).sum();
+        let this: f64 = (role.min(EXPERIENCE)..=EXPERIENCE).map(stage).sum();
+        let later = self.s.iterations.saturating_sub(p.iteration + 1);
+        this + f64::from(later) * iteration
     }
 
     /// Each call's latency plus the longest chain of calls after it, last iteration
@@ -405,6 +482,7 @@ impl<'a> Model<'a> {
             CallOrder::Runtime(order) => order.of_call(p.seq, step),
             // Microseconds of remaining path: longer first.
             CallOrder::CriticalPath => (p.critical_paths[i] * 1e6) as i64,
+            CallOrder::LatencyAware => (self.estimated_path(p, role) * 1e6) as i64,
         };
         self.busy_secs += latency;
         self.calls += 1;
@@ -444,6 +522,13 @@ impl<'a> Model<'a> {
     fn on_done(&mut self, call: Call) {
         let m = self.s.m;
         let problem = call.problem;
+        for observed in [
+            &mut self.problems[problem].observed[call.role],
+            &mut self.observed[call.role],
+        ] {
+            observed.0 += call.latency;
+            observed.1 += 1;
+        }
         let c = call.candidate as usize;
         match call.role {
             SOLUTION => {
@@ -515,6 +600,7 @@ mod tests {
             priority: CallOrder::Runtime(JobPriority::OldestProblemFirst),
             gate: Gate::Fifo,
             latency: LatencyModel::Fixed(Duration::from_millis(200)),
+            difficulty_sigma: 0.0,
             seed: 1,
         }
     }
@@ -590,6 +676,7 @@ mod tests {
             CallOrder::Runtime(JobPriority::OldestProblemFirst),
             CallOrder::Runtime(JobPriority::LeastProgressFirst),
             CallOrder::CriticalPath,
+            CallOrder::LatencyAware,
         ];
         let outcomes: Vec<Outcome> = orders
             .iter()
@@ -620,5 +707,66 @@ mod tests {
         assert!(a.chain_secs > 4.0, "{a:?}");
         assert!(a.utilization > 0.0 && a.utilization <= 1.0 + 1e-9);
         assert!(a.wall_secs + 1e-9 >= a.bound_secs);
+    }
+
+    #[test]
+    fn difficulty_makes_a_problems_calls_alike_and_latency_aware_learns_it() {
+        let mut s = scenario(60, 200);
+        s.latency = lognormal();
+        s.difficulty_sigma = 0.8;
+        let model = Model::new(&s);
+        // Problems differ in their mean latency far more than draws within one do.
+        let means: Vec<f64> = (0..20)
+            .map(|seq| {
+                let l = model.draw_latencies(seq);
+                l.iter().sum::<f64>() / l.len() as f64
+            })
+            .collect();
+        let (lo, hi) = means
+            .iter()
+            .fold((f64::MAX, 0.0_f64), |(lo, hi), &m| (lo.min(m), hi.max(m)));
+        assert!(hi > 2.0 * lo, "{means:?}");
+        // Same latencies under every order, and the online estimate is never worse than
+        // the bound allows.
+        s.admission = Admission::WorkConserving {
+            max_active_problems: 60,
+            target_in_flight: 200,
+        };
+        let lpf = simulate(&Scenario {
+            priority: CallOrder::Runtime(JobPriority::LeastProgressFirst),
+            ..s.clone()
+        });
+        let aware = simulate(&Scenario {
+            priority: CallOrder::LatencyAware,
+            ..s.clone()
+        });
+        assert_eq!(lpf.calls, aware.calls);
+        assert!((lpf.busy_secs - aware.busy_secs).abs() < 1e-6);
+        assert!(aware.wall_secs + 1e-9 >= aware.bound_secs);
+        assert_eq!(
+            aware,
+            simulate(&Scenario {
+                priority: CallOrder::LatencyAware,
+                ..s.clone()
+            })
+        );
+    }
+
+    #[test]
+    fn the_estimate_uses_the_problems_own_calls_first() {
+        let s = scenario(2, 100);
+        let mut model = Model::new(&s);
+        model.admit();
+        // Nothing observed: 1 s per stage, 4 stages × 5 iterations from the first call.
+        let p0 = 0;
+        assert!((model.estimated_path(&model.problems[p0], SOLUTION) - 20.0).abs() < 1e-9);
+        model.problems[p0].observed[SOLUTION] = (3.0, 1);
+        model.observed[SOLUTION] = (4.0, 2);
+        // Problem 0 uses its own 3 s, problem 1 the global mean of 2 s.
+        assert!((model.estimated_path(&model.problems[p0], SOLUTION) - 30.0).abs() < 1e-9);
+        assert!((model.estimated_path(&model.problems[1], SOLUTION) - 25.0).abs() < 1e-9);
+        // A summary of the last iteration has the summary and the bank stage left.
+        model.problems[p0].iteration = 4;
+        assert!((model.estimated_path(&model.problems[p0], SUMMARY) - 2.0).abs() < 1e-9);
     }
 }

@@ -254,3 +254,32 @@ group = "judges"
     off.judge.enabled = false;
     assert!(!judged_by_itself(&off));
 }
+
+#[test]
+fn routing_is_per_group_and_reaches_each_roles_client_group() {
+    use tmas_actors::client::Routing;
+    let text = format!("{TWO}[routing]\ndefault = \"prefix-affinity\"\nfast = \"least-load\"\n");
+    let c = Config::from_toml_str(&text, "routing.toml").expect("valid");
+    let cc = c
+        .client_config(&env(&[("TEST_KEY_A", "k")]))
+        .expect("resolves");
+    let routing = |role: &str| {
+        cc.routing
+            .iter()
+            .find(|(g, _)| &**g == role)
+            .map(|(_, r)| *r)
+    };
+    assert_eq!(routing("solution"), Some(Routing::PrefixAffinity));
+    assert_eq!(routing("verification"), Some(Routing::PrefixAffinity));
+    assert_eq!(routing("judge"), Some(Routing::LeastLoad));
+    // Round-trips through the printed config.
+    let printed = c.to_toml_string().expect("toml");
+    assert!(printed.contains("prefix-affinity"), "{printed}");
+
+    let errs = Config::from_toml_str(&format!("{TWO}[routing]\nslow = \"least-load\"\n"), "x")
+        .expect_err("unknown group");
+    assert!(errs.has_path("routing.slow"), "{errs}");
+    assert!(
+        Config::from_toml_str(&format!("{TWO}[routing]\nfast = \"round-robin\"\n"), "x").is_err()
+    );
+}

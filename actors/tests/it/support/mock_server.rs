@@ -487,6 +487,7 @@ pub fn config(endpoints: Vec<EndpointSpec>, global_max_in_flight: usize) -> Clie
     ClientConfig {
         endpoints,
         groups: vec![("g".into(), names)],
+        routing: Vec::new(),
         global_max_in_flight,
         global_requests_per_minute: None,
         global_tokens_per_minute: None,
