@@ -158,7 +158,11 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
             Some(opts.retry_after_secs),
         );
     }
-    let Some(slot) = st.counters.try_enter(opts.max_concurrency, role) else {
+    let Some(slot) = st
+        .counters
+        .enter(opts.max_concurrency, opts.max_queue, role)
+        .await
+    else {
         st.counters.fault("overload");
         let status =
             StatusCode::from_u16(opts.overload_status).unwrap_or(StatusCode::TOO_MANY_REQUESTS);

@@ -393,7 +393,7 @@ impl Shared {
         max_tokens_sent: u32,
     ) -> ChatResponse {
         telemetry::on_success(span, ep, request, &c, started.elapsed());
-        if let Some(change) = ep.record_success() {
+        if let Some(change) = ep.record_success(started.elapsed()) {
             telemetry::on_limit_change(span, ep, change);
         }
         self.permanent.on_success(&ep.permanent_in_a_row);
