@@ -138,6 +138,7 @@ fn preflight(st: &SimState) -> Response {
             completion_tokens: 1,
             total_tokens: 2,
         },
+        stream_usage: st.opts.stream_usage,
     });
     json_response(StatusCode::OK, body)
 }
@@ -293,6 +294,7 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
         reasoning_field: opts.reasoning_field,
         finish_reason: finish,
         usage,
+        stream_usage: opts.stream_usage,
     };
 
     match fault {

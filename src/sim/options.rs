@@ -27,6 +27,9 @@ pub struct SimOptions {
     /// the wait, as on vLLM and SGLang, whose schedulers queue requests before refusing
     /// them). 0 = none: every request above `max_concurrency` is refused at once.
     pub max_queue: usize,
+    /// Send token usage in the last chunk of a stream (vLLM and SGLang do when asked;
+    /// llama.cpp's server never does: `false` answers like it).
+    pub stream_usage: bool,
     /// Status for requests above `max_concurrency`: 429 or 503.
     pub overload_status: u16,
     /// `Retry-After` seconds sent with the overload status.
@@ -64,6 +67,7 @@ impl Default for SimOptions {
             per_output_token_us: 0,
             max_concurrency: 0,
             max_queue: 0,
+            stream_usage: true,
             overload_status: 429,
             retry_after_secs: 1,
             solution_bytes: 0,
