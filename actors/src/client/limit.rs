@@ -31,8 +31,9 @@
 //! grows it by `√limit`, or doubles it while the limit is still looking for the server's
 //! capacity (it starts at [`GRADIENT_START`] slots, so the baseline is measured unloaded,
 //! and stops doubling at the first sign of inflation).
-//! Windows whose calls used less than half the limit do not grow it (the limit would
-//! grow without evidence). Overload answers still cut as in AIMD.
+//! Windows whose calls used less than half the limit change nothing (they say nothing
+//! about the limit: it would grow without evidence, or shrink on noise). Overload
+//! answers still cut as in AIMD.
 //!
 //! The limit is enforced on the endpoint's semaphore: a decrease removes idle permits
 //! (`forget_permits`) and, for permits in use, records a debt that releases pay by
@@ -209,6 +210,13 @@ impl Aimd {
         // Far below where an overload episode began (a collapse to the floor while the
         // server restarted): double back, as AIMD's fast recovery does.
         let collapsed = limit < self.episode_start * DECREASE;
+        // Only a window that used at least half the limit says anything about it: with
+        // few calls in flight, inflation is noise or someone else's load, and a run whose
+        // dependency chains leave slots idle would otherwise ratchet the limit down on
+        // noisy windows it could never grow back from.
+        if (used as f64) < limit / 2.0 {
+            return;
+        }
         if ratio > TOLERANCE {
             g.searching = false;
             // Vegas's estimate of what the server serves without queueing (the limit over
@@ -216,7 +224,7 @@ impl Aimd {
             // unqueued and keep the baseline honest.
             self.limit = (limit * (1.0 / ratio).max(0.5)).max(floor);
             self.episode_start = self.limit;
-        } else if (used as f64) >= limit / 2.0 {
+        } else {
             // Any inflation ends the search: doubling from there could overrun the queue.
             g.searching &= ratio < SEARCH_RATIO;
             self.limit = if g.searching || collapsed {
@@ -541,9 +549,13 @@ mod tests {
             a.success_after(Duration::from_secs_f64(1.4), 24);
         }
         assert_eq!(a.slots(), 29);
-        // A window that used under half the limit does not grow it.
+        // A window that used under half the limit neither grows nor shrinks it.
         for _ in 0..WINDOW_MIN {
             a.success_after(Duration::from_secs(1), 5);
+        }
+        assert_eq!(a.slots(), 29);
+        for _ in 0..WINDOW_MIN {
+            a.success_after(Duration::from_secs(3), 5);
         }
         assert_eq!(a.slots(), 29);
         // At most halved by one window (29.42 / 2).
