@@ -23,7 +23,8 @@ pub mod sim_server;
 #[command(name = "tmas", version, about)]
 pub struct Cli {
     /// Log filter (tracing `EnvFilter` syntax); when absent, `warn` with `tmas run
-    /// --quiet`, else `RUST_LOG`, else `info`.
+    /// --quiet`, else `RUST_LOG`, else `info`. `tmas bench` prints only warnings and
+    /// errors of that filter (its output is the figures) unless `--log` is given.
     #[arg(long, global = true)]
     pub log: Option<String>,
     /// Worker threads of the async runtime (default: `TOKIO_WORKER_THREADS`, else one
@@ -75,7 +76,10 @@ pub fn main() -> ExitCode {
     // `tmas run --quiet`: warnings and errors only, unless a filter is given explicitly.
     let quiet = matches!(&cli.command, Command::Run(args) if args.quiet);
     let filter = cli.log.as_deref().or(quiet.then_some("warn"));
-    tmas_observability::init_logging(filter);
+    // Benchmarks print warnings and their figures, not the INFO lines of the runs they
+    // drive; their spans stay at the usual level so they measure what a run does.
+    let bench_quiet = matches!(&cli.command, Command::Bench(_)) && cli.log.is_none();
+    tmas_observability::init_logging_with(filter, bench_quiet);
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
     if let Some(n) = cli.worker_threads {

@@ -56,5 +56,6 @@ pub use config::{ApiKey, ClientConfig, EndpointSpec, ResiliencePolicy, Routing, 
 pub use error::ClientError;
 pub use escape_cache::EscapeCache;
 pub use handle::{ClientSnapshot, EndpointSnapshot, ModelClient};
+pub use limit::LimitAlgorithm;
 pub use permanent::PermanentStop;
 pub use supervisor::SupervisorStatus;

@@ -39,7 +39,7 @@ pub use error_text::error_text;
 #[cfg(feature = "exporters")]
 pub use export::ExportStats;
 #[cfg(feature = "exporters")]
-pub use logging::{init_logging, log_filter};
+pub use logging::{init_logging, init_logging_with, log_filter};
 #[cfg(feature = "exporters")]
 pub use otlp::{ObservabilityConfig, OtlpError, OtlpSettings, Protocol, TracingGuard};
 #[cfg(feature = "exporters")]

@@ -6,6 +6,7 @@
 
 use std::sync::OnceLock;
 
+use tracing_subscriber::filter::FilterExt;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
@@ -48,11 +49,22 @@ pub fn log_filter(filter: Option<&str>) -> EnvFilter {
 /// [`crate::otlp::install`] fills. Calling it again (or after another subscriber was
 /// installed, as tests do) changes nothing.
 pub fn init_logging(filter: Option<&str>) {
+    init_logging_with(filter, false);
+}
+
+/// [`init_logging`], and with `warnings_only` set, only WARN and ERROR lines are printed
+/// while spans stay enabled at the filter's level: a benchmark prints its figures, not
+/// its runs' INFO lines, yet measures the same per-call span work a `tmas run` does
+/// (whether a span exists at all depends on the level the subscriber enables).
+pub fn init_logging_with(filter: Option<&str>, warnings_only: bool) {
     let handle = SlotHandle::default();
+    let printed = tracing_subscriber::filter::filter_fn(move |m| {
+        !warnings_only || m.is_span() || *m.level() <= tracing::Level::WARN
+    });
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(StderrWriter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_filter(log_filter(filter));
+        .with_filter(log_filter(filter).and(printed));
     let installed = Registry::default()
         .with(handle.layer().with_filter(handle.filter()))
         .with(fmt)

@@ -6,7 +6,8 @@
 # 2-core machine, once: the virtualenv is reused).
 #
 # It runs TMAS twice (non-streaming, then streaming): 3 problems, N=2, M=1, T=2, judge R=1,
-# small max_tokens, 4 calls in flight, and asserts that each run completes with every call
+# small max_tokens, 4 calls in flight, and asserts that each run passes the start-up check
+# (preflight: `GET /models` and a one-token completion), completes, and has every call
 # answered or explained (a failed call must carry its error kind and message in the run
 # store), then prints a summary. The last result is recorded in docs/interop.md.
 #
@@ -126,10 +127,17 @@ TOML
     set -e
     wall=$(( $(date +%s) - start ))
     run_dir="$(ls -d "$out/runs-stream-$stream"/*/ 2>/dev/null | head -1)"
+    # The start-up check (GET /models and a one-token completion) runs before anything is
+    # created; a failure exits 2 with "nothing was created".
+    if [[ "$code" == 2 ]] && grep -q "nothing was created" "$out/run-stream-$stream.err"; then
+        log "preflight FAILED (stream = $stream):"; tail -20 "$out/run-stream-$stream.err" >&2
+        status=1; continue
+    fi
     if [[ -z "$run_dir" ]]; then
         log "no run directory (exit $code):"; tail -20 "$out/run-stream-$stream.err" >&2
         status=1; continue
     fi
+    log "preflight passed (stream = $stream): the run started"
     if ! python3 "$here/check_run.py" "$run_dir" "stream=$stream" "$code" "$wall"; then
         status=1
     fi

@@ -77,6 +77,21 @@ pub struct SoakArgs {
     /// Requests both simulators serve at once, together (default: 3/4 of --in-flight).
     #[arg(long)]
     pub capacity: Option<usize>,
+    /// Share of --capacity served by the first simulator (the second serves the rest):
+    /// endpoints of unequal capacity.
+    #[arg(long, default_value_t = 0.5)]
+    pub capacity_split: f64,
+    /// Each simulator queues up to this many times its capacity before answering 503 (its
+    /// latency grows with the queue, as on vLLM/SGLang); 0 = refuse at once.
+    #[arg(long, default_value_t = 0.0)]
+    pub queue_factor: f64,
+    /// The client's concurrency limit: `aimd` or `gradient` (`resilience.limit`).
+    #[arg(long, default_value = "aimd", value_parser = parse_limit)]
+    pub limit: tmas_actors::client::LimitAlgorithm,
+    /// Tell each endpoint its simulator's capacity (`max_in_flight` = that capacity, in the
+    /// run under faults): the best fixed limit, to compare an adaptive one with.
+    #[arg(long)]
+    pub declare_capacity: bool,
     /// `Retry-After` seconds sent with the overload 503.
     #[arg(long, default_value_t = 1)]
     pub retry_after_secs: u64,
@@ -104,6 +119,18 @@ pub struct SoakArgs {
     /// Do not write the JSON result under `bench-results/`.
     #[arg(long)]
     pub no_write: bool,
+}
+
+fn parse_limit(text: &str) -> Result<tmas_actors::client::LimitAlgorithm, String> {
+    serde_json::from_value(json!(text))
+        .map_err(|_| format!("expected aimd or gradient, got `{text}`"))
+}
+
+/// Each simulator's capacity: `--capacity` split by `--capacity-split` (at least 1 each).
+fn capacities(args: &SoakArgs, capacity: usize) -> [usize; 2] {
+    let a =
+        ((capacity as f64 * args.capacity_split).round() as usize).clamp(1, capacity.max(2) - 1);
+    [a, capacity.saturating_sub(a).max(1)]
 }
 
 fn parse_range(text: &str) -> Result<(f64, f64), String> {
@@ -152,6 +179,11 @@ pub struct SoakResult {
     pub iterations: u32,
     pub in_flight: usize,
     pub capacity: usize,
+    pub limit: tmas_actors::client::LimitAlgorithm,
+    /// Each simulator's share of `capacity`.
+    pub capacities: [usize; 2],
+    pub queue_factor: f64,
+    pub declare_capacity: bool,
     pub latency: String,
     pub clean: RunFigures,
     pub faulty: RunFigures,
@@ -206,6 +238,14 @@ fn problems_for(a: &SoakArgs) -> anyhow::Result<usize> {
 pub async fn run(args: SoakArgs) -> anyhow::Result<SoakResult> {
     anyhow::ensure!(args.in_flight >= 2, "--in-flight must be at least 2");
     anyhow::ensure!(args.minutes > 0.0, "--minutes must be positive");
+    anyhow::ensure!(
+        args.capacity_split > 0.0 && args.capacity_split < 1.0,
+        "--capacity-split must be within (0, 1)"
+    );
+    anyhow::ensure!(
+        args.queue_factor.is_finite() && args.queue_factor >= 0.0,
+        "--queue-factor must be 0 or more"
+    );
     let capacity = args.capacity.unwrap_or(args.in_flight * 3 / 4).max(2);
     let problems = problems_for(&args)?;
     engine::observe::configure(engine::observe::ObserveOptions {
@@ -282,8 +322,15 @@ async fn run_in(
         capacity_bound_s: capacity_bound,
         wall_over_capacity_bound: faulty.wall_s / capacity_bound,
         // Each simulator has half the cap.
+        // Queued requests are in flight for the client too (the sum of the two peaks is an
+        // upper bound of what a simulator held at once).
         cap_exceeded: clean.sims.peak_in_flight as usize > args.in_flight.div_ceil(2)
-            || faulty.sims.peak_in_flight as usize > args.in_flight.div_ceil(2),
+            || (faulty.sims.peak_in_flight + faulty.sims.peak_queued) as usize
+                > args.in_flight.div_ceil(2),
+        limit: args.limit,
+        capacities: capacities(args, capacity),
+        queue_factor: args.queue_factor,
+        declare_capacity: args.declare_capacity,
         limits,
         clean: strip_limits(clean),
         faulty: strip_limits(faulty),
@@ -345,10 +392,17 @@ async fn one_run(
         "--worker-threads".into(),
         "1".into(),
     ];
+    let mut per_sim: [Vec<String>; 2] = [Vec::new(), Vec::new()];
     if let Some(cap) = capacity {
+        for (extra, c) in per_sim.iter_mut().zip(capacities(args, cap)) {
+            extra.extend([
+                "--max-concurrency".into(),
+                c.to_string(),
+                "--max-queue".into(),
+                ((c as f64 * args.queue_factor).round() as usize).to_string(),
+            ]);
+        }
         sim_args.extend([
-            "--max-concurrency".into(),
-            cap.div_ceil(2).to_string(),
             "--overload-status".into(),
             "503".into(),
             "--retry-after-secs".into(),
@@ -360,15 +414,19 @@ async fn one_run(
             }
         }
     }
+    let [a_extra, b_extra] = per_sim;
     let sims = [
-        Restartable::spawn(sim_args.clone(), 1_000_000).await?,
-        Restartable::spawn(sim_args, 2_000_000).await?,
+        Restartable::spawn([sim_args.clone(), a_extra].concat(), 1_000_000).await?,
+        Restartable::spawn([sim_args, b_extra].concat(), 2_000_000).await?,
     ];
     let timeout = match (capacity, args.scenario) {
         (Some(_), Scenario::OverloadTimeout | Scenario::Full) => args.request_timeout_secs,
         _ => 3600,
     };
-    let config = soak_config(args, &sims, timeout, dir)?;
+    let declared = capacity
+        .filter(|_| args.declare_capacity)
+        .map(|cap| capacities(args, cap));
+    let config = soak_config(args, &sims, timeout, declared, dir)?;
     let dataset = load_dataset(&DatasetSpec::new(dataset_path))?;
     for s in &sims {
         s.reset().await?;
@@ -452,6 +510,7 @@ fn soak_config(
     args: &SoakArgs,
     sims: &[Arc<Restartable>; 2],
     request_timeout_secs: u64,
+    declared: Option<[usize; 2]>,
     dir: &Path,
 ) -> anyhow::Result<Config> {
     let cap = args.in_flight;
@@ -472,6 +531,7 @@ enabled = false
 
 [resilience]
 probe_interval_secs = {probe}
+limit = "{limit}"
 "#,
         seed = args.seed,
         out = dir.display().to_string(),
@@ -479,14 +539,16 @@ probe_interval_secs = {probe}
         m = args.m,
         t = args.iterations,
         probe = args.probe_interval_secs,
+        limit = json!(args.limit).as_str().unwrap_or("aimd"),
     );
-    for (name, sim) in ["sim-a", "sim-b"].iter().zip(sims) {
+    for (i, (name, sim)) in ["sim-a", "sim-b"].iter().zip(sims).enumerate() {
+        let max_in_flight = declared.map_or(cap.div_ceil(2), |d| d[i].min(cap.div_ceil(2)));
         text.push_str(&format!(
             "\n[endpoints.{name}]\nbase_url = {url:?}\nmodel = \"tmas-sim\"\nmax_in_flight = {half}\n\
              request_timeout_secs = {request_timeout_secs}\nstream_idle_timeout_secs = {request_timeout_secs}\n\
              stream = {stream}\ncontext_window = 16777216\n",
             url = sim.base_url(),
-            half = cap.div_ceil(2),
+            half = max_in_flight,
             stream = args.stream,
         ));
     }
@@ -560,6 +622,17 @@ fn print_result(r: &SoakResult) {
         "tmas bench soak: scenario {:?}, P={} N={} M={} T={}, in-flight {} (2 endpoints), server capacity {}, latency {}",
         r.scenario, r.problems, r.n, r.m, r.iterations, r.in_flight, r.capacity, r.latency
     );
+    println!(
+        "  limit {:?}{}, simulator capacities {:?}, queue {} × capacity",
+        r.limit,
+        if r.declare_capacity {
+            " (capacities declared as max_in_flight)"
+        } else {
+            ""
+        },
+        r.capacities,
+        r.queue_factor
+    );
     let line = |name: &str, f: &RunFigures| {
         println!(
             "  {name:<7} wall {:.1} s, problems {} done / {} failed, calls {} ({} at the simulators)",
@@ -590,7 +663,10 @@ fn print_result(r: &SoakResult) {
             String::new()
         }
     );
-    println!("  client retries   {}", r.comparison.retries);
+    println!(
+        "  client retries   {}; peak queue at a simulator {}",
+        r.comparison.retries, r.faulty.sims.peak_queued
+    );
     for (ep, (median, min, fin)) in &r.limits {
         println!(
             "  AIMD limit       {ep}: median {median:.0}, min {min:.0}, final {fin:.0} (max {})",

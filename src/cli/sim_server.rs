@@ -36,6 +36,10 @@ pub struct Args {
     /// Requests served at once (0 = no limit); above it: 429 (or --overload-status).
     #[arg(long)]
     pub max_concurrency: Option<usize>,
+    /// Requests that wait for a slot above --max-concurrency before the rest are refused
+    /// (latency grows by the wait). 0 = refuse at once.
+    #[arg(long)]
+    pub max_queue: Option<usize>,
     /// Status for requests above the limit: 429 or 503.
     #[arg(long)]
     pub overload_status: Option<u16>,
@@ -115,6 +119,7 @@ impl Args {
         set(&mut o.latency, &self.latency);
         set(&mut o.per_output_token_us, &self.per_output_token_us);
         set(&mut o.max_concurrency, &self.max_concurrency);
+        set(&mut o.max_queue, &self.max_queue);
         set(&mut o.overload_status, &self.overload_status);
         set(&mut o.retry_after_secs, &self.retry_after_secs);
         set(&mut o.solution_bytes, &self.solution_bytes);

@@ -280,6 +280,9 @@ pub struct ResilienceConfig {
     pub breaker_min_calls: usize,
     /// Floor of each endpoint's AIMD concurrency limit.
     pub min_in_flight: usize,
+    /// How each endpoint's concurrency limit moves: `"aimd"` (overload answers only) or
+    /// `"gradient"` (also the queueing delay, before the server refuses).
+    pub limit: tmas_actors::client::LimitAlgorithm,
     pub probe_interval_secs: u64,
     /// Successful probes that close the breaker again.
     pub probe_successes: u32,
@@ -318,6 +321,7 @@ impl ResilienceConfig {
             breaker_window: p.breaker_window,
             breaker_min_calls: p.breaker_min_calls,
             min_in_flight: p.min_in_flight,
+            limit: p.limit,
             probe_interval_secs: p.probe_interval.as_secs(),
             probe_successes: p.probe_successes,
             outage_budget_secs: p.outage_budget.as_secs(),
@@ -341,6 +345,7 @@ impl ResilienceConfig {
             breaker_window: self.breaker_window,
             breaker_min_calls: self.breaker_min_calls,
             min_in_flight: self.min_in_flight,
+            limit: self.limit,
             probe_interval: Duration::from_secs(self.probe_interval_secs),
             probe_successes: self.probe_successes,
             outage_budget: Duration::from_secs(self.outage_budget_secs),

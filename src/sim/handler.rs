@@ -153,6 +153,7 @@ fn preflight(st: &SimState) -> Response {
             completion_tokens: 1,
             total_tokens: 2,
         },
+        stream_usage: st.opts.stream_usage,
     });
     json_response(StatusCode::OK, body)
 }
@@ -173,7 +174,11 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
             Some(opts.retry_after_secs),
         );
     }
-    let Some(slot) = st.counters.try_enter(opts.max_concurrency, role) else {
+    let Some(slot) = st
+        .counters
+        .enter(opts.max_concurrency, opts.max_queue, role)
+        .await
+    else {
         st.counters.fault("overload");
         let status =
             StatusCode::from_u16(opts.overload_status).unwrap_or(StatusCode::TOO_MANY_REQUESTS);
@@ -343,6 +348,7 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
         reasoning_field: opts.reasoning_field,
         finish_reason: finish,
         usage,
+        stream_usage: opts.stream_usage,
     };
 
     match fault {

@@ -85,6 +85,8 @@ pub struct Completion<'a> {
     pub reasoning_field: ReasoningField,
     pub finish_reason: &'a str,
     pub usage: Usage,
+    /// Send `usage` in the final stream chunk (llama.cpp's server sends none).
+    pub stream_usage: bool,
 }
 
 #[derive(Serialize)]
@@ -105,6 +107,8 @@ struct Choice<'a> {
     message: Option<Msg<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     delta: Option<Msg<'a>>,
+    /// Always `null`, as vLLM and llama.cpp send it when no logprobs were asked for.
+    logprobs: Option<()>,
     finish_reason: Option<&'a str>,
 }
 
@@ -155,6 +159,7 @@ pub fn completion_json(c: &Completion<'_>) -> Vec<u8> {
             index: 0,
             message: Some(msg),
             delta: None,
+            logprobs: None,
             finish_reason: Some(c.finish_reason),
         }],
         usage: Some(c.usage),
@@ -171,6 +176,7 @@ fn chunk(c: &Completion<'_>, delta: Msg<'_>, finish: Option<&str>, usage: Option
             index: 0,
             message: None,
             delta: Some(delta),
+            logprobs: None,
             finish_reason: finish,
         }],
         usage,
@@ -238,7 +244,7 @@ pub fn sse_frames(c: &Completion<'_>, chunk_bytes: usize) -> (Vec<Bytes>, usize)
         c,
         Msg::default(),
         Some(c.finish_reason),
-        Some(c.usage),
+        c.stream_usage.then_some(c.usage),
     ));
     frames.push(Bytes::from_static(b"data: [DONE]\n\n"));
     (frames, first_content)
@@ -267,6 +273,7 @@ mod tests {
                 completion_tokens: 2,
                 total_tokens: 3,
             },
+            stream_usage: true,
         }
     }
 
@@ -275,6 +282,10 @@ mod tests {
         let v: serde_json::Value =
             serde_json::from_slice(&completion_json(&sample(ReasoningField::Reasoning))).unwrap();
         assert_eq!(v["object"], "chat.completion");
+        assert!(
+            v["choices"][0]["logprobs"].is_null(),
+            "sent as null, as real servers do"
+        );
         assert_eq!(v["choices"][0]["message"]["content"], "héllo world");
         assert_eq!(v["choices"][0]["message"]["reasoning"], "think");
         assert!(
@@ -308,5 +319,16 @@ mod tests {
         );
         let last = std::str::from_utf8(&frames[frames.len() - 2]).unwrap();
         assert!(last.contains("\"finish_reason\":\"stop\"") && last.contains("\"usage\""));
+        // Like llama.cpp's server: no usage in any chunk.
+        let c = Completion {
+            stream_usage: false,
+            ..sample(ReasoningField::None)
+        };
+        let (frames, _) = sse_frames(&c, 4);
+        assert!(
+            frames
+                .iter()
+                .all(|f| !std::str::from_utf8(f).unwrap().contains("\"usage\""))
+        );
     }
 }

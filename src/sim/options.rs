@@ -21,8 +21,16 @@ pub struct SimOptions {
     pub latency: LatencyModel,
     /// Extra delay per output token, in microseconds (latency grows with output length).
     pub per_output_token_us: u64,
-    /// Requests served at once; above it the server answers `overload_status`. 0 = no limit.
+    /// Requests served at once; above it requests wait in the queue (`max_queue`), and
+    /// once that is full the server answers `overload_status`. 0 = no limit.
     pub max_concurrency: usize,
+    /// Requests that may wait for a slot beyond `max_concurrency` (their latency grows by
+    /// the wait, as on vLLM and SGLang, whose schedulers queue requests before refusing
+    /// them). 0 = none: every request above `max_concurrency` is refused at once.
+    pub max_queue: usize,
+    /// Send token usage in the last chunk of a stream (vLLM and SGLang do when asked;
+    /// llama.cpp's server never does: `false` answers like it).
+    pub stream_usage: bool,
     /// Status for requests above `max_concurrency`: 429 or 503.
     pub overload_status: u16,
     /// `Retry-After` seconds sent with the overload status.
@@ -64,6 +72,8 @@ impl Default for SimOptions {
             latency: LatencyModel::None,
             per_output_token_us: 0,
             max_concurrency: 0,
+            max_queue: 0,
+            stream_usage: true,
             overload_status: 429,
             retry_after_secs: 1,
             solution_bytes: 0,

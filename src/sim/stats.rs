@@ -50,6 +50,9 @@ pub struct SimStats {
     pub responses_by_status: BTreeMap<String, u64>,
     pub in_flight: u64,
     pub peak_in_flight: u64,
+    /// Most requests waiting for a slot at once (`max_queue`).
+    #[serde(default)]
+    pub peak_queued: u64,
     /// Sum over requests of the time from arrival to response end.
     pub busy_seconds: f64,
     pub faults: BTreeMap<String, u64>,
@@ -68,6 +71,10 @@ pub struct Counters {
     statuses: [AtomicU64; STATUSES.len()],
     in_flight: AtomicU64,
     peak: AtomicU64,
+    queued: AtomicU64,
+    peak_queued: AtomicU64,
+    /// Woken when a slot frees up (queued requests wait on it).
+    freed: tokio::sync::Notify,
     busy_nanos: AtomicU64,
     faults: [AtomicU64; FAULT_KINDS.len()],
     recent: Mutex<VecDeque<RecordedRequest>>,
@@ -109,6 +116,38 @@ impl Counters {
         })
     }
 
+    /// Admits a request, waiting for a slot while fewer than `max_queue` others wait;
+    /// `None` when the queue is full too. A request whose client goes away leaves the
+    /// queue (the future is dropped).
+    pub async fn enter(
+        self: &Arc<Self>,
+        limit: usize,
+        max_queue: usize,
+        role: Role,
+    ) -> Option<InFlight> {
+        if let Some(slot) = self.try_enter(limit, role) {
+            return Some(slot);
+        }
+        if max_queue == 0 {
+            return None;
+        }
+        let waiting = self.queued.fetch_add(1, Relaxed) + 1;
+        let _leave = Queued(self);
+        if waiting > max_queue as u64 {
+            return None;
+        }
+        self.peak_queued.fetch_max(waiting, Relaxed);
+        loop {
+            let freed = self.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            if let Some(slot) = self.try_enter(limit, role) {
+                return Some(slot);
+            }
+            freed.await;
+        }
+    }
+
     pub fn record(&self, cap: usize, r: RecordedRequest) {
         if cap == 0 {
             return;
@@ -135,6 +174,7 @@ impl Counters {
         }
         self.busy_nanos.store(0, Relaxed);
         self.peak.store(self.in_flight.load(Relaxed), Relaxed);
+        self.peak_queued.store(self.queued.load(Relaxed), Relaxed);
         self.recent
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -168,6 +208,7 @@ impl Counters {
                 .collect(),
             in_flight: self.in_flight.load(Relaxed),
             peak_in_flight: self.peak.load(Relaxed),
+            peak_queued: self.peak_queued.load(Relaxed),
             busy_seconds: self.busy_nanos.load(Relaxed) as f64 / 1e9,
             faults: FAULT_KINDS
                 .iter()
@@ -202,10 +243,20 @@ impl InFlight {
     }
 }
 
+/// Counts a request as queued until it is admitted or gives up.
+struct Queued<'a>(&'a Counters);
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        self.0.queued.fetch_sub(1, Relaxed);
+    }
+}
+
 impl Drop for InFlight {
     fn drop(&mut self) {
         let c = &self.counters;
         c.in_flight.fetch_sub(1, Relaxed);
+        c.freed.notify_one();
         let nanos = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         c.busy_nanos.fetch_add(nanos, Relaxed);
         if self.ok {

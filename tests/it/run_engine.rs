@@ -13,7 +13,7 @@ use tmas::engine::run_dir::RunDir;
 use tmas::method::{CandidateStatus, VerificationStatus};
 use tmas::sim::{FaultRates, LatencyModel};
 use tmas_actors::client::{
-    ClientConfig, EndpointSpec, ModelClient, ResiliencePolicy, TokenEstimate,
+    ClientConfig, EndpointSpec, LimitAlgorithm, ModelClient, ResiliencePolicy, TokenEstimate,
 };
 use tmas_actors::strategy::CallExecutor;
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
@@ -405,6 +405,118 @@ async fn a_burst_of_5000_client_calls_never_exceeds_the_global_cap_at_the_simula
         "calls should overlap (peak {})",
         stats.peak_in_flight
     );
+}
+
+/// A server of undeclared capacity that queues requests beyond it (latency grows) and
+/// answers 503 + Retry-After only when its queue is full, as vLLM and SGLang do: the
+/// gradient limit settles near the capacity from the queueing delay alone, so almost no
+/// call is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gradient_limit_settles_near_an_undeclared_capacity_before_the_queue_fills() {
+    const CALLS: usize = 1_500;
+    const CAPACITY: usize = 16;
+    let mut opts = sim_options(7);
+    opts.record_requests = 0;
+    opts.latency = LatencyModel::LogNormal {
+        median: Duration::from_millis(50),
+        sigma: 0.5,
+    };
+    opts.max_concurrency = CAPACITY;
+    opts.max_queue = CAPACITY;
+    opts.overload_status = 503;
+    let sim = start_sim(opts, &dataset(1)).await;
+    let endpoint = EndpointSpec {
+        name: "sim".into(),
+        base_url: sim.base_url(),
+        model: "tmas-sim".into(),
+        api_key: None,
+        // What the client is told: far above what the server takes.
+        max_in_flight: 200,
+        requests_per_minute: None,
+        tokens_per_minute: None,
+        request_timeout: Duration::from_secs(120),
+        stream_idle_timeout: Duration::from_secs(60),
+        context_window: 131_072,
+        token_estimate: TokenEstimate::Bytes {
+            bytes_per_token: 3.0,
+        },
+    };
+    let client = ModelClient::start(ClientConfig {
+        endpoints: vec![endpoint],
+        groups: vec![("solution".into(), vec!["sim".into()])],
+        global_max_in_flight: 200,
+        global_requests_per_minute: None,
+        global_tokens_per_minute: None,
+        routing: Vec::new(),
+        policy: ResiliencePolicy {
+            backoff_min: Duration::from_millis(5),
+            backoff_max: Duration::from_millis(50),
+            limit: LimitAlgorithm::Gradient,
+            ..ResiliencePolicy::default()
+        },
+    })
+    .await
+    .expect("client starts");
+    let client = Arc::new(client);
+    let calls: Vec<_> = (0..CALLS)
+        .map(|i| {
+            let request = ChatRequest {
+                messages: vec![ChatMessage::user(format!("queued call {i}"))],
+                sampling: Sampling {
+                    temperature: 1.0,
+                    top_p: 0.95,
+                    max_tokens: 512,
+                },
+                tags: CallTags {
+                    role: "solution".into(),
+                    problem: "p00".into(),
+                    iteration: 0,
+                    ..CallTags::default()
+                },
+                stream: false,
+            };
+            client.execute("solution".into(), request)
+        })
+        .collect();
+    // The limit sampled while the calls run (its final value alone is one point of a
+    // sawtooth, and CPU contention on a loaded machine inflates latencies too).
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let (client, done) = (client.clone(), done.clone());
+        tokio::spawn(async move {
+            let mut seen = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                seen.push(client.snapshot().endpoints[0].concurrency_limit);
+            }
+            seen
+        })
+    };
+    let results = futures::future::join_all(calls).await;
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let failed = results.iter().filter(|r| r.is_err()).count();
+    let stats = sim.stats();
+    let mut seen = sampler.await.expect("sampler");
+    client.shutdown().await;
+    sim.shutdown().await;
+    assert_eq!(failed, 0);
+    let refused = stats.faults.get("overload").copied().unwrap_or(0);
+    assert!(
+        (refused as f64) < CALLS as f64 * 0.01,
+        "{refused} of {CALLS} calls refused (peak queue {})",
+        stats.peak_queued
+    );
+    // Near the capacity: within the gradient's sawtooth (the Vegas estimate just below
+    // it, up to TOLERANCE = 1.5 times it plus a step), far below the declared 200.
+    seen.sort_unstable();
+    let median = seen[seen.len() / 2];
+    let max = seen.last().copied().unwrap_or_default();
+    assert!(
+        (CAPACITY / 2..=CAPACITY * 2).contains(&median) && max <= CAPACITY * 2,
+        "limit median {median}, max {max}, capacity {CAPACITY}"
+    );
+    assert!(stats.peak_queued > 0, "the server queued some requests");
+    assert!(stats.peak_in_flight <= CAPACITY as u64);
 }
 
 /// Files under `dir` (recursively), as paths relative to it.

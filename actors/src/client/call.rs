@@ -9,13 +9,21 @@
 //! - overload (429, 503): back-pressure; retried after the server's `Retry-After` (or a
 //!   backoff) for as long as the outage budget lasts, counted in time, not in attempts;
 //! - timeouts: `max_timeout_attempts`, each attempt allowed `timeout_growth` times longer
-//!   than the one before, so a long generation can finish;
+//!   than the one before, so a long generation can finish. A non-streaming attempt that
+//!   passes its timeout is not abandoned: it goes on (holding its slot) while a hedge
+//!   attempt starts, preferably on another endpoint, and the first answer wins. A long
+//!   generation then costs its own length, not the timeouts before it, and a hung request
+//!   costs one timeout. The older attempt is given up once the hedge reaches its own
+//!   timeout (its deadline is `1 + timeout_growth` timeouts), so a call holds at most two
+//!   slots;
 //! - malformed bodies: `max_malformed_attempts`;
 //! - the rest (connection failures, interrupted generations, 5xx): `max_attempts`. A
 //!   failure on an endpoint that is now marked down is not charged: the call waits for a
 //!   healthy endpoint instead (outage budget), and goes as soon as one is back.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -29,11 +37,11 @@ use tracing::Instrument;
 
 use crate::wire::{CallTags, ChatRequest, ChatResponse};
 
-use super::body::encode_request;
+use super::body::{Completion, encode_request};
 use super::body_cache::{BodyCache, EncodedBody};
 use super::breaker::Signal;
 use super::config::ResiliencePolicy;
-use super::endpoint::{Endpoint, Health, Limiter, take};
+use super::endpoint::{AttemptError, Endpoint, Health, Limiter, take};
 use super::error::ClientError;
 use super::permanent::PermanentErrors;
 use super::router::Group;
@@ -102,6 +110,53 @@ impl Drop for Queued {
     fn drop(&mut self) {
         self.0.queued.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+type AttemptFuture = Pin<Box<dyn Future<Output = Result<Completion, AttemptError>> + Send>>;
+
+/// An attempt past its timeout that goes on while a hedge attempt runs; it keeps its slot
+/// and may still answer first.
+struct Pending<'a> {
+    fut: AttemptFuture,
+    slot: Slot<'a>,
+    span: tracing::Span,
+    started: Instant,
+    max_tokens: u32,
+}
+
+/// What finished first: the call's own wait, or its pending attempt.
+enum Raced<'a, T> {
+    Own(T),
+    Pending(Box<Pending<'a>>, Result<Completion, AttemptError>),
+}
+
+/// Runs `own` while polling the pending attempt, if any.
+async fn race<'a, T>(
+    pending: &mut Option<Pending<'a>>,
+    own: impl Future<Output = T>,
+) -> Raced<'a, T> {
+    let Some(mut p) = pending.take() else {
+        return Raced::Own(own.await);
+    };
+    let first = tokio::select! {
+        r = &mut p.fut => Err(r),
+        t = own => Ok(t),
+    };
+    match first {
+        Err(r) => Raced::Pending(Box::new(p), r),
+        Ok(t) => {
+            *pending = Some(p);
+            Raced::Own(t)
+        }
+    }
+}
+
+/// How the current attempt's wait ended.
+enum Step {
+    Shutdown,
+    Done(Result<Completion, AttemptError>),
+    /// Its timeout passed: it becomes the pending attempt and a hedge starts.
+    Hedge,
 }
 
 /// A request body ready for one endpoint (serialized once, reused on retries).
@@ -294,6 +349,67 @@ impl Shared {
         })
     }
 
+    /// The end of a pending attempt: its answer, or its failure recorded (it was already
+    /// charged as a timeout when the hedge started).
+    fn settle(
+        &self,
+        p: Pending<'_>,
+        result: Result<Completion, AttemptError>,
+        request: &ChatRequest,
+        attempts: u32,
+    ) -> Option<ChatResponse> {
+        let ep = p.slot.endpoint.clone();
+        drop(p.slot);
+        match result {
+            Ok(c) => {
+                Some(self.succeeded(&p.span, &ep, request, c, p.started, attempts, p.max_tokens))
+            }
+            Err(f) => {
+                let effects = ep.record_failure(&f.error, p.started);
+                self.permanent
+                    .on_failure(ep.name(), &ep.permanent_in_a_row, &f.error);
+                telemetry::on_failure(
+                    &p.span,
+                    &ep,
+                    request,
+                    &f.error,
+                    p.started.elapsed(),
+                    effects,
+                );
+                None
+            }
+        }
+    }
+
+    /// Records a successful attempt and builds the call's response.
+    #[allow(clippy::too_many_arguments)]
+    fn succeeded(
+        &self,
+        span: &tracing::Span,
+        ep: &Arc<Endpoint>,
+        request: &ChatRequest,
+        c: Completion,
+        started: Instant,
+        attempts: u32,
+        max_tokens_sent: u32,
+    ) -> ChatResponse {
+        telemetry::on_success(span, ep, request, &c, started.elapsed());
+        if let Some(change) = ep.record_success(started.elapsed()) {
+            telemetry::on_limit_change(span, ep, change);
+        }
+        self.permanent.on_success(&ep.permanent_in_a_row);
+        ChatResponse {
+            content: c.content.into(),
+            reasoning: c.reasoning.map(Into::into),
+            usage: c.usage,
+            finish_reason: c.finish_reason,
+            latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            endpoint: ep.name().clone(),
+            attempts,
+            max_tokens_sent,
+        }
+    }
+
     /// Make one call with routing, retries and outage waits.
     pub async fn call(
         &self,
@@ -333,15 +449,25 @@ impl Shared {
             .saturating_add(policy.max_malformed_attempts)
             .saturating_add(policy.max_timeout_attempts);
         let mut last_failed: Option<Arc<Endpoint>> = None;
+        let mut pending: Option<Pending<'_>> = None;
         loop {
-            let slot = self
-                .acquire(
+            let slot = match race(
+                &mut pending,
+                self.acquire(
                     &group,
                     last_failed.as_ref(),
                     &request.tags.problem,
                     &mut waited,
-                )
-                .await?;
+                ),
+            )
+            .await
+            {
+                Raced::Own(slot) => slot?,
+                Raced::Pending(p, r) => match self.settle(*p, r, &request, attempts) {
+                    Some(response) => return Ok(response),
+                    None => continue,
+                },
+            };
             let ep = slot.endpoint.clone();
             let prepared = self.prepare(&mut cache, &ep, &request).await?;
             take(&self.global_rpm, 1).await;
@@ -361,32 +487,94 @@ impl Shared {
                 .max(1.0)
                 .powi(i32::try_from(timeouts).unwrap_or(i32::MAX))
                 .min(MAX_TIMEOUT_SCALE);
-            let result = tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => return Err(ClientError::Shutdown),
-                r = ep.attempt(prepared.body.clone(), attempt_headers, request.stream, timeout_scale)
-                    .instrument(span.clone()) => r,
+            // Non-streaming attempts past their timeout are hedged while the timeout budget
+            // lasts (a stream's idle timeout already tells a dead server from a long one).
+            let growth = policy.timeout_growth.max(1.0);
+            let hedge_after = (!request.stream
+                && timeouts.saturating_add(1) < policy.max_timeout_attempts.max(1))
+            .then(|| ep.spec.request_timeout.mul_f64(timeout_scale));
+            let attempt_scale = if hedge_after.is_some() {
+                timeout_scale * (1.0 + growth)
+            } else {
+                timeout_scale
             };
             let max_tokens_sent = prepared.max_tokens;
+            let mut fut: AttemptFuture = {
+                let ep = ep.clone();
+                let body = prepared.body.clone();
+                let stream = request.stream;
+                Box::pin(
+                    async move {
+                        ep.attempt(body, attempt_headers, stream, attempt_scale)
+                            .await
+                    }
+                    .instrument(span.clone()),
+                )
+            };
+            let hedge_timer = tokio::time::sleep(hedge_after.unwrap_or(Duration::ZERO));
+            tokio::pin!(hedge_timer);
+            let step = loop {
+                let own = async {
+                    tokio::select! {
+                        biased;
+                        _ = self.cancel.cancelled() => Step::Shutdown,
+                        r = &mut fut => Step::Done(r),
+                        _ = &mut hedge_timer, if hedge_after.is_some() => Step::Hedge,
+                    }
+                };
+                match race(&mut pending, own).await {
+                    Raced::Own(step) => break step,
+                    Raced::Pending(p, r) => {
+                        if let Some(response) = self.settle(*p, r, &request, attempts) {
+                            return Ok(response);
+                        }
+                    }
+                }
+            };
+            let result = match step {
+                Step::Shutdown => return Err(ClientError::Shutdown),
+                Step::Done(r) => r,
+                Step::Hedge => {
+                    timeouts += 1;
+                    charged_attempts += 1;
+                    if let Some(old) = pending.take() {
+                        // The older attempt reached its own deadline meanwhile: given up.
+                        let after = ep.spec.request_timeout.mul_f64(timeout_scale);
+                        let error = ClientError::Timeout {
+                            endpoint: old.slot.endpoint.name().clone(),
+                            after,
+                        };
+                        let _ = self.settle(old, Err(error.into()), &request, attempts);
+                    }
+                    tracing::debug!(group = %group.name, endpoint = %ep.name(), attempts, "attempt past its timeout: hedging");
+                    let error = ClientError::Timeout {
+                        endpoint: ep.name().clone(),
+                        after: hedge_after.unwrap_or_default(),
+                    };
+                    telemetry::on_retry(&span, &error, Duration::ZERO);
+                    pending = Some(Pending {
+                        fut,
+                        slot,
+                        span,
+                        started,
+                        max_tokens: max_tokens_sent,
+                    });
+                    last_failed = Some(ep);
+                    continue;
+                }
+            };
             drop(slot);
             let failure = match result {
                 Ok(c) => {
-                    telemetry::on_success(&span, &ep, &request, &c, started.elapsed());
-                    if let Some(change) = ep.record_success() {
-                        telemetry::on_limit_change(&span, &ep, change);
-                    }
-                    self.permanent.on_success(&ep.permanent_in_a_row);
-                    return Ok(ChatResponse {
-                        content: c.content.into(),
-                        reasoning: c.reasoning.map(Into::into),
-                        usage: c.usage,
-                        finish_reason: c.finish_reason,
-                        latency_ms: u64::try_from(started.elapsed().as_millis())
-                            .unwrap_or(u64::MAX),
-                        endpoint: ep.name().clone(),
+                    return Ok(self.succeeded(
+                        &span,
+                        &ep,
+                        &request,
+                        c,
+                        started,
                         attempts,
                         max_tokens_sent,
-                    });
+                    ));
                 }
                 Err(f) => f,
             };
@@ -431,6 +619,17 @@ impl Shared {
                 charged_attempts += 1;
             }
             if exhausted || charged_attempts >= hard_cap {
+                // An attempt past its timeout may still answer: it is the call's last chance.
+                if let Some(mut p) = pending.take() {
+                    let r = tokio::select! {
+                        biased;
+                        _ = self.cancel.cancelled() => return Err(ClientError::Shutdown),
+                        r = &mut p.fut => r,
+                    };
+                    if let Some(response) = self.settle(p, r, &request, attempts) {
+                        return Ok(response);
+                    }
+                }
                 // Named here: the call's own span exists only at DEBUG or when exporting.
                 let call = request.tags.call.as_deref().unwrap_or("");
                 tracing::warn!(call, group = %group.name, attempts, error = %error, "call failed after retries");
@@ -454,11 +653,22 @@ impl Shared {
             // backoffs that grew while it was down.
             let mut health = self.health.subscribe();
             let wake_on_health = failure.retry_after.is_none();
-            tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => return Err(ClientError::Shutdown),
-                _ = tokio::time::sleep(delay) => {}
-                _ = health.changed(), if wake_on_health => {}
+            let own = async {
+                tokio::select! {
+                    biased;
+                    _ = self.cancel.cancelled() => false,
+                    _ = tokio::time::sleep(delay) => true,
+                    _ = health.changed(), if wake_on_health => true,
+                }
+            };
+            match race(&mut pending, own).await {
+                Raced::Own(false) => return Err(ClientError::Shutdown),
+                Raced::Own(true) => {}
+                Raced::Pending(p, r) => {
+                    if let Some(response) = self.settle(*p, r, &request, attempts) {
+                        return Ok(response);
+                    }
+                }
             }
         }
     }

@@ -93,6 +93,8 @@ pub struct ResiliencePolicy {
     /// Floor of each endpoint's effective concurrency limit (lowered on overload, raised on
     /// success, never above the endpoint's `max_in_flight`).
     pub min_in_flight: usize,
+    /// How that limit moves: AIMD on overload answers, or also on queueing delay.
+    pub limit: super::limit::LimitAlgorithm,
     /// Interval between health probes of a down endpoint.
     pub probe_interval: Duration,
     /// Successful probes needed to re-admit it.
@@ -120,6 +122,7 @@ impl Default for ResiliencePolicy {
             breaker_min_calls: 20,
             breaker_failure_ratio: 0.5,
             min_in_flight: 1,
+            limit: super::limit::LimitAlgorithm::Aimd,
             probe_interval: Duration::from_secs(2),
             probe_successes: 2,
             outage_budget: Duration::from_secs(30 * 60),

@@ -203,7 +203,7 @@ impl Endpoint {
         Ok(Self {
             host,
             port,
-            limit: ConcurrencyLimit::new(spec.max_in_flight, policy.min_in_flight),
+            limit: ConcurrencyLimit::with(policy.limit, spec.max_in_flight, policy.min_in_flight),
             rpm: per_minute(spec.requests_per_minute),
             tpm: per_minute(spec.tokens_per_minute),
             spec,
@@ -256,9 +256,10 @@ impl Endpoint {
     }
 
     /// A successful attempt: evidence of health, and one step up the AIMD limit.
-    pub fn record_success(&self) -> Option<LimitChange> {
+    /// A successful attempt that took `latency` (the gradient limit's signal).
+    pub fn record_success(&self, latency: Duration) -> Option<LimitChange> {
         self.breaker.record(Signal::Success);
-        self.limit.on_success()
+        self.limit.on_success(latency)
     }
 
     /// A failed attempt sent at `sent`: overload lowers the limit, evidence of ill health

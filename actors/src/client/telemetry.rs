@@ -135,6 +135,10 @@ pub(crate) fn on_success(
 pub(crate) fn record_limit(ep: &Endpoint, change: LimitChange) {
     metrics::gauge!("tmas_endpoint_concurrency_limit", "endpoint" => ep.name().to_string())
         .set(change.to as f64);
+    if let Some(ratio) = change.latency_ratio {
+        metrics::gauge!("tmas_endpoint_latency_ratio", "endpoint" => ep.name().to_string())
+            .set(ratio);
+    }
     tracing::debug!(endpoint = %ep.name(), from = change.from, to = change.to, "concurrency limit changed");
 }
 
@@ -153,6 +157,10 @@ pub(crate) fn on_limit_change(span: &tracing::Span, ep: &Endpoint, change: Limit
             KeyValue::new(
                 "tmas.limit.to",
                 i64::try_from(change.to).unwrap_or(i64::MAX),
+            ),
+            KeyValue::new(
+                "tmas.limit.latency_ratio",
+                change.latency_ratio.unwrap_or(f64::NAN),
             ),
         ],
     );

@@ -72,6 +72,36 @@ async fn a_hung_request_times_out_and_is_retried() {
 }
 
 #[tokio::test]
+async fn an_attempt_past_its_timeout_goes_on_beside_a_hedge_and_the_first_answer_wins() {
+    // A generation longer than the timeout: the first attempt is not abandoned, so the call
+    // ends when it answers (~900 ms), not after a timeout plus a second full generation
+    // (300 + 900 ms with the hedge also this long).
+    let long = Reply::Ok {
+        content: "long".into(),
+        reasoning: None,
+        finish_reason: "stop".into(),
+        delay: Duration::from_millis(900),
+    };
+    let server = MockServer::start(Reply::Hang);
+    server.push(long);
+    let mut cfg = config(vec![endpoint("e1", &server.base_url(), 8)], 8);
+    cfg.endpoints[0].request_timeout = Duration::from_millis(300);
+    cfg.policy.timeout_growth = 4.0;
+    let client = ModelClient::start(cfg).await.unwrap();
+    let started = std::time::Instant::now();
+    let resp = client.chat("g", request("long one", false)).await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(&*resp.content, "long");
+    assert_eq!(resp.attempts, 2, "a hedge was sent at the timeout");
+    assert_eq!(server.chat_count(), 2);
+    assert!(took < Duration::from_millis(1150), "{took:?}");
+    let e = &client.snapshot().endpoints[0];
+    assert!(e.healthy);
+    assert_eq!(e.breaker_trips, 0);
+    client.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_malformed_body_is_retried_then_reported_with_endpoint_status_and_snippet() {
     let server = MockServer::start(Reply::Raw {
         status: 200,

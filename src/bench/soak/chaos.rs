@@ -19,6 +19,8 @@ pub struct SimTotals {
     pub busy_seconds: f64,
     /// Highest peak in-flight of any one incarnation.
     pub peak_in_flight: u64,
+    /// Most requests waiting in a simulator's queue at once (`--max-queue`).
+    pub peak_queued: u64,
     pub faults: BTreeMap<String, u64>,
     /// SIGKILLs delivered.
     pub kills: u64,
@@ -37,6 +39,7 @@ impl SimTotals {
         self.requests += num("requests_total") as u64;
         self.busy_seconds += num("busy_seconds");
         self.peak_in_flight = self.peak_in_flight.max(num("peak_in_flight") as u64);
+        self.peak_queued = self.peak_queued.max(num("peak_queued") as u64);
         if let Some(faults) = stats.get("faults").and_then(|f| f.as_object()) {
             for (kind, n) in faults {
                 *self.faults.entry(kind.clone()).or_default() += n.as_u64().unwrap_or(0);
@@ -48,6 +51,7 @@ impl SimTotals {
         self.requests += other.requests;
         self.busy_seconds += other.busy_seconds;
         self.peak_in_flight = self.peak_in_flight.max(other.peak_in_flight);
+        self.peak_queued = self.peak_queued.max(other.peak_queued);
         for (k, n) in &other.faults {
             *self.faults.entry(k.clone()).or_default() += n;
         }

@@ -473,6 +473,7 @@ pub fn fast_policy() -> ResiliencePolicy {
         breaker_min_calls: 20,
         breaker_failure_ratio: 0.5,
         min_in_flight: 1,
+        limit: tmas_actors::client::LimitAlgorithm::Aimd,
         probe_interval: Duration::from_millis(50),
         probe_successes: 2,
         outage_budget: Duration::from_secs(60),
