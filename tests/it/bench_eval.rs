@@ -250,8 +250,15 @@ fn bench_schedule_compares_every_policy_and_writes_its_json() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
     let policies = v["policies"].as_array().expect("policies");
-    // 2 admissions × 3 call orders (two runtime priorities and the oracle) × 2 gates.
-    assert_eq!(policies.len(), 12, "{v}");
+    // 2 admissions × 4 call orders (two runtime priorities, the latency-aware estimate and
+    // the oracle) × 2 gates.
+    assert_eq!(policies.len(), 16, "{v}");
+    assert!(
+        policies
+            .iter()
+            .any(|p| p["call_priority"] == "latency-aware"),
+        "{v}"
+    );
     for p in policies {
         let outcomes = p["outcomes"].as_array().expect("outcomes");
         assert_eq!(outcomes.len(), 2);
