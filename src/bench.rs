@@ -3,7 +3,6 @@
 
 pub mod client;
 pub mod eval;
-pub mod resources;
 pub mod schedule;
 pub mod sim_process;
 pub mod soak;

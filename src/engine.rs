@@ -59,11 +59,12 @@ use crate::store::executor::StoreExecutor;
 use crate::store::sink::StoreBankSink;
 use crate::store::{Fact, RunStore};
 
+use crate::store::schema::META_STATUS;
 use endpoints::Endpoints;
 use judging::{JudgeSetup, LlmJudge};
 use outputs::rebuild_outputs;
+use plan::Plan;
 pub use plan::RequestedConfig;
-use plan::{META_STATUS, Plan};
 use results::ResultWriter;
 use run_dir::{FailedProblem, RunSummaryFile};
 

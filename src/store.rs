@@ -2,7 +2,8 @@
 //! everything a run computed, so an interrupted run can be resumed without re-sending any
 //! finished call. Schema and queries: `docs/run-store.md`.
 //!
-//! - [`schema`]: tables and the version check (`migrate`: older versions);
+//! - [`schema`]: tables, views and meta keys; [`version`]: the version check (`migrate`:
+//!   older versions);
 //!   [`lock`]: one process per run directory.
 //! - [`rows`] + `writer`: the facts and the single writer thread (group commit).
 //! - [`chunks`] + [`prompts`]: prompts stored as content-defined chunks, shared between
@@ -26,6 +27,7 @@ pub mod resume;
 pub mod rows;
 pub mod schema;
 pub mod sink;
+pub mod version;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -131,7 +133,7 @@ impl RunStore {
         };
         let mut conn = open(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE)?;
         // The version check comes first: a newer store is refused before anything is written.
-        schema::ensure(&mut conn, &path.display().to_string())?;
+        version::ensure(&mut conn, &path.display().to_string())?;
         let mode: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
             .map_err(|e| StoreError::sql(&path, "switching to WAL mode", e))?;
@@ -285,6 +287,14 @@ impl Inner {
         }
         self.failed.cancel();
     }
+}
+
+/// Creates the schema on `conn` as opening a store for writing does: the setup of the unit
+/// tests of the store's parts (through this module, so those parts do not import the
+/// version check that imports them).
+#[cfg(test)]
+pub(crate) fn ensure_schema_for_tests(conn: &mut Connection) {
+    version::ensure(conn, "mem").expect("schema on a test database");
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! simulator in a separate process, at evaluation scale.
 //!
 //! The engine runs in this process, so its CPU time and peak RSS are this process's own
-//! ([`super::resources`]); the simulator is a `tmas sim-server` child whose `/sim/stats`
+//! ([`crate::resources`]); the simulator is a `tmas sim-server` child whose `/sim/stats`
 //! gives the serving time summed over calls (`busy_seconds`, request arrival → response
 //! end) and the peak number of requests it saw at once. From those:
 //!
@@ -21,11 +21,11 @@ use std::time::Instant;
 use anyhow::Context;
 use serde_json::json;
 
-use super::resources;
 use super::sim_process::SimProcess;
 use crate::config::Config;
 use crate::engine::{self, RunRequest};
 use crate::eval::dataset::{DatasetSpec, load_dataset};
+use crate::resources;
 use chain::{LastProblem, chain_figures};
 use tmas_actors::runner::RunnerSettings;
 

@@ -11,8 +11,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tmas_actors::client::ResiliencePolicy;
 
-use crate::eval::judge::{JudgeInput, LlmJudgePolicy};
-
 /// How problems are admitted into a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -352,4 +350,29 @@ impl ResilienceConfig {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Which candidates go to the LLM judge when one is configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmJudgePolicy {
+    /// Every candidate with an answer, R times (the paper's protocol; rule verdicts are
+    /// kept to measure agreement).
+    Always,
+    /// Only candidates the rules could not decide (cheaper; decided ones keep the rule
+    /// verdict).
+    WhenUndecided,
+}
+
+/// What the LLM judge is shown of a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JudgeInput {
+    /// The last `\boxed{}` only; a candidate without one scores 0 without a judge call.
+    Boxed,
+    /// The last `\boxed{}` when there is one, otherwise the end of the think-stripped
+    /// solution (`FINAL_TAIL_CHARS` characters, in `crate::eval::judge`), so an unboxed correct answer can be
+    /// recognised.
+    #[default]
+    Final,
 }

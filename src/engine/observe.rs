@@ -22,7 +22,7 @@ use tmas_observability::{ProgressDisplay, ProgressMode, ProgressSnapshot, span_e
 
 use crate::config::Config;
 use crate::engine::judging::JudgeProgress;
-use crate::engine::run_dir::ProblemRecord;
+use crate::record::ProblemRecord;
 
 /// The command line's observability flags.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

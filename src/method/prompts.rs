@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 mod kinds;
 
-pub use kinds::TemplateKind;
+pub use crate::config::TemplateKind;
 
 /// Why a prompt template could not be loaded.
 #[derive(Debug, thiserror::Error)]

@@ -6,7 +6,7 @@ use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome};
 use tmas_actors::wire::{ChatMessage, Sampling};
 use tokio::sync::oneshot;
 
-use crate::engine::run_dir::ProblemRecord;
+use crate::record::ProblemRecord;
 
 /// One finished model call (success or a failure after the client's retries).
 #[derive(Debug, Clone)]

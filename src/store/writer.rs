@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::prompts::{self, PromptCache};
 use super::rows::{CallRow, Envelope, Fact, ProblemRow, StatusRow, WriteResult};
 use super::rows::{now_ms, prompt_text};
-use crate::engine::run_dir::ProblemRecord;
+use crate::record::ProblemRecord;
 
 /// Most facts in one transaction.
 pub const MAX_BATCH: usize = 1000;
@@ -47,7 +47,7 @@ pub fn stopped_writers_cpu_seconds() -> f64 {
 /// each failed batch (the first one stops the run).
 pub fn run(conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn(&str)) {
     let batches = write_batches(conn, rx, on_error);
-    let cpu_s = crate::bench::resources::this_thread_cpu_seconds();
+    let cpu_s = crate::resources::this_thread_cpu_seconds();
     if let Some(secs) = cpu_s {
         STOPPED_WRITERS_CPU_MICROS.fetch_add((secs * 1e6).round() as u64, Ordering::Relaxed);
     }
@@ -403,7 +403,7 @@ mod tests {
     #[test]
     fn a_full_disk_fails_the_batch_with_a_clear_message_and_keeps_earlier_commits() {
         let mut conn = Connection::open_in_memory().unwrap();
-        crate::store::schema::ensure(&mut conn, "mem").unwrap();
+        crate::store::ensure_schema_for_tests(&mut conn);
         let mut cache = PromptCache::default();
         commit(&mut conn, &[meta("kept", "yes".into())], &mut cache).unwrap();
         // A page limit makes SQLite report SQLITE_FULL, as a full disk does.
