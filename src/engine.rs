@@ -44,18 +44,21 @@ use accounting::Accounting;
 use anyhow::Context;
 use tmas_actors::bank::JsonFileSink;
 use tmas_actors::client::PermanentStop;
+use tmas_actors::runner::ProblemJob;
 use tmas_actors::runner::{
     Admission as RuntimeAdmission, JobPriority, RoleSettings, Runner, RunnerSettings,
 };
 use tmas_actors::strategy::CallExecutor;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::schema::{Admission, CallPriority};
 use crate::config::{Config, Role};
 use crate::eval::dataset::{Dataset, Problem};
 use crate::eval::pass_at_1::PassAt1Table;
-use crate::store::executor::StoreExecutor;
+use crate::method::TmasOutcome;
+use crate::store::executor::{ExecutorCounts, StoreExecutor};
 use crate::store::sink::StoreBankSink;
 use crate::store::{Fact, RunStore};
 
@@ -81,6 +84,8 @@ pub struct RunRequest {
     pub status_every: Option<Duration>,
     /// Check every endpoint in use before anything is created ([`preflight`]).
     pub preflight: bool,
+    /// The command line's observability flags (metrics address, quiet, …).
+    pub observe: observe::ObserveOptions,
 }
 
 /// What to resume.
@@ -95,6 +100,8 @@ pub struct ResumeRequest {
     pub status_every: Option<Duration>,
     /// Check every endpoint in use before the run starts ([`preflight`]).
     pub preflight: bool,
+    /// The command line's observability flags (metrics address, quiet, …).
+    pub observe: observe::ObserveOptions,
 }
 
 /// Outside control of a running run.
@@ -129,6 +136,8 @@ pub struct RunResult {
     pub accounting: Accounting,
     /// Set when the run stopped because an endpoint kept answering with permanent errors.
     pub permanent_stop: Option<PermanentStop>,
+    /// CPU seconds the run store's writer thread used (Linux only).
+    pub store_writer_cpu_s: Option<f64>,
 }
 
 /// Runs the evaluation to the end and writes the run directory.
@@ -146,15 +155,16 @@ pub async fn run_with(request: RunRequest, control: RunControl) -> anyhow::Resul
         env,
         status_every,
         preflight: check_endpoints,
+        observe,
     } = request;
     // Every start-up check before the run directory exists: a failure leaves nothing
     // behind that would block the same `--out`.
-    preflight::check_local(&config, &env, observe::metrics_addr(), Some(&run_dir))?;
+    preflight::check_local(&config, &env, observe.metrics_addr, Some(&run_dir))?;
     if check_endpoints {
         preflight::check_endpoints(&config, &env).await?;
     }
     let plan = plan::fresh(config, &config_source, &dataset, &run_dir).await?;
-    execute(plan, env, status_every, control).await
+    execute(plan, env, observe, status_every, control).await
 }
 
 /// Resumes the run in `request.run_dir`: finished calls are replayed from its store,
@@ -167,11 +177,23 @@ pub async fn resume(request: ResumeRequest, control: RunControl) -> anyhow::Resu
         request.keep_failed,
     )
     .await?;
-    preflight::check_local(&plan.config, &request.env, observe::metrics_addr(), None)?;
+    preflight::check_local(
+        &plan.config,
+        &request.env,
+        request.observe.metrics_addr,
+        None,
+    )?;
     if request.preflight {
         preflight::check_endpoints(&plan.config, &request.env).await?;
     }
-    execute(plan, request.env, request.status_every, control).await
+    execute(
+        plan,
+        request.env,
+        request.observe,
+        request.status_every,
+        control,
+    )
+    .await
 }
 
 /// Stops the runner's admission and the executor once `control.stop` is cancelled, the
@@ -199,12 +221,67 @@ fn watch_stop(
     stopped
 }
 
+/// A run [`start`]ed: what [`drive`] runs and what [`finish`] closes.
+struct Session {
+    running: Running,
+    closing: Closing,
+}
+
+/// The runtime and the tasks around it, used up by [`drive`].
+struct Running {
+    runner: Runner,
+    jobs: Vec<ProblemJob<TmasOutcome>>,
+    /// Finished problems, to the writer task.
+    done_tx: mpsc::UnboundedSender<results::Finished>,
+    writer: JoinHandle<anyhow::Result<results::Written>>,
+    observer: observe::RunObserver,
+    /// Cancelled when the run is asked to stop (signal, store failure, permanent errors).
+    stopped: CancellationToken,
+    /// How long calls in flight may still finish after a stop.
+    grace: Duration,
+}
+
+/// What [`finish`] needs to write the outputs and close the store.
+struct Closing {
+    started: Instant,
+    config_source: String,
+    dataset_label: String,
+    dir: run_dir::RunDir,
+    store: RunStore,
+    iterations: u32,
+    endpoints: Endpoints,
+    counts: Arc<ExecutorCounts>,
+    stopped: CancellationToken,
+}
+
+/// What [`drive`] leaves for [`finish`].
+struct Driven {
+    written: results::Written,
+    /// Every admitted problem ended before the shutdown grace period ran out.
+    finished_in_time: bool,
+}
+
 async fn execute(
     plan: Plan,
     env: Vec<(String, String)>,
+    options: observe::ObserveOptions,
     status_every: Option<Duration>,
     control: RunControl,
 ) -> anyhow::Result<RunResult> {
+    let Session { running, closing } = start(plan, env, &options, status_every, &control).await?;
+    let driven = drive(running).await?;
+    finish(closing, driven).await
+}
+
+/// Starts the endpoints, the store executor, the actor runtime, the observer and the
+/// result writer for a planned run.
+async fn start(
+    plan: Plan,
+    env: Vec<(String, String)>,
+    options: &observe::ObserveOptions,
+    status_every: Option<Duration>,
+    control: &RunControl,
+) -> anyhow::Result<Session> {
     let started = Instant::now();
     let Plan {
         mut config,
@@ -219,7 +296,7 @@ async fn execute(
         resend_failed,
     } = plan;
     let iterations = config.method.iterations;
-    if resumed && !observe::quiet() {
+    if resumed && !options.quiet {
         eprintln!(
             "resuming {}: {} of {} problems to run, T={iterations}",
             dir.root.display(),
@@ -289,7 +366,7 @@ async fn execute(
 
     let settings = runner_settings(&config);
     let stopped = watch_stop(
-        &control,
+        control,
         &store,
         client.permanent_stop(),
         settings.cancel.clone(),
@@ -302,12 +379,12 @@ async fn execute(
     };
     let runner =
         Runner::new(settings, executor, Arc::new(sink)).context("configuring the actor runtime")?;
-    let stats = runner.stats();
     // Progress display, metrics endpoint and the run span.
     let observer = observe::RunObserver::start(
         &config,
+        options,
         observe::Sources {
-            stats,
+            stats: runner.stats(),
             client: client.clone(),
             replayed: {
                 let counts = counts.clone();
@@ -336,11 +413,48 @@ async fn execute(
             taint: store_executor.taint_view(),
             stale: store_executor.stale_failures(),
             iterations,
+            pass_at_1: observer.pass_at_1(),
         }
         .run(done_rx),
     );
 
-    let jobs: Vec<_> = to_run.iter().map(|p| jobs.job(p)).collect();
+    let jobs = to_run.iter().map(|p| jobs.job(p)).collect();
+    Ok(Session {
+        running: Running {
+            runner,
+            jobs,
+            done_tx,
+            writer,
+            observer,
+            stopped: stopped.clone(),
+            grace: Duration::from_secs(config.run.shutdown_grace_secs),
+        },
+        closing: Closing {
+            started,
+            config_source,
+            dataset_label,
+            dir,
+            store,
+            iterations,
+            endpoints,
+            counts,
+            stopped,
+        },
+    })
+}
+
+/// Runs the problems until they are done or a stop's grace period is over, then waits for
+/// the writer to judge and store the last ones and stops the observer.
+async fn drive(running: Running) -> anyhow::Result<Driven> {
+    let Running {
+        runner,
+        jobs,
+        done_tx,
+        writer,
+        observer,
+        stopped,
+        grace,
+    } = running;
     let run = runner.run(jobs, move |report| {
         let _ = done_tx.send((
             report.problem.to_string(),
@@ -349,7 +463,6 @@ async fn execute(
     });
     // Each problem's span (the root of its own trace) links to the run span.
     let run = tracing::Instrument::instrument(run, observer.run_span());
-    let grace = Duration::from_secs(config.run.shutdown_grace_secs);
     let grace_over = async {
         stopped.cancelled().await;
         eprintln!(
@@ -368,8 +481,31 @@ async fn execute(
     // The display stays up while the last problems are judged.
     let written = writer.await.context("result writer task failed");
     observer.finish().await;
-    let mut written = written??;
-    let permanent_stop = client.permanent_stop_reason();
+    Ok(Driven {
+        written: written??,
+        finished_in_time,
+    })
+}
+
+/// Stops the endpoints, commits what is queued, rebuilds the outputs, writes `run.json`
+/// and closes the store.
+async fn finish(closing: Closing, driven: Driven) -> anyhow::Result<RunResult> {
+    let Closing {
+        started,
+        config_source,
+        dataset_label,
+        dir,
+        store,
+        iterations,
+        endpoints,
+        counts,
+        stopped,
+    } = closing;
+    let Driven {
+        mut written,
+        finished_in_time,
+    } = driven;
+    let permanent_stop = endpoints.client.permanent_stop_reason();
 
     endpoints.shutdown().await;
     // Everything in flight has been stored or abandoned; commit what is queued.
@@ -458,6 +594,7 @@ async fn execute(
         calls_sent: counts.sent.load(Ordering::Relaxed),
         accounting: outputs.accounting,
         permanent_stop,
+        store_writer_cpu_s: store.writer_cpu_seconds(),
     })
 }
 

@@ -43,7 +43,6 @@ pub use lock::{LockError, RunLock};
 pub use read::{StoreReader, StoredCall, StoredProblem};
 pub use rows::{CallRow, Envelope, Fact, ProblemRow, StatusRow, WriteResult};
 pub use schema::{SCHEMA_VERSION, SchemaError};
-pub use writer::stopped_writers_cpu_seconds;
 
 /// File name of the database inside a run directory.
 pub const DB_FILE: &str = "run.sqlite";
@@ -92,7 +91,9 @@ struct Inner {
     /// The first write failure (disk full, …); the run stops when it is set.
     failure: Mutex<Option<Arc<str>>>,
     failed: CancellationToken,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: Mutex<Option<JoinHandle<Option<f64>>>>,
+    /// CPU seconds the writer thread used, once it has stopped ([`RunStore::close`]).
+    writer_cpu_s: Mutex<Option<f64>>,
     _lock: RunLock,
 }
 
@@ -164,6 +165,7 @@ impl RunStore {
                 failure: Mutex::new(None),
                 failed,
                 thread: Mutex::new(thread.ok()),
+                writer_cpu_s: Mutex::new(None),
                 _lock: lock,
             }
         });
@@ -231,10 +233,27 @@ impl RunStore {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        if let Some(thread) = thread {
-            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        if let Some(thread) = thread
+            && let Ok(Ok(cpu_s)) = tokio::task::spawn_blocking(move || thread.join()).await
+        {
+            *self
+                .inner
+                .writer_cpu_s
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = cpu_s;
         }
         result
+    }
+
+    /// CPU seconds (user + system) the writer thread used, once [`close`](Self::close)
+    /// has stopped it; `None` before that or where the platform cannot measure a thread.
+    /// `tmas bench eval` reports it beside the process total.
+    pub fn writer_cpu_seconds(&self) -> Option<f64> {
+        *self
+            .inner
+            .writer_cpu_s
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// The first write failure, if any.

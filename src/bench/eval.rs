@@ -244,10 +244,6 @@ async fn run_once(args: EvalBenchArgs) -> anyhow::Result<EvalBenchResult> {
     let max_active = args
         .max_active_problems
         .unwrap_or(args.max_concurrent_problems.saturating_mul(2));
-    engine::observe::configure(engine::observe::ObserveOptions {
-        quiet: true,
-        ..Default::default()
-    });
 
     let (work, temporary) = match &args.keep_run {
         Some(dir) => (dir.clone(), false),
@@ -318,7 +314,6 @@ async fn run_in(
     let sim_cpu0 = sim.pid().and_then(process_cpu_seconds);
     let load_before = load_average();
     let (started, cpu0) = (Instant::now(), resources::cpu_seconds());
-    let store_cpu0 = crate::store::stopped_writers_cpu_seconds();
     let outcome = engine::run(RunRequest {
         config,
         config_source: PathBuf::from("(tmas bench eval)"),
@@ -327,14 +322,13 @@ async fn run_in(
         env: Vec::new(),
         status_every: None,
         preflight: false,
+        observe: engine::observe::ObserveOptions::quiet(),
     })
     .await;
     let (wall, cpu) = (
         started.elapsed().as_secs_f64(),
         resources::cpu_seconds() - cpu0,
     );
-    // engine::run has closed its store, so its writer thread has stopped and counted.
-    let store_cpu = crate::store::stopped_writers_cpu_seconds() - store_cpu0;
     let load_after = load_average();
     let stats = sim.stats().await;
     let sim_cpu = match (sim_cpu0, sim.pid().and_then(process_cpu_seconds)) {
@@ -388,8 +382,8 @@ async fn run_in(
         model_oracle_utilization: ceilings.map(|(_, oracle)| oracle),
         last_problem,
         cpu_s: cpu,
-        // Zero where the platform cannot measure a thread's CPU (only Linux can).
-        store_writer_cpu_s: (store_cpu > 0.0).then_some(store_cpu),
+        // None where the platform cannot measure a thread's CPU (only Linux can).
+        store_writer_cpu_s: result.store_writer_cpu_s.filter(|s| *s > 0.0),
         cpu_s_per_1k_calls: if calls > 0 {
             cpu / calls as f64 * 1000.0
         } else {

@@ -208,10 +208,6 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<SoakResult> {
     anyhow::ensure!(args.minutes > 0.0, "--minutes must be positive");
     let capacity = args.capacity.unwrap_or(args.in_flight * 3 / 4).max(2);
     let problems = problems_for(&args)?;
-    engine::observe::configure(engine::observe::ObserveOptions {
-        quiet: true,
-        ..Default::default()
-    });
     let metrics = tmas_observability::prometheus::recorder().ok();
     let (work, temporary) = match &args.keep_runs {
         Some(dir) => (dir.clone(), false),
@@ -413,6 +409,7 @@ async fn one_run(
         // The simulators are up (spawned above); a preflight probe could itself draw an
         // injected fault.
         preflight: false,
+        observe: engine::observe::ObserveOptions::quiet(),
     })
     .await;
     let wall = started.elapsed().as_secs_f64();

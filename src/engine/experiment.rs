@@ -264,6 +264,8 @@ async fn execute(
                             env,
                             status_every: None,
                             preflight: true,
+                            // Variants run together: warnings and the comparison only.
+                            observe: super::observe::ObserveOptions::quiet(),
                         },
                         control,
                     )
@@ -279,6 +281,8 @@ async fn execute(
                             env,
                             status_every: None,
                             preflight: true,
+                            // Variants run together: warnings and the comparison only.
+                            observe: super::observe::ObserveOptions::quiet(),
                         },
                         control,
                     )
