@@ -601,24 +601,16 @@ async fn finish(closing: Closing, driven: Driven) -> anyhow::Result<RunResult> {
 /// The runner's roles, admission and call priority for `config` (also what
 /// `tmas bench eval` hands its scheduling model).
 pub fn runner_settings(config: &Config) -> RunnerSettings {
-    let roles = [
-        Role::Solution,
-        Role::Verification,
-        Role::Summary,
-        Role::Experience,
-        Role::Guideline,
-        Role::Critique,
-        Role::Extraction,
-    ]
-    .into_iter()
-    .map(|role| {
-        let workers = config
-            .role(role)
-            .pool_size
-            .unwrap_or(config.run.max_in_flight);
-        RoleSettings::new(role.as_str(), Config::client_group(role), workers.max(1))
-    })
-    .collect();
+    let roles = Role::METHOD
+        .into_iter()
+        .map(|role| {
+            let workers = config
+                .role(role)
+                .pool_size
+                .unwrap_or(config.run.max_in_flight);
+            RoleSettings::new(role.as_str(), Config::client_group(role), workers.max(1))
+        })
+        .collect();
     let admission = match config.run.admission {
         Admission::Fixed => RuntimeAdmission::Fixed {
             max_concurrent_problems: config.run.max_concurrent_problems,

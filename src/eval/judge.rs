@@ -15,13 +15,11 @@ use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
 
 use super::equivalence::{self, Outcome, Verdict};
 use super::extract;
+use crate::config::Role;
 pub use crate::config::{JudgeInput, LlmJudgePolicy};
 
 /// Judge repeats per candidate in the paper.
 pub const PAPER_JUDGE_REPEATS: usize = 4;
-
-/// The agent role (and endpoint group) of judge calls.
-pub const JUDGE_ROLE: &str = "judge";
 
 /// The placeholders a judge template must contain.
 pub const PLACEHOLDERS: [&str; 3] = ["{question}", "{reference}", "{candidate}"];
@@ -100,7 +98,7 @@ pub fn judge_request(
         messages: vec![ChatMessage::user(prompt)],
         sampling,
         tags: CallTags {
-            role: Arc::from(JUDGE_ROLE),
+            role: Arc::from(Role::Judge.as_str()),
             problem: Arc::from(problem_id),
             iteration,
             call: None,

@@ -34,6 +34,7 @@ impl Config {
                 judge: self.role_call(Role::Judge),
                 critique: self.role_call(Role::Critique),
                 extraction: self.role_call(Role::Extraction),
+                guideline_judge: self.role_call(Role::GuidelineJudge),
             },
         }
     }
