@@ -22,7 +22,7 @@ use anyhow::Context;
 use serde_json::json;
 
 use super::sim_process::SimProcess;
-use crate::config::Config;
+use crate::config::{Admission, CallPriority, Config, EndpointConfig};
 use crate::engine::{self, RunRequest};
 use crate::eval::dataset::{DatasetSpec, load_dataset};
 use crate::resources;
@@ -31,48 +31,6 @@ use tmas_actors::runner::RunnerSettings;
 
 pub mod chain;
 pub mod repeat;
-
-/// Admission policy (`run.admission`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum EvalAdmission {
-    /// At most `--max-concurrent-problems` at once (the released runner's window).
-    Fixed,
-    /// Admit problems while calls in flight are below the cap, up to `--max-active-problems`.
-    WorkConserving,
-}
-
-impl EvalAdmission {
-    fn config_value(self) -> &'static str {
-        match self {
-            EvalAdmission::Fixed => "fixed",
-            EvalAdmission::WorkConserving => "work-conserving",
-        }
-    }
-}
-
-/// Call priority (`run.call_priority`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum EvalCallPriority {
-    /// Calls of the problems least far along first, then older problems.
-    LeastProgressFirst,
-    /// Calls of earlier-started problems first.
-    OldestProblemFirst,
-}
-
-impl EvalCallPriority {
-    fn config_value(self) -> &'static str {
-        match self {
-            EvalCallPriority::LeastProgressFirst => "least-progress-first",
-            EvalCallPriority::OldestProblemFirst => "oldest-problem-first",
-        }
-    }
-}
 
 /// Knobs of the evaluation benchmark.
 #[derive(Debug, Clone, clap::Args)]
@@ -83,8 +41,8 @@ pub struct EvalBenchArgs {
     #[arg(long, default_value_t = 800)]
     pub in_flight: usize,
     /// Admission policy.
-    #[arg(long, value_enum, default_value_t = EvalAdmission::WorkConserving)]
-    pub admission: EvalAdmission,
+    #[arg(long, value_enum, default_value_t = Admission::WorkConserving)]
+    pub admission: Admission,
     /// Window of the fixed policy (released: 100).
     #[arg(long, default_value_t = 100)]
     pub max_concurrent_problems: usize,
@@ -92,8 +50,8 @@ pub struct EvalBenchArgs {
     #[arg(long)]
     pub max_active_problems: Option<usize>,
     /// Which waiting call gets a free slot.
-    #[arg(long, value_enum, default_value_t = EvalCallPriority::LeastProgressFirst)]
-    pub call_priority: EvalCallPriority,
+    #[arg(long, value_enum, default_value_t = CallPriority::LeastProgressFirst)]
+    pub call_priority: CallPriority,
     /// Simulator latency: `fixed:200ms` or `lognormal:200ms:1.0`.
     #[arg(long, default_value = "fixed:200ms")]
     pub latency: String,
@@ -139,10 +97,10 @@ pub struct EvalBenchResult {
     pub m: u32,
     pub iterations: u32,
     pub in_flight: usize,
-    pub admission: EvalAdmission,
+    pub admission: Admission,
     pub max_concurrent_problems: usize,
     pub max_active_problems: usize,
-    pub call_priority: EvalCallPriority,
+    pub call_priority: CallPriority,
     pub latency: String,
     /// Worker threads of the engine's runtime and of the simulator child.
     pub engine_worker_threads: usize,
@@ -456,55 +414,31 @@ fn bench_config(
     work: &Path,
 ) -> anyhow::Result<Config> {
     let cap = args.in_flight;
-    let mut text = format!(
-        r#"
-[run]
-seed = {seed}
-max_concurrent_problems = {window}
-max_active_problems = {max_active}
-max_in_flight = {cap}
-admission = "{admission}"
-call_priority = "{priority}"
-out_dir = {out:?}
-
-[method]
-n = {n}
-m = {m}
-iterations = {t}
-
-[judge]
-enabled = false
-
-[endpoints.sim]
-base_url = {base_url:?}
-model = "tmas-sim"
-max_in_flight = {cap}
-request_timeout_secs = 3600
-context_window = 16777216
-"#,
-        seed = args.seed,
-        window = args.max_concurrent_problems,
-        admission = args.admission.config_value(),
-        priority = args.call_priority.config_value(),
-        out = work.display().to_string(),
-        n = args.workload.n,
-        m = args.workload.m,
-        t = args.workload.iterations,
-    );
-    for role in [
-        "solution",
-        "verification",
-        "summary",
-        "experience",
-        "guideline",
-    ] {
+    let mut config = Config::default();
+    config.run.seed = args.seed;
+    config.run.max_concurrent_problems = args.max_concurrent_problems;
+    config.run.max_active_problems = Some(max_active);
+    config.run.max_in_flight = cap;
+    config.run.admission = args.admission;
+    config.run.call_priority = args.call_priority;
+    config.run.out_dir = work.to_path_buf();
+    config.method.n = args.workload.n;
+    config.method.m = args.workload.m;
+    config.method.iterations = args.workload.iterations;
+    config.judge.enabled = false;
+    let mut sim = EndpointConfig::new(base_url, "tmas-sim");
+    sim.max_in_flight = cap;
+    sim.request_timeout_secs = 3600;
+    sim.context_window = 16_777_216;
+    config.endpoints.insert("sim".into(), sim);
+    for role in super::TMAS_ROLES {
         // max_tokens only has to let the padded replies through (the simulator cuts a
         // reply at max_tokens × 4 bytes).
-        text.push_str(&format!(
-            "\n[roles.{role}]\nmax_tokens = 65536\npool_size = {cap}\n"
-        ));
+        let r = config.roles.get_mut(role);
+        r.max_tokens = 65_536;
+        r.pool_size = Some(cap);
     }
-    Config::from_toml_str(&text, "tmas bench eval config").map_err(|e| anyhow::anyhow!("{e}"))
+    super::validated(config, "tmas bench eval config")
 }
 
 fn print_result(r: &EvalBenchResult) {
@@ -516,10 +450,10 @@ fn print_result(r: &EvalBenchResult) {
         r.m,
         r.iterations,
         r.in_flight,
-        r.admission.config_value(),
+        r.admission,
         r.max_concurrent_problems,
         r.max_active_problems,
-        r.call_priority.config_value(),
+        r.call_priority,
         r.latency,
         r.solution_bytes,
         r.summary_bytes

@@ -11,8 +11,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tmas_actors::client::ResiliencePolicy;
 
-/// How problems are admitted into a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How problems are admitted into a run (`run.admission`, `tmas bench … --admission`).
+/// The runtime's `tmas_actors::runner::Admission` is this policy with its bounds filled in
+/// (`engine::runner_settings`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Admission {
     /// Exactly `max_concurrent_problems` problems at once (the released runner's rule).
@@ -24,7 +26,10 @@ pub enum Admission {
 }
 
 /// Which waiting calls get the next free slot (timing only: results never depend on it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// `run.call_priority` and `tmas bench … --call-priority`; the runtime's
+/// `tmas_actors::runner::JobPriority` has these orders and its own default (submission
+/// order), which no config selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum CallPriority {
     /// Calls of earlier-started problems first: drives problems to completion.
@@ -34,6 +39,26 @@ pub enum CallPriority {
     /// ones further along, so a long-tailed latency does not leave one slow problem
     /// running alone at the end.
     LeastProgressFirst,
+}
+
+/// The name a value is written with (the same in TOML and on the command line).
+fn value_name(value: &impl clap::ValueEnum, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    match value.to_possible_value() {
+        Some(v) => f.write_str(v.get_name()),
+        None => Ok(()),
+    }
+}
+
+impl std::fmt::Display for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        value_name(self, f)
+    }
+}
+
+impl std::fmt::Display for CallPriority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        value_name(self, f)
+    }
 }
 
 /// `[run]`: what to run and how much of it at once.
