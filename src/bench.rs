@@ -1,12 +1,32 @@
 //! Benchmarks (`tmas bench …`): each prints its figures as ratios against the ideal
 //! measured in the same run and writes them as JSON under `bench-results/`.
 
+use crate::config::{Config, Role};
+
 pub mod client;
 pub mod eval;
-pub mod resources;
 pub mod schedule;
 pub mod sim_process;
 pub mod soak;
+
+/// The roles TMAS calls: the ones a benchmark sizes (pool and `max_tokens`).
+const TMAS_ROLES: [Role; 5] = [
+    Role::Solution,
+    Role::Verification,
+    Role::Summary,
+    Role::Experience,
+    Role::Guideline,
+];
+
+/// A benchmark's config built in code, with its derived defaults filled in and every
+/// rule `tmas run` applies to a loaded config checked (`label` names it in errors).
+fn validated(mut config: Config, label: &str) -> anyhow::Result<Config> {
+    config.fill_derived();
+    config
+        .validate()
+        .map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+    Ok(config)
+}
 
 /// The shape of the synthetic TMAS workload, shared by `bench eval` and `bench schedule`.
 #[derive(Debug, Clone, clap::Args)]

@@ -12,7 +12,8 @@
 //! - [`layers`]: environment and command-line overrides, value-level merging.
 //! - [`loader`]: [`load`] and friends; [`validate`]: the rules.
 //! - [`resolve`]: runtime settings for the model client, warnings.
-//! - [`method_params`]: the method's parameters and prompt overrides.
+//! - [`templates`]: the prompt template kinds and their names (keys of `[prompts]`).
+//! - The method's parameters are built from a config in `crate::method::from_config`.
 //! - [`args`]: the clap flags a command flattens to accept `--config`/`--set`/shortcuts.
 
 use std::collections::BTreeMap;
@@ -26,9 +27,9 @@ pub mod endpoints;
 pub mod error;
 pub mod layers;
 pub mod loader;
-pub mod method_params;
 pub mod resolve;
 pub mod schema;
+pub mod templates;
 pub mod validate;
 
 pub use args::ConfigArgs;
@@ -37,8 +38,10 @@ pub use error::{ConfigErrors, ConfigIssue, KeyIssue, KeyPath};
 pub use layers::{CliOverride, ENV_PREFIX};
 pub use loader::{load, load_str, load_with};
 pub use schema::{
-    Admission, CallPriority, JudgeConfig, MethodConfig, MethodName, ResilienceConfig, RunConfig,
+    Admission, CallPriority, JudgeConfig, JudgeInput, LlmJudgePolicy, MethodConfig, MethodName,
+    ResilienceConfig, RunConfig,
 };
+pub use templates::TemplateKind;
 
 /// A whole configuration. Build it with [`load`] (file + environment + overrides) or
 /// [`Config::from_toml_str`]; deserializing it directly skips the defaults layer, so

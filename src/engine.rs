@@ -43,28 +43,32 @@ use std::time::{Duration, Instant};
 
 use accounting::Accounting;
 use anyhow::Context;
-use tmas_actors::client::PermanentStop;
+use tmas_actors::client::{ModelClient, PermanentStop};
+use tmas_actors::runner::ProblemJob;
 use tmas_actors::runner::{
     Admission as RuntimeAdmission, JobPriority, RoleSettings, Runner, RunnerSettings,
 };
 use tmas_actors::strategy::CallExecutor;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::schema::{Admission, CallPriority};
 use crate::config::{Config, Role};
 use crate::eval::dataset::{Dataset, Problem};
 use crate::eval::pass_at_1::PassAt1Table;
+use crate::method::TmasOutcome;
 use crate::store::bank_files::JsonFileSink;
-use crate::store::executor::StoreExecutor;
+use crate::store::executor::{ExecutorCounts, StoreExecutor};
 use crate::store::sink::StoreBankSink;
 use crate::store::{Fact, RunStore};
 
+use crate::store::schema::META_STATUS;
 use endpoints::Endpoints;
 use judging::{JudgeSetup, LlmJudge};
 use outputs::rebuild_outputs;
+use plan::Plan;
 pub use plan::RequestedConfig;
-use plan::{META_STATUS, Plan};
 use results::ResultWriter;
 use run_dir::{FailedProblem, RunSummaryFile};
 
@@ -81,6 +85,8 @@ pub struct RunRequest {
     pub status_every: Option<Duration>,
     /// Check every endpoint in use before anything is created ([`preflight`]).
     pub preflight: bool,
+    /// The command line's observability flags (metrics address, quiet, …).
+    pub observe: observe::ObserveOptions,
 }
 
 /// What to resume.
@@ -95,6 +101,8 @@ pub struct ResumeRequest {
     pub status_every: Option<Duration>,
     /// Check every endpoint in use before the run starts ([`preflight`]).
     pub preflight: bool,
+    /// The command line's observability flags (metrics address, quiet, …).
+    pub observe: observe::ObserveOptions,
 }
 
 /// Outside control of a running run.
@@ -136,6 +144,8 @@ pub struct RunResult {
     pub accounting: Accounting,
     /// Set when the run stopped because an endpoint kept answering with permanent errors.
     pub permanent_stop: Option<PermanentStop>,
+    /// CPU seconds the run store's writer thread used (Linux only).
+    pub store_writer_cpu_s: Option<f64>,
 }
 
 /// Runs the evaluation to the end and writes the run directory.
@@ -153,15 +163,16 @@ pub async fn run_with(request: RunRequest, control: RunControl) -> anyhow::Resul
         env,
         status_every,
         preflight: check_endpoints,
+        observe,
     } = request;
     // Every start-up check before the run directory exists: a failure leaves nothing
     // behind that would block the same `--out`.
-    preflight::check_local(&config, &env, observe::metrics_addr(), Some(&run_dir))?;
+    preflight::check_local(&config, &env, observe.metrics_addr, Some(&run_dir))?;
     if check_endpoints {
         preflight::check_endpoints(&config, &env).await?;
     }
     let plan = plan::fresh(config, &config_source, &dataset, &run_dir).await?;
-    execute(plan, env, status_every, control).await
+    execute(plan, env, observe, status_every, control).await
 }
 
 /// Resumes the run in `request.run_dir`: finished calls are replayed from its store,
@@ -174,11 +185,23 @@ pub async fn resume(request: ResumeRequest, control: RunControl) -> anyhow::Resu
         request.keep_failed,
     )
     .await?;
-    preflight::check_local(&plan.config, &request.env, observe::metrics_addr(), None)?;
+    preflight::check_local(
+        &plan.config,
+        &request.env,
+        request.observe.metrics_addr,
+        None,
+    )?;
     if request.preflight {
         preflight::check_endpoints(&plan.config, &request.env).await?;
     }
-    execute(plan, request.env, request.status_every, control).await
+    execute(
+        plan,
+        request.env,
+        request.observe,
+        request.status_every,
+        control,
+    )
+    .await
 }
 
 /// Stops the runner's admission and the executor once `control.stop` is cancelled, the
@@ -206,12 +229,71 @@ fn watch_stop(
     stopped
 }
 
+/// A run [`start`]ed: what [`drive`] runs and what [`finish`] closes.
+struct Session {
+    running: Running,
+    closing: Closing,
+}
+
+/// The runtime and the tasks around it, used up by [`drive`].
+struct Running {
+    runner: Runner,
+    jobs: Vec<ProblemJob<TmasOutcome>>,
+    /// Finished problems, to the writer task.
+    done_tx: mpsc::UnboundedSender<results::Finished>,
+    writer: JoinHandle<anyhow::Result<results::Written>>,
+    observer: observe::RunObserver,
+    /// Cancelled when the run is asked to stop (signal, store failure, permanent errors).
+    stopped: CancellationToken,
+    /// How long calls in flight may still finish after a stop.
+    grace: Duration,
+    /// Where a display of several runs reads this run's counters (`tmas experiment`).
+    progress: Option<Arc<observe::ProgressSlot>>,
+}
+
+/// What [`finish`] needs to write the outputs and close the store.
+struct Closing {
+    started: Instant,
+    config_source: String,
+    dataset_label: String,
+    dir: run_dir::RunDir,
+    store: RunStore,
+    iterations: u32,
+    client: ModelClient,
+    /// The endpoints this run started (none when it shares another run's).
+    own_endpoints: Option<Endpoints>,
+    counts: Arc<ExecutorCounts>,
+    stopped: CancellationToken,
+}
+
+/// What [`drive`] leaves for [`finish`].
+struct Driven {
+    written: results::Written,
+    /// Every admitted problem ended before the shutdown grace period ran out.
+    finished_in_time: bool,
+}
+
 async fn execute(
     plan: Plan,
     env: Vec<(String, String)>,
+    options: observe::ObserveOptions,
     status_every: Option<Duration>,
     control: RunControl,
 ) -> anyhow::Result<RunResult> {
+    let Session { running, closing } = start(plan, env, &options, status_every, &control).await?;
+    let driven = drive(running).await?;
+    finish(closing, driven).await
+}
+
+/// Starts the endpoints, the store executor, the actor runtime, the observer and the
+/// result writer for a planned run.
+async fn start(
+    plan: Plan,
+    env: Vec<(String, String)>,
+    options: &observe::ObserveOptions,
+    status_every: Option<Duration>,
+    control: &RunControl,
+) -> anyhow::Result<Session> {
     let started = Instant::now();
     let Plan {
         mut config,
@@ -226,7 +308,7 @@ async fn execute(
         resend_failed,
     } = plan;
     let iterations = config.method.iterations;
-    if resumed && !observe::quiet() {
+    if resumed && !options.quiet {
         eprintln!(
             "resuming {}: {} of {} problems to run, T={iterations}",
             dir.root.display(),
@@ -301,7 +383,7 @@ async fn execute(
 
     let settings = runner_settings(&config);
     let stopped = watch_stop(
-        &control,
+        control,
         &store,
         client.permanent_stop(),
         settings.cancel.clone(),
@@ -314,12 +396,12 @@ async fn execute(
     };
     let runner =
         Runner::new(settings, executor, Arc::new(sink)).context("configuring the actor runtime")?;
-    let stats = runner.stats();
     // Progress display, metrics endpoint and the run span.
     let observer = observe::RunObserver::start(
         &config,
+        options,
         observe::Sources {
-            stats,
+            stats: runner.stats(),
             client: client.clone(),
             replayed: {
                 let counts = counts.clone();
@@ -351,11 +433,51 @@ async fn execute(
             taint: store_executor.taint_view(),
             stale: store_executor.stale_failures(),
             iterations,
+            pass_at_1: observer.pass_at_1(),
         }
         .run(done_rx),
     );
 
-    let jobs: Vec<_> = to_run.iter().map(|p| jobs.job(p)).collect();
+    let jobs = to_run.iter().map(|p| jobs.job(p)).collect();
+    Ok(Session {
+        running: Running {
+            runner,
+            jobs,
+            done_tx,
+            writer,
+            observer,
+            stopped: stopped.clone(),
+            grace: Duration::from_secs(config.run.shutdown_grace_secs),
+            progress: control.progress.clone(),
+        },
+        closing: Closing {
+            started,
+            config_source,
+            dataset_label,
+            dir,
+            store,
+            iterations,
+            client,
+            own_endpoints,
+            counts,
+            stopped,
+        },
+    })
+}
+
+/// Runs the problems until they are done or a stop's grace period is over, then waits for
+/// the writer to judge and store the last ones and stops the observer.
+async fn drive(running: Running) -> anyhow::Result<Driven> {
+    let Running {
+        runner,
+        jobs,
+        done_tx,
+        writer,
+        observer,
+        stopped,
+        grace,
+        progress,
+    } = running;
     let run = runner.run(jobs, move |report| {
         let _ = done_tx.send((
             report.problem.to_string(),
@@ -364,7 +486,6 @@ async fn execute(
     });
     // Each problem's span (the root of its own trace) links to the run span.
     let run = tracing::Instrument::instrument(run, observer.run_span());
-    let grace = Duration::from_secs(config.run.shutdown_grace_secs);
     let grace_over = async {
         stopped.cancelled().await;
         eprintln!(
@@ -382,11 +503,35 @@ async fn execute(
     };
     // The display stays up while the last problems are judged.
     let written = writer.await.context("result writer task failed");
-    if let Some(slot) = &control.progress {
+    if let Some(slot) = &progress {
         slot.freeze();
     }
     observer.finish().await;
-    let mut written = written??;
+    Ok(Driven {
+        written: written??,
+        finished_in_time,
+    })
+}
+
+/// Stops the endpoints, commits what is queued, rebuilds the outputs, writes `run.json`
+/// and closes the store.
+async fn finish(closing: Closing, driven: Driven) -> anyhow::Result<RunResult> {
+    let Closing {
+        started,
+        config_source,
+        dataset_label,
+        dir,
+        store,
+        iterations,
+        client,
+        own_endpoints,
+        counts,
+        stopped,
+    } = closing;
+    let Driven {
+        mut written,
+        finished_in_time,
+    } = driven;
     let permanent_stop = client.permanent_stop_reason();
 
     if let Some(endpoints) = own_endpoints {
@@ -478,30 +623,23 @@ async fn execute(
         calls_sent: counts.sent.load(Ordering::Relaxed),
         accounting: outputs.accounting,
         permanent_stop,
+        store_writer_cpu_s: store.writer_cpu_seconds(),
     })
 }
 
 /// The runner's roles, admission and call priority for `config` (also what
 /// `tmas bench eval` hands its scheduling model).
 pub fn runner_settings(config: &Config) -> RunnerSettings {
-    let roles = [
-        Role::Solution,
-        Role::Verification,
-        Role::Summary,
-        Role::Experience,
-        Role::Guideline,
-        Role::Critique,
-        Role::Extraction,
-    ]
-    .into_iter()
-    .map(|role| {
-        let workers = config
-            .role(role)
-            .pool_size
-            .unwrap_or(config.run.max_in_flight);
-        RoleSettings::new(role.as_str(), Config::client_group(role), workers.max(1))
-    })
-    .collect();
+    let roles = Role::METHOD
+        .into_iter()
+        .map(|role| {
+            let workers = config
+                .role(role)
+                .pool_size
+                .unwrap_or(config.run.max_in_flight);
+            RoleSettings::new(role.as_str(), Config::client_group(role), workers.max(1))
+        })
+        .collect();
     let admission = match config.run.admission {
         Admission::Fixed => RuntimeAdmission::Fixed {
             max_concurrent_problems: config.run.max_concurrent_problems,

@@ -13,11 +13,16 @@
 //!   and the start-up check, the run store's executor under the actor runtime, judging and
 //!   storing each finished problem, the outputs, observation (spans, metrics, progress).
 //! - [`sim`]: the simulated OpenAI-compatible endpoint with its synthetic task model.
+//! - [`record`]: the records the store and the engine share (one problem's result, …).
+//! - [`resources`]: CPU time and peak memory of this process and thread.
 //! - [`store`]: the run store (SQLite) behind crash-safe resume and `tmas export`, and
 //!   the run directory's bank files.
 //! - [`bench`]: benchmarks (`tmas bench …`).
 //! - [`rl`]: Hybrid-RL rewards, verl training data and rollout scoring (`tmas rl-*`).
 //! - [`cli`]: one module per subcommand.
+//!
+//! Layers point one way (checked by `architecture_tests`): cli → bench/rl → engine → store →
+//! record → eval → method → config → sim → resources.
 //!
 //! The runtime (coordinators, role pools, bank actors, the model client) lives in the
 //! `tmas-actors` crate and knows nothing TMAS-specific; this crate's methods implement its
@@ -30,6 +35,11 @@ pub mod config;
 pub mod engine;
 pub mod eval;
 pub mod method;
+pub mod record;
+pub mod resources;
 pub mod rl;
 pub mod sim;
 pub mod store;
+
+#[cfg(test)]
+mod architecture_tests;

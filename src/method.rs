@@ -12,6 +12,7 @@
 
 pub mod banks;
 pub mod baselines;
+pub mod from_config;
 pub mod params;
 pub mod parse;
 pub mod prompts;

@@ -19,6 +19,7 @@
 pub mod dataset;
 mod faults;
 mod handler;
+pub mod invalid_option;
 pub mod latency;
 mod openai;
 pub mod options;

@@ -2,7 +2,8 @@
 //! everything a run computed, so an interrupted run can be resumed without re-sending any
 //! finished call. Schema and queries: `docs/run-store.md`.
 //!
-//! - [`schema`]: tables and the version check (`migrate`: older versions);
+//! - [`schema`]: tables, views and meta keys; [`version`]: the version check (`migrate`:
+//!   older versions);
 //!   [`lock`]: one process per run directory.
 //! - [`rows`] + `writer`: the facts and the single writer thread (group commit).
 //! - [`chunks`] + [`prompts`]: prompts stored as content-defined chunks, shared between
@@ -28,6 +29,7 @@ pub mod resume;
 pub mod rows;
 pub mod schema;
 pub mod sink;
+pub mod version;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -43,7 +45,6 @@ pub use lock::{LockError, RunLock};
 pub use read::{StoreReader, StoredCall, StoredProblem};
 pub use rows::{CallRow, Envelope, Fact, ProblemRow, StatusRow, WriteResult};
 pub use schema::{SCHEMA_VERSION, SchemaError};
-pub use writer::stopped_writers_cpu_seconds;
 
 /// File name of the database inside a run directory.
 pub const DB_FILE: &str = "run.sqlite";
@@ -92,7 +93,9 @@ struct Inner {
     /// The first write failure (disk full, …); the run stops when it is set.
     failure: Mutex<Option<Arc<str>>>,
     failed: CancellationToken,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: Mutex<Option<JoinHandle<Option<f64>>>>,
+    /// CPU seconds the writer thread used, once it has stopped ([`RunStore::close`]).
+    writer_cpu_s: Mutex<Option<f64>>,
     _lock: RunLock,
 }
 
@@ -133,7 +136,7 @@ impl RunStore {
         };
         let mut conn = open(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE)?;
         // The version check comes first: a newer store is refused before anything is written.
-        schema::ensure(&mut conn, &path.display().to_string())?;
+        version::ensure(&mut conn, &path.display().to_string())?;
         let mode: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
             .map_err(|e| StoreError::sql(&path, "switching to WAL mode", e))?;
@@ -164,6 +167,7 @@ impl RunStore {
                 failure: Mutex::new(None),
                 failed,
                 thread: Mutex::new(thread.ok()),
+                writer_cpu_s: Mutex::new(None),
                 _lock: lock,
             }
         });
@@ -231,10 +235,27 @@ impl RunStore {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        if let Some(thread) = thread {
-            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        if let Some(thread) = thread
+            && let Ok(Ok(cpu_s)) = tokio::task::spawn_blocking(move || thread.join()).await
+        {
+            *self
+                .inner
+                .writer_cpu_s
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = cpu_s;
         }
         result
+    }
+
+    /// CPU seconds (user + system) the writer thread used, once [`close`](Self::close)
+    /// has stopped it; `None` before that or where the platform cannot measure a thread.
+    /// `tmas bench eval` reports it beside the process total.
+    pub fn writer_cpu_seconds(&self) -> Option<f64> {
+        *self
+            .inner
+            .writer_cpu_s
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// The first write failure, if any.
@@ -287,6 +308,14 @@ impl Inner {
         }
         self.failed.cancel();
     }
+}
+
+/// Creates the schema on `conn` as opening a store for writing does: the setup of the unit
+/// tests of the store's parts (through this module, so those parts do not import the
+/// version check that imports them).
+#[cfg(test)]
+pub(crate) fn ensure_schema_for_tests(conn: &mut Connection) {
+    version::ensure(conn, "mem").expect("schema on a test database");
 }
 
 #[cfg(test)]

@@ -108,3 +108,13 @@ pub struct ChatResponse {
     /// The `max_tokens` actually sent.
     pub max_tokens_sent: u32,
 }
+/// The prompt text stored for a request: the single message's content (the common case,
+/// shared by reference with the request), else the messages as a JSON array.
+pub fn prompt_text(messages: &[ChatMessage]) -> Arc<str> {
+    match messages {
+        [only] => only.content.flatten(),
+        many => serde_json::to_string(many)
+            .unwrap_or_else(|e| format!("unencodable messages: {e}"))
+            .into(),
+    }
+}

@@ -18,8 +18,8 @@ use tmas_actors::client::{
 };
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
 
-use super::resources;
 use super::sim_process::SimProcess;
+use crate::resources;
 
 /// Knobs of the client benchmark.
 #[derive(Debug, Clone, clap::Args)]

@@ -2,7 +2,7 @@
 //! simulator in a separate process, at evaluation scale.
 //!
 //! The engine runs in this process, so its CPU time and peak RSS are this process's own
-//! ([`super::resources`]); the simulator is a `tmas sim-server` child whose `/sim/stats`
+//! ([`crate::resources`]); the simulator is a `tmas sim-server` child whose `/sim/stats`
 //! gives the serving time summed over calls (`busy_seconds`, request arrival → response
 //! end) and the peak number of requests it saw at once. From those:
 //!
@@ -21,58 +21,17 @@ use std::time::Instant;
 use anyhow::Context;
 use serde_json::json;
 
-use super::resources;
 use super::sim_process::SimProcess;
-use crate::config::Config;
+use crate::config::{Admission, CallPriority, Config, EndpointConfig};
 use crate::engine::{self, RunRequest};
 use crate::eval::dataset::{DatasetSpec, load_dataset};
+use crate::resources;
 use chain::{LastProblem, chain_figures};
+use tmas_actors::client::Routing;
 use tmas_actors::runner::RunnerSettings;
 
 pub mod chain;
 pub mod repeat;
-
-/// Admission policy (`run.admission`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum EvalAdmission {
-    /// At most `--max-concurrent-problems` at once (the released runner's window).
-    Fixed,
-    /// Admit problems while calls in flight are below the cap, up to `--max-active-problems`.
-    WorkConserving,
-}
-
-impl EvalAdmission {
-    fn config_value(self) -> &'static str {
-        match self {
-            EvalAdmission::Fixed => "fixed",
-            EvalAdmission::WorkConserving => "work-conserving",
-        }
-    }
-}
-
-/// Call priority (`run.call_priority`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum EvalCallPriority {
-    /// Calls of the problems least far along first, then older problems.
-    LeastProgressFirst,
-    /// Calls of earlier-started problems first.
-    OldestProblemFirst,
-}
-
-impl EvalCallPriority {
-    fn config_value(self) -> &'static str {
-        match self {
-            EvalCallPriority::LeastProgressFirst => "least-progress-first",
-            EvalCallPriority::OldestProblemFirst => "oldest-problem-first",
-        }
-    }
-}
 
 /// Routing of the endpoint group (`[routing]`).
 #[derive(
@@ -85,10 +44,10 @@ pub enum EvalRouting {
 }
 
 impl EvalRouting {
-    fn config_value(self) -> &'static str {
+    fn routing(self) -> Routing {
         match self {
-            EvalRouting::LeastLoad => "least-load",
-            EvalRouting::PrefixAffinity => "prefix-affinity",
+            EvalRouting::LeastLoad => Routing::LeastLoad,
+            EvalRouting::PrefixAffinity => Routing::PrefixAffinity,
         }
     }
 }
@@ -102,8 +61,8 @@ pub struct EvalBenchArgs {
     #[arg(long, default_value_t = 800)]
     pub in_flight: usize,
     /// Admission policy.
-    #[arg(long, value_enum, default_value_t = EvalAdmission::WorkConserving)]
-    pub admission: EvalAdmission,
+    #[arg(long, value_enum, default_value_t = Admission::WorkConserving)]
+    pub admission: Admission,
     /// Window of the fixed policy (released: 100).
     #[arg(long, default_value_t = 100)]
     pub max_concurrent_problems: usize,
@@ -111,8 +70,8 @@ pub struct EvalBenchArgs {
     #[arg(long)]
     pub max_active_problems: Option<usize>,
     /// Which waiting call gets a free slot.
-    #[arg(long, value_enum, default_value_t = EvalCallPriority::LeastProgressFirst)]
-    pub call_priority: EvalCallPriority,
+    #[arg(long, value_enum, default_value_t = CallPriority::LeastProgressFirst)]
+    pub call_priority: CallPriority,
     /// Simulator latency: `fixed:200ms` or `lognormal:200ms:1.0`.
     #[arg(long, default_value = "fixed:200ms")]
     pub latency: String,
@@ -169,10 +128,10 @@ pub struct EvalBenchResult {
     pub m: u32,
     pub iterations: u32,
     pub in_flight: usize,
-    pub admission: EvalAdmission,
+    pub admission: Admission,
     pub max_concurrent_problems: usize,
     pub max_active_problems: usize,
-    pub call_priority: EvalCallPriority,
+    pub call_priority: CallPriority,
     pub latency: String,
     #[serde(default = "one")]
     pub endpoints: u16,
@@ -309,10 +268,6 @@ async fn run_once(args: EvalBenchArgs) -> anyhow::Result<EvalBenchResult> {
     let max_active = args
         .max_active_problems
         .unwrap_or(args.max_concurrent_problems.saturating_mul(2));
-    engine::observe::configure(engine::observe::ObserveOptions {
-        quiet: true,
-        ..Default::default()
-    });
 
     let (work, temporary) = match &args.keep_run {
         Some(dir) => (dir.clone(), false),
@@ -417,7 +372,6 @@ async fn run_in(
     let sim_cpu0 = sim_cpu();
     let load_before = load_average();
     let (started, cpu0) = (Instant::now(), resources::cpu_seconds());
-    let store_cpu0 = crate::store::stopped_writers_cpu_seconds();
     let outcome = engine::run(RunRequest {
         config,
         config_source: PathBuf::from("(tmas bench eval)"),
@@ -426,14 +380,13 @@ async fn run_in(
         env: Vec::new(),
         status_every: None,
         preflight: false,
+        observe: engine::observe::ObserveOptions::quiet(),
     })
     .await;
     let (wall, cpu) = (
         started.elapsed().as_secs_f64(),
         resources::cpu_seconds() - cpu0,
     );
-    // engine::run has closed its store, so its writer thread has stopped and counted.
-    let store_cpu = crate::store::stopped_writers_cpu_seconds() - store_cpu0;
     let load_after = load_average();
     let mut all_stats = Vec::with_capacity(sims.len());
     for sim in &sims {
@@ -524,8 +477,8 @@ async fn run_in(
         model_oracle_utilization: ceilings.map(|(_, oracle)| oracle),
         last_problem,
         cpu_s: cpu,
-        // Zero where the platform cannot measure a thread's CPU (only Linux can).
-        store_writer_cpu_s: (store_cpu > 0.0).then_some(store_cpu),
+        // None where the platform cannot measure a thread's CPU (only Linux can).
+        store_writer_cpu_s: result.store_writer_cpu_s.filter(|s| *s > 0.0),
         cpu_s_per_1k_calls: if calls > 0 {
             cpu / calls as f64 * 1000.0
         } else {
@@ -602,38 +555,21 @@ fn bench_config(
 ) -> anyhow::Result<Config> {
     let cap = args.in_flight;
     let per_endpoint = cap.div_ceil(base_urls.len().max(1));
-    let mut text = format!(
-        r#"
-[run]
-seed = {seed}
-max_concurrent_problems = {window}
-max_active_problems = {max_active}
-max_in_flight = {cap}
-admission = "{admission}"
-call_priority = "{priority}"
-out_dir = {out:?}
-
-[method]
-n = {n}
-m = {m}
-iterations = {t}
-
-[judge]
-enabled = false
-
-[routing]
-default = "{routing}"
-"#,
-        routing = args.routing.config_value(),
-        seed = args.seed,
-        window = args.max_concurrent_problems,
-        admission = args.admission.config_value(),
-        priority = args.call_priority.config_value(),
-        out = work.display().to_string(),
-        n = args.workload.n,
-        m = args.workload.m,
-        t = args.workload.iterations,
-    );
+    let mut config = Config::default();
+    config.run.seed = args.seed;
+    config.run.max_concurrent_problems = args.max_concurrent_problems;
+    config.run.max_active_problems = Some(max_active);
+    config.run.max_in_flight = cap;
+    config.run.admission = args.admission;
+    config.run.call_priority = args.call_priority;
+    config.run.out_dir = work.to_path_buf();
+    config.method.n = args.workload.n;
+    config.method.m = args.workload.m;
+    config.method.iterations = args.workload.iterations;
+    config.judge.enabled = false;
+    config
+        .routing
+        .insert("default".into(), args.routing.routing());
     for (i, base_url) in base_urls.iter().enumerate() {
         // The first endpoint keeps the name `sim` (one-endpoint results compare).
         let name = if i == 0 {
@@ -641,26 +577,20 @@ default = "{routing}"
         } else {
             format!("sim{i}")
         };
-        text.push_str(&format!(
-            "\n[endpoints.{name}]\nbase_url = {base_url:?}\nmodel = \"tmas-sim\"\n\
-             max_in_flight = {per_endpoint}\nrequest_timeout_secs = 3600\n\
-             context_window = 16777216\n"
-        ));
+        let mut sim = EndpointConfig::new(base_url.clone(), "tmas-sim");
+        sim.max_in_flight = per_endpoint;
+        sim.request_timeout_secs = 3600;
+        sim.context_window = 16_777_216;
+        config.endpoints.insert(name, sim);
     }
-    for role in [
-        "solution",
-        "verification",
-        "summary",
-        "experience",
-        "guideline",
-    ] {
+    for role in super::TMAS_ROLES {
         // max_tokens only has to let the padded replies through (the simulator cuts a
         // reply at max_tokens × 4 bytes).
-        text.push_str(&format!(
-            "\n[roles.{role}]\nmax_tokens = 65536\npool_size = {cap}\n"
-        ));
+        let r = config.roles.get_mut(role);
+        r.max_tokens = 65_536;
+        r.pool_size = Some(cap);
     }
-    Config::from_toml_str(&text, "tmas bench eval config").map_err(|e| anyhow::anyhow!("{e}"))
+    super::validated(config, "tmas bench eval config")
 }
 
 fn print_result(r: &EvalBenchResult) {
@@ -672,15 +602,16 @@ fn print_result(r: &EvalBenchResult) {
         r.m,
         r.iterations,
         r.in_flight,
-        r.admission.config_value(),
+        r.admission,
         r.max_concurrent_problems,
         r.max_active_problems,
-        r.call_priority.config_value(),
+        r.call_priority,
         r.latency,
         r.solution_bytes,
         r.summary_bytes
     );
-    let routing = r.routing.config_value();
+    let routing = clap::ValueEnum::to_possible_value(&r.routing)
+        .map_or_else(String::new, |v| v.get_name().to_owned());
     if let Some(m) = &r.server_model {
         println!(
             "  server model     {} endpoint(s), {routing}; prefill {} tok/s, decode {} us/token + {} us/running, max running {}, queue {}, KV {} tokens, difficulty σ {}, speedup {}",

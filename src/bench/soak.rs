@@ -25,7 +25,7 @@ use anyhow::Context;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
+use crate::config::{Config, EndpointConfig};
 use crate::engine::{self, RunRequest};
 use crate::eval::dataset::{DatasetSpec, load_dataset};
 use chaos::{Restartable, SimTotals};
@@ -248,10 +248,6 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<SoakResult> {
     );
     let capacity = args.capacity.unwrap_or(args.in_flight * 3 / 4).max(2);
     let problems = problems_for(&args)?;
-    engine::observe::configure(engine::observe::ObserveOptions {
-        quiet: true,
-        ..Default::default()
-    });
     let metrics = tmas_observability::prometheus::recorder().ok();
     let (work, temporary) = match &args.keep_runs {
         Some(dir) => (dir.clone(), false),
@@ -471,6 +467,7 @@ async fn one_run(
         // The simulators are up (spawned above); a preflight probe could itself draw an
         // injected fault.
         preflight: false,
+        observe: engine::observe::ObserveOptions::quiet(),
     })
     .await;
     let wall = started.elapsed().as_secs_f64();
@@ -514,56 +511,31 @@ fn soak_config(
     dir: &Path,
 ) -> anyhow::Result<Config> {
     let cap = args.in_flight;
-    let mut text = format!(
-        r#"
-[run]
-seed = {seed}
-max_in_flight = {cap}
-out_dir = {out:?}
-
-[method]
-n = {n}
-m = {m}
-iterations = {t}
-
-[judge]
-enabled = false
-
-[resilience]
-probe_interval_secs = {probe}
-limit = "{limit}"
-"#,
-        seed = args.seed,
-        out = dir.display().to_string(),
-        n = args.n,
-        m = args.m,
-        t = args.iterations,
-        probe = args.probe_interval_secs,
-        limit = json!(args.limit).as_str().unwrap_or("aimd"),
-    );
+    let mut config = Config::default();
+    config.run.seed = args.seed;
+    config.run.max_in_flight = cap;
+    config.run.out_dir = dir.to_path_buf();
+    config.method.n = args.n;
+    config.method.m = args.m;
+    config.method.iterations = args.iterations;
+    config.judge.enabled = false;
+    config.resilience.probe_interval_secs = args.probe_interval_secs;
+    config.resilience.limit = args.limit;
     for (i, (name, sim)) in ["sim-a", "sim-b"].iter().zip(sims).enumerate() {
-        let max_in_flight = declared.map_or(cap.div_ceil(2), |d| d[i].min(cap.div_ceil(2)));
-        text.push_str(&format!(
-            "\n[endpoints.{name}]\nbase_url = {url:?}\nmodel = \"tmas-sim\"\nmax_in_flight = {half}\n\
-             request_timeout_secs = {request_timeout_secs}\nstream_idle_timeout_secs = {request_timeout_secs}\n\
-             stream = {stream}\ncontext_window = 16777216\n",
-            url = sim.base_url(),
-            half = max_in_flight,
-            stream = args.stream,
-        ));
+        let mut endpoint = EndpointConfig::new(sim.base_url(), "tmas-sim");
+        endpoint.max_in_flight = declared.map_or(cap.div_ceil(2), |d| d[i].min(cap.div_ceil(2)));
+        endpoint.request_timeout_secs = request_timeout_secs;
+        endpoint.stream_idle_timeout_secs = request_timeout_secs;
+        endpoint.stream = args.stream;
+        endpoint.context_window = 16_777_216;
+        config.endpoints.insert((*name).into(), endpoint);
     }
-    for role in [
-        "solution",
-        "verification",
-        "summary",
-        "experience",
-        "guideline",
-    ] {
-        text.push_str(&format!(
-            "\n[roles.{role}]\nmax_tokens = 65536\npool_size = {cap}\n"
-        ));
+    for role in super::TMAS_ROLES {
+        let r = config.roles.get_mut(role);
+        r.max_tokens = 65_536;
+        r.pool_size = Some(cap);
     }
-    Config::from_toml_str(&text, "tmas bench soak config").map_err(|e| anyhow::anyhow!("{e}"))
+    super::validated(config, "tmas bench soak config")
 }
 
 /// Reading the client's metrics (the process-wide Prometheus recorder).

@@ -57,12 +57,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let control = RunControl::default();
     shutdown::install(control.stop.clone()).context("installing signal handlers")?;
-    crate::engine::observe::configure(crate::engine::observe::ObserveOptions {
-        metrics_addr: None,
-        trace_content: false,
-        quiet: true,
-        progress_every: None,
-    });
     let status_every = (args.status_every > 0).then(|| Duration::from_secs(args.status_every));
     let cli: Vec<CliOverride> = args.set.iter().map(CliOverride::set).collect();
     let env = process_env();

@@ -95,12 +95,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Installed before anything is started, so even a slow start can be interrupted.
     shutdown::install(control.stop.clone()).context("installing signal handlers")?;
     let status_every = (args.status_every > 0).then(|| Duration::from_secs(args.status_every));
-    engine::observe::configure(engine::observe::ObserveOptions {
+    let observe = engine::observe::ObserveOptions {
         metrics_addr: args.metrics_addr,
         trace_content: args.trace_content,
         quiet: args.quiet,
         progress_every: args.progress_every.map(Duration::from_secs),
-    });
+    };
     let result = match &args.resume {
         Some(dir) => {
             let request = ResumeRequest {
@@ -111,16 +111,17 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 env: process_env(),
                 status_every,
                 preflight: !args.no_preflight,
+                observe,
             };
             engine::resume(request, control).await
         }
-        None => match fresh_request(&args, status_every)? {
+        None => match fresh_request(&args, status_every, observe)? {
             Ok(request) => engine::run_with(request, control).await,
             Err(code) => return Ok(code),
         },
     };
     match result {
-        Ok(result) => Ok(report(&result)),
+        Ok(result) => Ok(report(&result, args.quiet)),
         Err(e) => match e.downcast_ref::<StartupError>() {
             Some(startup) => {
                 for problem in &startup.problems {
@@ -172,7 +173,7 @@ fn unfinished_line(result: &RunResult) -> Option<String> {
 }
 
 /// Prints the outcome; the exit code says how the run ended.
-fn report(result: &RunResult) -> ExitCode {
+fn report(result: &RunResult, quiet: bool) -> ExitCode {
     if let Some(line) = unfinished_line(result) {
         println!("{line}");
     }
@@ -203,7 +204,7 @@ fn report(result: &RunResult) -> ExitCode {
         eprintln!("interrupted; resume with: {resume}");
         return ExitCode::from(shutdown::EXIT_INTERRUPTED);
     }
-    if !engine::observe::quiet() {
+    if !quiet {
         println!("chart: tmas report {}", result.run_dir.display());
     }
     if result.accounting.is_clean() {
@@ -224,6 +225,7 @@ fn report(result: &RunResult) -> ExitCode {
 fn fresh_request(
     args: &Args,
     status_every: Option<Duration>,
+    observe: engine::observe::ObserveOptions,
 ) -> anyhow::Result<Result<RunRequest, ExitCode>> {
     let config = match args.config.load() {
         Ok(config) => config,
@@ -279,5 +281,6 @@ fn fresh_request(
         env: process_env(),
         status_every,
         preflight: !args.no_preflight,
+        observe,
     }))
 }

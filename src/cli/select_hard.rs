@@ -137,6 +137,7 @@ async fn sample(args: &Args) -> anyhow::Result<Result<PathBuf, ExitCode>> {
             env: process_env(),
             status_every: None,
             preflight: true,
+            observe: Default::default(),
         },
         control,
     )

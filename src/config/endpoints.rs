@@ -97,7 +97,14 @@ impl EndpointConfig {
     }
 }
 
-/// The agent roles that make model calls.
+/// The agent roles that make model calls: the one vocabulary of roles for the config
+/// (`[roles.ROLE]`), the methods, the engine and the benchmarks.
+///
+/// It lives in the config layer, the lowest that names roles, so every layer above uses
+/// it. The runtime (`tmas-actors`) knows no TMAS roles: it schedules pools and tags calls
+/// by an opaque label (`CallKey::role`, `RoleSettings::role`, the `x-tmas-role` header),
+/// which is [`Role::as_str`] going out and [`Role::from_label`] coming back. The simulator
+/// sits below the config and parses the header with its own enum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Role {
     Solution,
@@ -126,6 +133,25 @@ impl Role {
         Role::Critique,
         Role::Extraction,
     ];
+
+    /// The roles the methods call, in stage order: the actor runtime's role pools and the
+    /// columns of per-role reports. (The judges are the evaluation's: they call the store
+    /// executor directly.)
+    pub const METHOD: [Role; 7] = [
+        Role::Solution,
+        Role::Verification,
+        Role::Summary,
+        Role::Experience,
+        Role::Guideline,
+        Role::Critique,
+        Role::Extraction,
+    ];
+
+    /// The role a runtime label names ([`Role::as_str`] read back); `None` for a label no
+    /// role has.
+    pub fn from_label(label: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == label)
+    }
 
     /// The name used in config keys and in the `x-tmas-role` header.
     pub fn as_str(self) -> &'static str {

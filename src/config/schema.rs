@@ -11,10 +11,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tmas_actors::client::ResiliencePolicy;
 
-use crate::eval::judge::{JudgeInput, LlmJudgePolicy};
-
-/// How problems are admitted into a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How problems are admitted into a run (`run.admission`, `tmas bench … --admission`).
+/// The runtime's `tmas_actors::runner::Admission` is this policy with its bounds filled in
+/// (`engine::runner_settings`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Admission {
     /// Exactly `max_concurrent_problems` problems at once (the released runner's rule).
@@ -26,7 +26,10 @@ pub enum Admission {
 }
 
 /// Which waiting calls get the next free slot (timing only: results never depend on it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// `run.call_priority` and `tmas bench … --call-priority`; the runtime's
+/// `tmas_actors::runner::JobPriority` has these orders and its own default (submission
+/// order), which no config selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum CallPriority {
     /// Calls of earlier-started problems first: drives problems to completion.
@@ -36,6 +39,26 @@ pub enum CallPriority {
     /// ones further along, so a long-tailed latency does not leave one slow problem
     /// running alone at the end.
     LeastProgressFirst,
+}
+
+/// The name a value is written with (the same in TOML and on the command line).
+fn value_name(value: &impl clap::ValueEnum, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    match value.to_possible_value() {
+        Some(v) => f.write_str(v.get_name()),
+        None => Ok(()),
+    }
+}
+
+impl std::fmt::Display for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        value_name(self, f)
+    }
+}
+
+impl std::fmt::Display for CallPriority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        value_name(self, f)
+    }
 }
 
 /// `[run]`: what to run and how much of it at once.
@@ -357,4 +380,29 @@ impl ResilienceConfig {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Which candidates go to the LLM judge when one is configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmJudgePolicy {
+    /// Every candidate with an answer, R times (the paper's protocol; rule verdicts are
+    /// kept to measure agreement).
+    Always,
+    /// Only candidates the rules could not decide (cheaper; decided ones keep the rule
+    /// verdict).
+    WhenUndecided,
+}
+
+/// What the LLM judge is shown of a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JudgeInput {
+    /// The last `\boxed{}` only; a candidate without one scores 0 without a judge call.
+    Boxed,
+    /// The last `\boxed{}` when there is one, otherwise the end of the think-stripped
+    /// solution (`FINAL_TAIL_CHARS` characters, in `crate::eval::judge`), so an unboxed correct answer can be
+    /// recognised.
+    #[default]
+    Final,
 }

@@ -143,7 +143,7 @@ fn method_rules(c: &Config, s: &mut Sink) {
 }
 
 fn prompt_rules(c: &Config, s: &mut Sink) {
-    use crate::method::TemplateKind;
+    use super::TemplateKind;
     for name in c.prompts.keys() {
         let p = k(&["prompts", name]);
         if TemplateKind::from_name(name).is_none() {

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::store::StoredProblem;
 use crate::store::read::LostCallsRow;
 
-use super::run_dir::FailedProblem;
+use crate::record::FailedProblem;
 
 /// Failed calls of one role on one endpoint with one error kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

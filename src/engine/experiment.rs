@@ -300,6 +300,8 @@ async fn execute(
                             env,
                             status_every: None,
                             preflight: true,
+                            // Variants run together: warnings and the comparison only.
+                            observe: super::observe::ObserveOptions::quiet(),
                         },
                         control,
                     )
@@ -315,6 +317,8 @@ async fn execute(
                             env,
                             status_every: None,
                             preflight: true,
+                            // Variants run together: warnings and the comparison only.
+                            observe: super::observe::ObserveOptions::quiet(),
                         },
                         control,
                     )

@@ -8,9 +8,10 @@ use futures::future::join_all;
 use tmas_actors::strategy::{CallExecutor, CallKey};
 use tmas_actors::wire::Sampling;
 
+use crate::config::Role;
 use crate::eval::dataset::Problem;
 use crate::eval::judge::{
-    JUDGE_ROLE, JudgeInput, JudgeRecord, LlmJudgePolicy, judge_request, parse_judge_reply,
+    JudgeInput, JudgeRecord, LlmJudgePolicy, judge_request, parse_judge_reply,
 };
 use crate::method::parse::parse_score;
 use crate::method::{PromptSet, TmasOutcome};
@@ -203,7 +204,7 @@ pub fn judge_key(problem: &str, iteration: u32, candidate: u32, repeat: u32) -> 
     CallKey {
         problem: problem.into(),
         iteration,
-        role: JUDGE_ROLE.into(),
+        role: Role::Judge.as_str().into(),
         candidate: Some(candidate),
         index: Some(repeat),
         attempt: 0,

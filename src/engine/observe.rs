@@ -4,9 +4,11 @@
 //! The engine calls [`RunObserver::start`] once the runner and the model client exist and
 //! [`RunObserver::finish`] when the run is over; everything else reads their live counters.
 //! The command-line flags (`--metrics-addr`, `--trace-content`, `--quiet`,
-//! `--progress-every`) reach here through [`configure`], so the run requests stay as
-//! they are; the config file's `[observability]` section and the `OTEL_*` variables are
-//! read from the resolved config and the environment.
+//! `--progress-every`) travel in the run request as [`ObserveOptions`]; the config file's
+//! `[observability]` section and the `OTEL_*` variables are read from the resolved config
+//! and the environment. The run's own figures (the Pass@1 estimate) belong to its
+//! [`RunObserver`], so two runs of one process do not share them; only the metrics
+//! registry and the tracing exporter (which serve the whole process) are global.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -24,7 +26,7 @@ use tmas_observability::{
 
 use crate::config::Config;
 use crate::engine::judging::JudgeProgress;
-use crate::engine::run_dir::ProblemRecord;
+use crate::record::ProblemRecord;
 
 /// The command line's observability flags.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -40,35 +42,19 @@ pub struct ObserveOptions {
     pub progress_every: Option<Duration>,
 }
 
-static OPTIONS: Mutex<Option<ObserveOptions>> = Mutex::new(None);
-
-/// The exporter, installed by the first run that asks for one and kept for the process.
-static EXPORTER: OnceLock<TracingGuard> = OnceLock::new();
-
-/// Sets the flags the next run uses (the CLI calls this before starting the run).
-pub fn configure(options: ObserveOptions) {
-    if let Ok(mut slot) = OPTIONS.lock() {
-        *slot = Some(options);
+impl ObserveOptions {
+    /// Warnings and the final table only (benchmarks, experiments).
+    pub fn quiet() -> Self {
+        Self {
+            quiet: true,
+            ..Self::default()
+        }
     }
 }
 
-/// The metrics address the next run serves on (`--metrics-addr`), for the start-up check.
-pub fn metrics_addr() -> Option<SocketAddr> {
-    options().metrics_addr
-}
-
-/// Whether the run was asked to be quiet (warnings and the final table only).
-pub fn quiet() -> bool {
-    options().quiet
-}
-
-fn options() -> ObserveOptions {
-    OPTIONS
-        .lock()
-        .ok()
-        .and_then(|o| o.clone())
-        .unwrap_or_default()
-}
+/// The exporter, installed by the first run that asks for one and kept for the process:
+/// it serves the process-wide tracing subscriber, so it is as global as that is.
+static EXPORTER: OnceLock<TracingGuard> = OnceLock::new();
 
 /// The live counters the observer reads.
 pub struct Sources {
@@ -103,6 +89,7 @@ pub struct RunObserver {
     metrics: Option<MetricsServer>,
     progress: ProgressDisplay,
     sources: Arc<Sources>,
+    pass_at_1: Arc<PassAt1Gauge>,
 }
 
 /// Where a run publishes its progress counters for a display outside it (`tmas
@@ -176,14 +163,11 @@ impl RunObserver {
     /// display (`status_every`: how often plain status lines are printed; `None`: quiet).
     pub async fn start(
         config: &Config,
+        opts: &ObserveOptions,
         sources: Sources,
         status_every: Option<Duration>,
     ) -> anyhow::Result<Self> {
-        let opts = options();
         start_export(config)?;
-        if let Ok(mut acc) = PASS_AT_1.lock() {
-            *acc = (0.0, 0);
-        }
         span_ext::set_trace_content(opts.trace_content || config.observability.trace_content);
         let run_span = tracing::info_span!(parent: None, "run",
             tmas.problems.total = span_ext::int(sources.problems_total),
@@ -213,7 +197,13 @@ impl RunObserver {
             metrics,
             progress,
             sources,
+            pass_at_1: Arc::default(),
         })
+    }
+
+    /// This run's `tmas_pass_at_1` estimate, for whoever judges its problems.
+    pub fn pass_at_1(&self) -> Arc<PassAt1Gauge> {
+        self.pass_at_1.clone()
     }
 
     /// Publishes this run's counters in `slot` (for a display of several runs).
@@ -246,22 +236,25 @@ impl RunObserver {
     }
 }
 
-/// (sum of per-problem final-iteration Pass@1, problems) of the current run.
-static PASS_AT_1: Mutex<(f64, u64)> = Mutex::new((0.0, 0));
+/// One run's `tmas_pass_at_1` estimate: (sum of per-problem final-iteration Pass@1,
+/// problems judged).
+#[derive(Debug, Default)]
+pub struct PassAt1Gauge(Mutex<(f64, u64)>);
 
-/// Updates the `tmas_pass_at_1` estimate with a judged problem: the share of its last
-/// iteration's candidates judged correct (a failed candidate counts as wrong), averaged
-/// over the problems judged so far.
-pub fn on_problem_judged(record: &ProblemRecord) {
-    let Some(last) = record.judgments.last().filter(|c| !c.is_empty()) else {
-        return;
-    };
-    let rate = last
-        .iter()
-        .map(|j| j.as_ref().map_or(0.0, |j| j.score))
-        .sum::<f64>()
-        / last.len() as f64;
-    if let Ok(mut acc) = PASS_AT_1.lock() {
+impl PassAt1Gauge {
+    /// Updates the estimate with a judged problem: the share of its last iteration's
+    /// candidates judged correct (a failed candidate counts as wrong), averaged over the
+    /// problems judged so far.
+    pub fn on_problem_judged(&self, record: &ProblemRecord) {
+        let Some(last) = record.judgments.last().filter(|c| !c.is_empty()) else {
+            return;
+        };
+        let rate = last
+            .iter()
+            .map(|j| j.as_ref().map_or(0.0, |j| j.score))
+            .sum::<f64>()
+            / last.len() as f64;
+        let mut acc = self.0.lock().unwrap_or_else(|p| p.into_inner());
         acc.0 += rate;
         acc.1 += 1;
         metrics::gauge!("tmas_pass_at_1").set(acc.0 / acc.1 as f64);

@@ -17,20 +17,15 @@ use crate::config::Config;
 use crate::eval::dataset::{Dataset, Problem};
 use crate::method::PromptSet;
 use crate::method::prompts::TemplateKind;
-use crate::store::export::META_ITERATIONS;
 use crate::store::resume::result_affecting_differences;
 use crate::store::rows::sha256_hex;
+use crate::store::schema::{
+    META_CONFIG, META_CONFIG_SOURCE, META_DATASET, META_ITERATIONS, META_PROMPTS, META_SEED,
+    META_STATUS,
+};
 use crate::store::{Fact, ProblemRow, RunStore, StoredProblem};
 
 use super::run_dir::RunDir;
-
-/// Meta keys written at the start of a run.
-pub const META_CONFIG: &str = "config_toml";
-pub const META_PROMPTS: &str = "prompts_sha256";
-pub const META_DATASET: &str = "dataset";
-pub const META_CONFIG_SOURCE: &str = "config_source";
-pub const META_STATUS: &str = "status";
-pub const META_SEED: &str = "seed";
 
 /// Everything the engine needs to start.
 pub struct Plan {

@@ -16,6 +16,7 @@ use crate::store::executor::{StaleFailures, TaintView};
 use crate::store::{Fact, RunStore, StatusRow};
 
 use super::judging::JudgeSetup;
+use super::observe::PassAt1Gauge;
 use super::outputs::{JudgedScores, WrittenOutputs, WrittenProblem};
 use super::run_dir::{FailedProblem, ProblemRecord, RunDir};
 
@@ -43,6 +44,8 @@ pub struct ResultWriter {
     pub stale: StaleFailures,
     /// T the problems run with (recorded with each done problem).
     pub iterations: u32,
+    /// The run's Pass@1 estimate, updated with each stored problem.
+    pub pass_at_1: Arc<PassAt1Gauge>,
 }
 
 /// Most judged problems being encoded, stored and written at once. Storing is a chain of
@@ -67,6 +70,7 @@ impl ResultWriter {
             taint: self.taint.clone(),
             stale: self.stale.clone(),
             iterations: self.iterations,
+            pass_at_1: self.pass_at_1.clone(),
         });
         let mut judging = JoinSet::new();
         let mut storing = JoinSet::new();
@@ -170,6 +174,7 @@ struct Storer {
     taint: TaintView,
     stale: StaleFailures,
     iterations: u32,
+    pass_at_1: Arc<PassAt1Gauge>,
 }
 
 impl Storer {
@@ -227,7 +232,7 @@ impl Storer {
             files_ms = (started.elapsed() - stored).as_millis() as u64,
             "problem stored and written"
         );
-        super::observe::on_problem_judged(&record); // updates the Pass@1 gauge
+        self.pass_at_1.on_problem_judged(&record);
         Ok(Stored::Written(
             record.problem_id.clone(),
             WrittenProblem { line, scores },

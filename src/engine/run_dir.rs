@@ -27,21 +27,9 @@ use serde::{Deserialize, Serialize};
 use tmas_actors::strategy::BankVersion;
 
 use super::accounting::Accounting;
-use crate::eval::judge::JudgeRecord;
-use crate::eval::pass_at_1::PassAt1Table;
-use crate::method::TmasOutcome;
+use crate::eval::pass_at_1::{PassAt1Table, pass_at_1_csv};
+pub use crate::record::{FailedProblem, ProblemRecord, RoleUsage};
 use crate::store::bank_files::{JsonFileSink, file_holds, safe_name, uncapped_safe_name};
-
-/// Everything stored about one problem.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ProblemRecord {
-    pub problem_id: String,
-    pub question: String,
-    pub reference_answer: String,
-    pub outcome: TmasOutcome,
-    /// `judgments[iteration][candidate]`; `None` for a candidate whose solution call failed.
-    pub judgments: Vec<Vec<Option<JudgeRecord>>>,
-}
 
 /// `run.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -62,22 +50,6 @@ pub struct RunSummaryFile {
     /// Why the run stopped before its end on its own (permanent errors from an endpoint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<String>,
-}
-
-/// Calls and tokens of one role over a run (from the run store's `calls` table).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RoleUsage {
-    pub calls: u64,
-    pub failed: u64,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-}
-
-/// A problem that ended without a result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FailedProblem {
-    pub problem_id: String,
-    pub error: String,
 }
 
 /// Paths inside a run directory.
@@ -423,28 +395,6 @@ impl ResultsRewrite {
         );
         Ok(())
     }
-}
-
-/// The per-iteration Pass@1 table as CSV (`pass_at_1.csv`, `tmas export --format csv`).
-pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
-    let mut csv = String::from(
-        "iteration,pass_at_1,problems,candidates,empty_problems,undecided,disagreements,no_answer,calls_lost\n",
-    );
-    for row in &table.rows {
-        csv.push_str(&format!(
-            "{},{:.6},{},{},{},{},{},{},{}\n",
-            row.iteration,
-            row.pass_at_1,
-            row.problems,
-            row.candidates,
-            row.empty_problems,
-            row.undecided,
-            row.disagreements,
-            row.no_answer,
-            row.calls_lost
-        ));
-    }
-    csv
 }
 
 /// Writes `bytes` to `path` via a temporary file in the same directory and a rename.

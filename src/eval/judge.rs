@@ -15,12 +15,11 @@ use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
 
 use super::equivalence::{self, Outcome, Verdict};
 use super::extract;
+use crate::config::Role;
+pub use crate::config::{JudgeInput, LlmJudgePolicy};
 
 /// Judge repeats per candidate in the paper.
 pub const PAPER_JUDGE_REPEATS: usize = 4;
-
-/// The agent role (and endpoint group) of judge calls.
-pub const JUDGE_ROLE: &str = "judge";
 
 /// The placeholders a judge template must contain.
 pub const PLACEHOLDERS: [&str; 3] = ["{question}", "{reference}", "{candidate}"];
@@ -99,7 +98,7 @@ pub fn judge_request(
         messages: vec![ChatMessage::user(prompt)],
         sampling,
         tags: CallTags {
-            role: Arc::from(JUDGE_ROLE),
+            role: Arc::from(Role::Judge.as_str()),
             problem: Arc::from(problem_id),
             iteration,
             call: None,
@@ -141,31 +140,6 @@ fn verdict_word(text: &str) -> Option<bool> {
         "no" | "not equivalent" | "incorrect" | "false" | "not correct" => Some(false),
         _ => None,
     }
-}
-
-/// Which candidates go to the LLM judge when one is configured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LlmJudgePolicy {
-    /// Every candidate with an answer, R times (the paper's protocol; rule verdicts are
-    /// kept to measure agreement).
-    Always,
-    /// Only candidates the rules could not decide (cheaper; decided ones keep the rule
-    /// verdict).
-    WhenUndecided,
-}
-
-/// What the LLM judge is shown of a candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JudgeInput {
-    /// The last `\boxed{}` only; a candidate without one scores 0 without a judge call.
-    Boxed,
-    /// The last `\boxed{}` when there is one, otherwise the end of the think-stripped
-    /// solution ([`FINAL_TAIL_CHARS`] characters), so an unboxed correct answer can be
-    /// recognised.
-    #[default]
-    Final,
 }
 
 /// How much of an unboxed solution's end the judge sees under [`JudgeInput::Final`].

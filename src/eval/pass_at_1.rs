@@ -273,6 +273,28 @@ impl PassAt1Table {
     }
 }
 
+/// The per-iteration Pass@1 table as CSV (`pass_at_1.csv`, `tmas export --format csv`).
+pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
+    let mut csv = String::from(
+        "iteration,pass_at_1,problems,candidates,empty_problems,undecided,disagreements,no_answer,calls_lost\n",
+    );
+    for row in &table.rows {
+        csv.push_str(&format!(
+            "{},{:.6},{},{},{},{},{},{},{}\n",
+            row.iteration,
+            row.pass_at_1,
+            row.problems,
+            row.candidates,
+            row.empty_problems,
+            row.undecided,
+            row.disagreements,
+            row.no_answer,
+            row.calls_lost
+        ));
+    }
+    csv
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

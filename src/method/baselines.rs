@@ -25,6 +25,7 @@ use std::sync::Arc;
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, CallSpec, Command, Strategy};
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest};
 
+use crate::config::Role;
 use crate::method::params::{RoleCall, RoleCalls};
 use crate::method::parse::strip_think;
 use crate::method::prompts::{PromptSet, TemplateKind};
@@ -47,30 +48,6 @@ pub enum BaselineKind {
     VerifyRefine,
     Pacore,
     Rse,
-}
-
-/// The roles baseline calls are made in (the `x-tmas-role` header and `CallKey::role`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum CallRole {
-    /// Every call that writes a candidate solution (generation, refinement, correction).
-    Solution,
-    /// Verify-Refine's scored reviews.
-    Verification,
-    /// Self-Refine's feedback on its own solution.
-    Critique,
-    /// RSE's extractor.
-    Extraction,
-}
-
-impl CallRole {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CallRole::Solution => "solution",
-            CallRole::Verification => "verification",
-            CallRole::Critique => "critique",
-            CallRole::Extraction => "extraction",
-        }
-    }
 }
 
 /// Decides whether two final answers are the same (MV's grouping). The evaluation's rule
@@ -116,13 +93,8 @@ impl std::fmt::Debug for BaselineParams {
 }
 
 impl BaselineParams {
-    fn role_call(&self, role: CallRole) -> RoleCall {
-        match role {
-            CallRole::Solution => self.roles.solution,
-            CallRole::Verification => self.roles.verification,
-            CallRole::Critique => self.roles.critique,
-            CallRole::Extraction => self.roles.extraction,
-        }
+    fn role_call(&self, role: Role) -> RoleCall {
+        self.roles.get(role)
     }
 }
 
@@ -158,14 +130,14 @@ impl Ctx {
 /// One call a method wants.
 #[derive(Debug, Clone)]
 pub struct Req {
-    pub role: CallRole,
+    pub role: Role,
     pub candidate: Option<u32>,
     pub index: Option<u32>,
     pub prompt: Arc<str>,
 }
 
 impl Req {
-    pub fn new(role: CallRole, candidate: u32, index: Option<u32>, prompt: Arc<str>) -> Self {
+    pub fn new(role: Role, candidate: u32, index: Option<u32>, prompt: Arc<str>) -> Self {
         Self {
             role,
             candidate: Some(candidate),
@@ -183,7 +155,7 @@ impl Step {
             prompts
                 .iter()
                 .enumerate()
-                .map(|(c, (_, p))| Req::new(CallRole::Solution, c as u32, None, p.clone()))
+                .map(|(c, (_, p))| Req::new(Role::Solution, c as u32, None, p.clone()))
                 .collect(),
         )
     }
@@ -308,10 +280,15 @@ impl BaselineStrategy {
         };
         let c = &mut self.calls;
         match req.role {
-            CallRole::Solution => c.solution += 1,
-            CallRole::Verification => c.verification += 1,
-            CallRole::Critique => c.critique += 1,
-            CallRole::Extraction => c.extraction += 1,
+            Role::Solution => c.solution += 1,
+            Role::Verification => c.verification += 1,
+            Role::Summary => c.summary += 1,
+            Role::Experience => c.experience += 1,
+            Role::Guideline => c.guideline += 1,
+            Role::Critique => c.critique += 1,
+            Role::Extraction => c.extraction += 1,
+            // The judges' calls are the evaluation's, counted apart from the method's.
+            Role::Judge | Role::GuidelineJudge => {}
         }
         let rc = self.cx.params.role_call(req.role);
         let prompt_bytes = req.prompt.len();
@@ -472,15 +449,7 @@ impl Strategy for BaselineStrategy {
 /// LaTeX; only used so budgets are never silently zero).
 const BYTES_PER_TOKEN: u64 = 4;
 
-/// The tokens of one answered call and which of them are estimates.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CallTokens {
-    pub prompt: u64,
-    pub completion: u64,
-    /// The server reported no prompt (completion) tokens: the figure is estimated.
-    pub prompt_estimated: bool,
-    pub completion_estimated: bool,
-}
+pub use super::result::CallTokens;
 
 /// The server's token counts, or estimates from the texts' lengths where it reported
 /// none (a server that omits `usage` would otherwise make a method look free): prompt
@@ -546,7 +515,7 @@ pub fn candidate(
 /// The outcome of the call of `role` for `candidate` (index `index`) in `replies`.
 pub fn reply_of(
     replies: &Replies,
-    role: CallRole,
+    role: Role,
     candidate: u32,
     index: Option<u32>,
 ) -> Option<&CallOutcome> {

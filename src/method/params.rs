@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use tmas_actors::wire::Sampling;
 
+use crate::config::Role;
+
 /// How one agent role calls the model.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RoleCall {
@@ -26,6 +28,25 @@ pub struct RoleCalls {
     pub critique: RoleCall,
     /// RSE's experience extractor.
     pub extraction: RoleCall,
+    /// Hybrid-RL's guideline judge (`tmas rl-score`).
+    pub guideline_judge: RoleCall,
+}
+
+impl RoleCalls {
+    /// The settings of `role`'s calls.
+    pub fn get(&self, role: Role) -> RoleCall {
+        match role {
+            Role::Solution => self.solution,
+            Role::Verification => self.verification,
+            Role::Summary => self.summary,
+            Role::Experience => self.experience,
+            Role::Guideline => self.guideline,
+            Role::Judge => self.judge,
+            Role::GuidelineJudge => self.guideline_judge,
+            Role::Critique => self.critique,
+            Role::Extraction => self.extraction,
+        }
+    }
 }
 
 /// Parameters of one TMAS run (shared by every problem's strategy through an `Arc`).

@@ -17,7 +17,7 @@ use tmas_actors::wire::{PromptText, PromptTextBuilder};
 
 mod kinds;
 
-pub use kinds::TemplateKind;
+pub use crate::config::TemplateKind;
 
 /// Why a prompt template could not be loaded.
 #[derive(Debug, thiserror::Error)]

@@ -155,7 +155,7 @@ fn is_zero(v: &u64) -> bool {
 
 impl CallCounts {
     /// Adds one answered call's tokens, keeping count of the estimated ones.
-    pub fn add_tokens(&mut self, t: crate::method::baselines::CallTokens) {
+    pub fn add_tokens(&mut self, t: CallTokens) {
         self.prompt_tokens += t.prompt;
         self.completion_tokens += t.completion;
         if t.prompt_estimated {
@@ -277,6 +277,16 @@ pub fn is_fully_verified(scores: &[f64], m: usize, strict: bool) -> bool {
         m.saturating_sub(2).max(1)
     };
     scores.len() >= needed && scores.iter().all(|s| *s == 1.0)
+}
+
+/// The tokens of one answered call and which of them are estimates.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallTokens {
+    pub prompt: u64,
+    pub completion: u64,
+    /// The server reported no prompt (completion) tokens: the figure is estimated.
+    pub prompt_estimated: bool,
+    pub completion_estimated: bool,
 }
 
 #[cfg(test)]

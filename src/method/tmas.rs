@@ -18,6 +18,7 @@ use std::sync::Arc;
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, CallSpec, Command, Strategy};
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, PromptText};
 
+use crate::config::Role;
 use crate::method::params::{RoleCall, TmasParams};
 use crate::method::prompts::PromptSet;
 use crate::method::result::{
@@ -33,14 +34,6 @@ pub(crate) mod render;
 use banks_phase::BankTask;
 use candidate::{CandidateState, Choice, Next};
 use render::{Rollout, SolutionContext, SolutionPrompt};
-
-/// Role names (the `x-tmas-role` header and `CallKey::role`).
-pub const ROLE_SOLUTION: &str = "solution";
-pub const ROLE_VERIFICATION: &str = "verification";
-pub const ROLE_SUMMARY: &str = "summary";
-pub const ROLE_EXPERIENCE: &str = "experience";
-pub const ROLE_GUIDELINE: &str = "guideline";
-pub const ROLE_JUDGE: &str = "judge";
 
 /// The iteration in progress.
 struct IterationState {
@@ -108,15 +101,8 @@ impl TmasStrategy {
         &self.guidelines
     }
 
-    fn role_call(&self, role: &str) -> RoleCall {
-        let r = &self.params.roles;
-        match role {
-            ROLE_VERIFICATION => r.verification,
-            ROLE_SUMMARY => r.summary,
-            ROLE_EXPERIENCE => r.experience,
-            ROLE_GUIDELINE => r.guideline,
-            _ => r.solution,
-        }
+    fn role_call(&self, role: Role) -> RoleCall {
+        self.params.roles.get(role)
     }
 
     /// Builds a call for iteration `it`, registers it as pending and counts it. (The
@@ -124,7 +110,7 @@ impl TmasStrategy {
     fn call(
         &mut self,
         it: &mut IterationState,
-        role: &'static str,
+        role: Role,
         candidate: Option<u32>,
         index: Option<u32>,
         attempt: u32,
@@ -133,18 +119,22 @@ impl TmasStrategy {
         let key = CallKey {
             problem: self.problem.id.clone(),
             iteration: it.iteration,
-            role: role.into(),
+            role: role.as_str().into(),
             candidate,
             index,
             attempt,
         };
         let c = &mut it.calls;
         match role {
-            ROLE_SOLUTION => c.solution += 1,
-            ROLE_VERIFICATION => c.verification += 1,
-            ROLE_SUMMARY => c.summary += 1,
-            ROLE_EXPERIENCE => c.experience += 1,
-            _ => c.guideline += 1,
+            Role::Solution => c.solution += 1,
+            Role::Verification => c.verification += 1,
+            Role::Summary => c.summary += 1,
+            Role::Experience => c.experience += 1,
+            Role::Guideline => c.guideline += 1,
+            Role::Critique => c.critique += 1,
+            Role::Extraction => c.extraction += 1,
+            // The judges' calls are the evaluation's, counted apart from the method's.
+            Role::Judge | Role::GuidelineJudge => {}
         }
         if attempt > 0 {
             c.reasked += 1;
@@ -155,7 +145,7 @@ impl TmasStrategy {
             messages: vec![ChatMessage::user(prompt)],
             sampling: rc.sampling,
             tags: CallTags {
-                role: role.into(),
+                role: role.as_str().into(),
                 problem: self.problem.id.clone(),
                 iteration: it.iteration,
                 call: None,
@@ -191,7 +181,7 @@ impl TmasStrategy {
         let commands = prompts
             .into_iter()
             .enumerate()
-            .map(|(c, text)| self.call(&mut it, ROLE_SOLUTION, Some(c as u32), None, 0, text))
+            .map(|(c, text)| self.call(&mut it, Role::Solution, Some(c as u32), None, 0, text))
             .collect();
         let explore = it
             .candidates
@@ -282,6 +272,7 @@ impl TmasStrategy {
     fn on_candidate_call(
         &mut self,
         it: &mut IterationState,
+        role: Role,
         key: &CallKey,
         outcome: &CallOutcome,
     ) -> Vec<Command> {
@@ -291,9 +282,9 @@ impl TmasStrategy {
         let Some(cand) = it.candidates.get_mut(c as usize) else {
             return Vec::new();
         };
-        let (next, note) = match key.role.as_ref() {
-            ROLE_SOLUTION => (cand.on_solution(outcome, self.params.m), None),
-            ROLE_VERIFICATION => {
+        let (next, note) = match role {
+            Role::Solution => (cand.on_solution(outcome, self.params.m), None),
+            Role::Verification => {
                 let index = key.index.unwrap_or(0);
                 cand.on_verification(
                     index,
@@ -302,10 +293,12 @@ impl TmasStrategy {
                     self.params.max_verification_attempts,
                 )
             }
-            _ => {
+            Role::Summary => {
                 let note = cand.on_summary(outcome);
                 (Next::Done, note)
             }
+            // `on_outcome` brings only the candidate roles here.
+            _ => return Vec::new(),
         };
         if let Some((kind, message)) = note {
             it.failures.push(FailureRecord {
@@ -330,7 +323,7 @@ impl TmasStrategy {
                 for v in 0..self.params.m as u32 {
                     commands.push(self.call(
                         it,
-                        ROLE_VERIFICATION,
+                        Role::Verification,
                         Some(c),
                         Some(v),
                         0,
@@ -345,7 +338,7 @@ impl TmasStrategy {
                     .unwrap_or_else(|| "".into());
                 commands.push(self.call(
                     it,
-                    ROLE_VERIFICATION,
+                    Role::Verification,
                     Some(c),
                     Some(index),
                     attempt,
@@ -361,7 +354,7 @@ impl TmasStrategy {
                     &solution,
                     &cand.scored(),
                 );
-                commands.push(self.call(it, ROLE_SUMMARY, Some(c), None, 0, prompt));
+                commands.push(self.call(it, Role::Summary, Some(c), None, 0, prompt));
             }
         }
         if it.banks.is_empty() && it.candidates.iter().all(CandidateState::is_done) {
@@ -514,13 +507,13 @@ impl Strategy for TmasStrategy {
                 });
             }
         }
-        let commands = match key.role.as_ref() {
-            ROLE_SOLUTION | ROLE_VERIFICATION | ROLE_SUMMARY => {
-                self.on_candidate_call(&mut it, &key, &outcome)
+        let commands = match Role::from_label(&key.role) {
+            Some(role @ (Role::Solution | Role::Verification | Role::Summary)) => {
+                self.on_candidate_call(&mut it, role, &key, &outcome)
             }
-            ROLE_EXPERIENCE | ROLE_GUIDELINE => self.on_bank_call(&mut it, &key, &outcome),
-            other => {
-                tracing::warn!(problem = %self.problem.id, role = other, "outcome for an unknown role; ignored");
+            Some(Role::Experience | Role::Guideline) => self.on_bank_call(&mut it, &key, &outcome),
+            _ => {
+                tracing::warn!(problem = %self.problem.id, role = %key.role, "outcome for a role TMAS does not call; ignored");
                 Vec::new()
             }
         };

@@ -20,11 +20,11 @@ use std::sync::Arc;
 use tmas_actors::strategy::BankVersion;
 
 use super::batch::Source;
-use crate::engine::run_dir::ProblemRecord;
 use crate::method::banks::{EXPERIENCE_BANK, GUIDELINE_BANK};
 use crate::method::rng::DecisionRng;
 use crate::method::tmas::render::{Rollout, SolutionContext};
 use crate::method::{PromptSet, TmasParams};
+use crate::record::ProblemRecord;
 
 /// The paper's cold-start mix: 2.2K standard-correctness, 1.6K experience-utilization and
 /// 0.6K novel-strategy instances.

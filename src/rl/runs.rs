@@ -8,8 +8,8 @@ use anyhow::Context;
 
 use super::data::{self, Instance, RunSource};
 use crate::config::Config;
-use crate::engine::plan::{META_CONFIG, META_DATASET, META_STATUS};
 use crate::method::PromptSet;
+use crate::store::schema::{META_CONFIG, META_DATASET, META_STATUS};
 use crate::store::{DB_FILE, StoreReader};
 
 /// What one run contributed.

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::invalid_option::InvalidOption;
+
 pub use super::latency::LatencyModel;
 pub use super::server_model::ServerModelOptions;
 
@@ -342,23 +344,6 @@ impl SimOptions {
             model.validate()?;
         }
         self.task.validate()
-    }
-}
-
-/// A simulator option with a bad value.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("simulator option `{field}`: {message}")]
-pub struct InvalidOption {
-    pub field: String,
-    pub message: String,
-}
-
-impl InvalidOption {
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            message: message.into(),
-        }
     }
 }
 

@@ -27,7 +27,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use prefix_cache::{PrefixCache, PrefixHit};
 
-use super::options::InvalidOption;
+use super::invalid_option::InvalidOption;
 use super::rng::{SimRng, hash_str, mix};
 
 /// Parameters of the server model (`[simulator.server_model]`).

@@ -12,11 +12,10 @@ use anyhow::Context;
 use serde_json::{Value, json};
 
 use super::read::{StoreReader, StoredProblem};
-use crate::engine::run_dir::{ProblemRecord, pass_at_1_csv};
+use super::schema::META_ITERATIONS;
+use crate::eval::pass_at_1::pass_at_1_csv;
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
-
-/// Meta key holding the run's iteration count T.
-pub const META_ITERATIONS: &str = "iterations";
+use crate::record::ProblemRecord;
 
 /// The Pass@1 table over the judged records of a selection of problems. `records` may be
 /// read one at a time (the first error stops the table).

@@ -1,6 +1,6 @@
 //! Migrations of run stores written by older `tmas` versions.
 //!
-//! [`super::schema::ensure`] runs them inside its transaction when a store is opened for
+//! [`super::version::ensure`] runs them inside its transaction when a store is opened for
 //! writing (`tmas run --resume`), so a migration either completes or leaves the store as
 //! it was. `tmas export` opens stores read-only and does not migrate: the tables it reads
 //! (`meta`, `problems`, `bank_versions`, `calls` usage columns) are the same in version 1.
@@ -84,7 +84,7 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::store::chunks;
-    use crate::store::schema::{self, SCHEMA_VERSION};
+    use crate::store::schema::SCHEMA_VERSION;
 
     /// The version-1 schema, as `tmas` wrote it (to build old stores in tests).
     pub const V1_SCHEMA: &str = r#"
@@ -237,7 +237,7 @@ CREATE TABLE IF NOT EXISTS judge_verdicts (
         let mut conn = Connection::open_in_memory().unwrap();
         let long = long_text();
         v1_store(&conn, &long);
-        schema::ensure(&mut conn, "mem").unwrap();
+        crate::store::ensure_schema_for_tests(&mut conn);
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();

@@ -149,11 +149,10 @@ pub fn read(conn: &Connection, id: &str) -> Result<Option<String>, PromptReadErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::schema;
 
     fn db() -> Connection {
         let mut conn = Connection::open_in_memory().unwrap();
-        schema::ensure(&mut conn, "mem").unwrap();
+        crate::store::ensure_schema_for_tests(&mut conn);
         conn
     }
 

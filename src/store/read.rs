@@ -8,7 +8,7 @@ use tmas_actors::strategy::{BankVersion, CallFailure, CallOutcome};
 use tmas_actors::wire::{ChatResponse, Usage};
 
 use super::StoreError;
-use crate::engine::run_dir::ProblemRecord;
+use crate::record::ProblemRecord;
 
 /// A problem of the stored dataset selection with its state.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,12 +1,13 @@
 //! What the engine hands the store writer: one variant per kind of fact.
 
 use std::sync::Arc;
+pub use tmas_actors::wire::prompt_text;
 
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome};
 use tmas_actors::wire::{ChatMessage, Sampling};
 use tokio::sync::oneshot;
 
-use crate::engine::run_dir::ProblemRecord;
+use crate::record::ProblemRecord;
 
 /// One finished model call (success or a failure after the client's retries).
 #[derive(Debug, Clone)]
@@ -84,17 +85,6 @@ pub type WriteResult = Result<(), Arc<str>>;
 pub struct Envelope {
     pub fact: Fact,
     pub ack: Option<oneshot::Sender<WriteResult>>,
-}
-
-/// The prompt text stored for a request: the single message's content (the common case,
-/// shared by reference with the request), else the messages as a JSON array.
-pub fn prompt_text(messages: &[ChatMessage]) -> Arc<str> {
-    match messages {
-        [only] => only.content.flatten(),
-        many => serde_json::to_string(many)
-            .unwrap_or_else(|e| format!("unencodable messages: {e}"))
-            .into(),
-    }
 }
 
 /// Hex SHA-256 of a text (the digest of the prompt templates in `meta`; prompts in the

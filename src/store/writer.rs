@@ -14,7 +14,7 @@
 //! what resume needs.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::prompts::{self, PromptCache};
 use super::rows::{CallRow, Envelope, Fact, ProblemRow, StatusRow, WriteResult};
 use super::rows::{now_ms, prompt_text};
-use crate::engine::run_dir::ProblemRecord;
+use crate::record::ProblemRecord;
 
 /// Most facts in one transaction.
 pub const MAX_BATCH: usize = 1000;
@@ -33,25 +33,15 @@ pub const MAX_BATCH: usize = 1000;
 /// fact ends it at once).
 pub const LINGER: Duration = Duration::from_millis(1);
 
-/// CPU microseconds used by the writer threads of this process that have stopped.
-static STOPPED_WRITERS_CPU_MICROS: AtomicU64 = AtomicU64::new(0);
-
-/// CPU seconds (user + system) used by every run store writer thread of this process that
-/// has stopped: what the run store cost, apart from the callers' encoding. `tmas bench
-/// eval` reports it beside the process total.
-pub fn stopped_writers_cpu_seconds() -> f64 {
-    STOPPED_WRITERS_CPU_MICROS.load(Ordering::Relaxed) as f64 / 1e6
-}
-
 /// Runs until a `Close` fact arrives or every sender is gone. `on_error` is told about
-/// each failed batch (the first one stops the run).
-pub fn run(conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn(&str)) {
+/// each failed batch (the first one stops the run). Returns the CPU seconds (user +
+/// system) this thread used, where the platform can tell: what the run store cost, apart
+/// from the callers' encoding.
+pub fn run(conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn(&str)) -> Option<f64> {
     let batches = write_batches(conn, rx, on_error);
-    let cpu_s = crate::bench::resources::this_thread_cpu_seconds();
-    if let Some(secs) = cpu_s {
-        STOPPED_WRITERS_CPU_MICROS.fetch_add((secs * 1e6).round() as u64, Ordering::Relaxed);
-    }
+    let cpu_s = crate::resources::this_thread_cpu_seconds();
     tracing::debug!(batches, cpu_s, "run store writer stopped");
+    cpu_s
 }
 
 /// The writer's loop; returns how many batches it committed or tried to.
@@ -406,7 +396,7 @@ mod tests {
     #[test]
     fn a_full_disk_fails_the_batch_with_a_clear_message_and_keeps_earlier_commits() {
         let mut conn = Connection::open_in_memory().unwrap();
-        crate::store::schema::ensure(&mut conn, "mem").unwrap();
+        crate::store::ensure_schema_for_tests(&mut conn);
         let mut cache = PromptCache::default();
         commit(&mut conn, &[meta("kept", "yes".into())], &mut cache).unwrap();
         // A page limit makes SQLite report SQLITE_FULL, as a full disk does.

@@ -548,6 +548,7 @@ async fn resume_engine(
             status_every: None,
             keep_failed: false,
             preflight: false,
+            observe: Default::default(),
         },
         tmas::engine::RunControl::default(),
     )

@@ -7,6 +7,8 @@ use std::path::Path;
 
 use anyhow::Context;
 
+use crate::config::Role;
+
 /// One call's place in a problem's dependency graph and its latency.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallTiming {
@@ -126,15 +128,21 @@ pub fn problem_chains(calls: &[CallTiming]) -> HashMap<&str, f64> {
             .entry(c.iteration)
             .or_default();
         let max = |slot: &mut f64| *slot = slot.max(c.seconds);
-        match (c.role.as_str(), c.candidate) {
-            ("experience" | "guideline", _) => max(&mut it.banks),
-            (role, Some(k)) => {
+        match (Role::from_label(&c.role), c.candidate) {
+            (Some(Role::Experience | Role::Guideline), _) => max(&mut it.banks),
+            (Some(role), Some(k)) => {
                 let cand = it.candidates.entry(k).or_default();
                 match role {
-                    "solution" => max(&mut cand.solution),
-                    "verification" => max(&mut cand.verification),
-                    "summary" => max(&mut cand.summary),
-                    _ => {}
+                    Role::Solution => max(&mut cand.solution),
+                    Role::Verification => max(&mut cand.verification),
+                    Role::Summary => max(&mut cand.summary),
+                    // Not on a TMAS candidate's chain.
+                    Role::Experience
+                    | Role::Guideline
+                    | Role::Judge
+                    | Role::GuidelineJudge
+                    | Role::Critique
+                    | Role::Extraction => {}
                 }
             }
             _ => {}

@@ -13,10 +13,10 @@ use crate::config::layers::CliOverride;
 use crate::config::loader::{load_str, load_with};
 use crate::config::resolve::process_env;
 use crate::engine::endpoints::Endpoints;
-use crate::engine::plan::META_CONFIG;
 use crate::engine::rejudge::{Rejudged, rejudge};
 use crate::engine::run_dir::write_atomic;
 use crate::method::PromptSet;
+use crate::store::schema::META_CONFIG;
 use crate::store::{DB_FILE, StoreReader};
 
 /// Exit code when some judge call failed (as `tmas run`'s "finished with calls lost").

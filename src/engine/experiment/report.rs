@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::{ExperimentPlan, PlannedVariant};
-use crate::config::Config;
+use crate::config::{Config, Role};
 use crate::engine::run_dir::{ProblemRecord, RunDir, RunSummaryFile, write_atomic};
 use crate::eval::analyses::guidelines::{sweep_chart, sweep_text};
 use crate::eval::analyses::{Analyses, ProblemRun};
@@ -100,15 +100,7 @@ impl VariantReport {
 }
 
 /// The roles in column order.
-const ROLES: [&str; 7] = [
-    "solution",
-    "verification",
-    "summary",
-    "experience",
-    "guideline",
-    "critique",
-    "extraction",
-];
+const ROLES: [Role; 7] = Role::METHOD;
 
 fn role_calls(c: &CallCounts) -> [u32; 7] {
     [
@@ -215,7 +207,7 @@ fn budget(records: &[ProblemRecord], pass: &[f64]) -> Vec<IterationBudget> {
             for (slot, v) in roles.iter_mut().zip(role_calls(&it.calls)) {
                 *slot += u64::from(v);
             }
-            for role in ROLES {
+            for role in ROLES.map(Role::as_str) {
                 if let Some(t) = it.tokens_by_role.get(role) {
                     let e = b.tokens_by_role.entry(role).or_default();
                     e.0 += t.prompt_tokens as f64 / n;
@@ -235,7 +227,7 @@ fn budget(records: &[ProblemRecord], pass: &[f64]) -> Vec<IterationBudget> {
         b.estimated_completion_tokens /= n;
         cumulative += b.completion_tokens;
         b.cumulative_completion_tokens = cumulative;
-        for (role, v) in ROLES.into_iter().zip(roles) {
+        for (role, v) in ROLES.map(Role::as_str).into_iter().zip(roles) {
             if v > 0 {
                 b.calls_by_role.insert(role, v as f64 / n);
             }
@@ -556,6 +548,7 @@ fn comparison_csv(variants: &[VariantReport], columns: &[usize]) -> String {
 fn budget_csv_text(variants: &[VariantReport]) -> String {
     let mut out = String::from("variant,iteration,pass_at_1,calls");
     for r in ROLES {
+        let r = r.as_str();
         let _ = write!(out, ",{r}_calls,{r}_prompt_tokens,{r}_completion_tokens");
     }
     out.push_str(",prompt_tokens,completion_tokens,cumulative_completion_tokens,estimated_prompt_tokens,estimated_completion_tokens\n");
@@ -576,7 +569,7 @@ fn budget_csv_text(variants: &[VariantReport]) -> String {
                 let _ = write!(
                     out,
                     ",{:.3}",
-                    b.calls_by_role.get(r).copied().unwrap_or(0.0)
+                    b.calls_by_role.get(r.as_str()).copied().unwrap_or(0.0)
                 );
             }
             let _ = writeln!(

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::engine::run_dir::{ProblemRecord, pass_at_1_csv};
+use crate::eval::pass_at_1::pass_at_1_csv;
 use crate::method::{CallCounts, ProblemInput, StopReason, TmasOutcome};
+use crate::record::ProblemRecord;
 use crate::store::export::pass_at_1_table;
 use crate::store::{Fact, ProblemRow, StatusRow};
 
@@ -298,7 +299,7 @@ async fn records_sent_without_waiting_are_committed_before_a_later_flush_returns
 async fn exports_read_done_records_one_at_a_time() {
     let (_tmp, _dir, store) = run_with_problems(3);
     store.send(Fact::Meta(vec![(
-        crate::store::export::META_ITERATIONS.into(),
+        crate::store::schema::META_ITERATIONS.into(),
         "3".into(),
     )]));
     for i in [0, 2] {

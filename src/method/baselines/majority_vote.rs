@@ -5,7 +5,7 @@
 //! Pass@1 from all k candidates. Ties between groups of equal size go to the group whose
 //! first member has the lowest index: deterministic, and as arbitrary as any other rule.
 
-use super::{CallRole, Ctx, IterationEnd, Method, Replies, Req, Step, candidate, reply_of};
+use super::{Ctx, IterationEnd, Method, Replies, Req, Role, Step, candidate, reply_of};
 use crate::method::result::{CandidateResult, PromptMode};
 
 pub struct MajorityVote;
@@ -15,7 +15,7 @@ impl Method for MajorityVote {
         let prompt = cx.fresh_prompt();
         Step::Calls(
             (0..cx.params.k as u32)
-                .map(|c| Req::new(CallRole::Solution, c, None, prompt.clone()))
+                .map(|c| Req::new(Role::Solution, c, None, prompt.clone()))
                 .collect(),
         )
     }
@@ -24,7 +24,7 @@ impl Method for MajorityVote {
         let prompt = cx.fresh_prompt();
         let candidates: Vec<CandidateResult> = (0..cx.params.k as u32)
             .map(|c| {
-                let reply = reply_of(&replies, CallRole::Solution, c, None);
+                let reply = reply_of(&replies, Role::Solution, c, None);
                 candidate(c, PromptMode::Fresh, &prompt, reply)
             })
             .collect();

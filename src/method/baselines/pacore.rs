@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use super::{CallRole, Ctx, IterationEnd, Method, Replies, Req, Step, candidate, reply_of};
+use super::{Ctx, IterationEnd, Method, Replies, Req, Role, Step, candidate, reply_of};
 use crate::method::prompts::TemplateKind;
 use crate::method::result::{CandidateResult, PromptMode};
 use crate::method::rng::DecisionRng;
@@ -60,7 +60,7 @@ impl Method for Pacore {
         self.prompt = Some((mode, prompt.clone()));
         Step::Calls(
             (0..cx.params.n as u32)
-                .map(|c| Req::new(CallRole::Solution, c, None, prompt.clone()))
+                .map(|c| Req::new(Role::Solution, c, None, prompt.clone()))
                 .collect(),
         )
     }
@@ -76,7 +76,7 @@ impl Method for Pacore {
                     c,
                     mode,
                     &prompt,
-                    reply_of(&replies, CallRole::Solution, c, None),
+                    reply_of(&replies, Role::Solution, c, None),
                 )
             })
             .collect();

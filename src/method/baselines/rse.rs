@@ -13,9 +13,7 @@
 
 use std::sync::Arc;
 
-use super::{
-    CallRole, Ctx, IterationEnd, Method, Replies, Req, Step, candidate, reply_of, text_of,
-};
+use super::{Ctx, IterationEnd, Method, Replies, Req, Role, Step, candidate, reply_of, text_of};
 use crate::method::parse::find_json_object;
 use crate::method::prompts::{TemplateKind, bullet_list};
 use crate::method::result::{CandidateResult, PromptMode};
@@ -95,7 +93,7 @@ impl Rse {
         self.prompt = Some((mode, prompt.clone()));
         Step::Calls(
             (0..cx.params.n as u32)
-                .map(|c| Req::new(CallRole::Solution, c, None, prompt.clone()))
+                .map(|c| Req::new(Role::Solution, c, None, prompt.clone()))
                 .collect(),
         )
     }
@@ -114,7 +112,7 @@ impl Method for Rse {
                     let prompt = cx
                         .prompts
                         .render(TemplateKind::Extraction, &[&cx.problem.question, s]);
-                    Req::new(CallRole::Extraction, *c, None, prompt.into())
+                    Req::new(Role::Extraction, *c, None, prompt.into())
                 })
                 .collect(),
         )
@@ -125,7 +123,7 @@ impl Method for Rse {
             let mut any = false;
             let mut proposed = self.bank.clone();
             for (c, _) in &self.prev {
-                let text = text_of(reply_of(&replies, CallRole::Extraction, *c, None));
+                let text = text_of(reply_of(&replies, Role::Extraction, *c, None));
                 if let Some(items) = text.as_deref().and_then(parse_extraction) {
                     any = true;
                     proposed.extend(items);
@@ -144,7 +142,7 @@ impl Method for Rse {
                     c,
                     mode,
                     &prompt,
-                    reply_of(&replies, CallRole::Solution, c, None),
+                    reply_of(&replies, Role::Solution, c, None),
                 );
                 cand.experience_items = experience_items;
                 cand

@@ -9,9 +9,7 @@
 
 use std::sync::Arc;
 
-use super::{
-    CallRole, Ctx, IterationEnd, Method, Replies, Req, Step, candidate, reply_of, text_of,
-};
+use super::{Ctx, IterationEnd, Method, Replies, Req, Role, Step, candidate, reply_of, text_of};
 use crate::method::prompts::TemplateKind;
 use crate::method::result::{CandidateResult, PromptMode};
 
@@ -65,7 +63,7 @@ impl Method for SelfRefine {
                 let prompt = cx
                     .prompts
                     .render(TemplateKind::Critique, &[&cx.problem.question, s]);
-                Some(Req::new(CallRole::Critique, c as u32, None, prompt.into()))
+                Some(Req::new(Role::Critique, c as u32, None, prompt.into()))
             })
             .collect();
         if critiques.is_empty() {
@@ -78,7 +76,7 @@ impl Method for SelfRefine {
     fn on_replies(&mut self, cx: &Ctx, _t: u32, replies: Replies) -> Step {
         if self.critiquing {
             let feedback: Vec<Option<Arc<str>>> = (0..cx.params.n as u32)
-                .map(|c| text_of(reply_of(&replies, CallRole::Critique, c, None)))
+                .map(|c| text_of(reply_of(&replies, Role::Critique, c, None)))
                 .collect();
             return self.solve(cx, &feedback);
         }
@@ -87,7 +85,7 @@ impl Method for SelfRefine {
             .iter()
             .enumerate()
             .map(|(c, (mode, prompt))| {
-                let reply = reply_of(&replies, CallRole::Solution, c as u32, None);
+                let reply = reply_of(&replies, Role::Solution, c as u32, None);
                 candidate(c as u32, *mode, prompt, reply)
             })
             .collect();

@@ -73,7 +73,7 @@ struct Run {
 }
 
 impl Run {
-    fn count(&self, role: CallRole) -> usize {
+    fn count(&self, role: Role) -> usize {
         self.calls
             .iter()
             .filter(|c| c.key.role.as_ref() == role.as_str())
@@ -193,10 +193,10 @@ const KINDS: [BaselineKind; 5] = [
 
 fn counts(run: &Run) -> [usize; 5] {
     [
-        run.count(CallRole::Solution),
-        run.count(CallRole::Verification),
-        run.count(CallRole::Critique),
-        run.count(CallRole::Extraction),
+        run.count(Role::Solution),
+        run.count(Role::Verification),
+        run.count(Role::Critique),
+        run.count(Role::Extraction),
         run.bank_updates,
     ]
 }

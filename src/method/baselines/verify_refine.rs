@@ -11,9 +11,7 @@
 
 use std::sync::Arc;
 
-use super::{
-    CallRole, Ctx, IterationEnd, Method, Replies, Req, Step, candidate, reply_of, text_of,
-};
+use super::{Ctx, IterationEnd, Method, Replies, Req, Role, Step, candidate, reply_of, text_of};
 use crate::method::parse::parse_score;
 use crate::method::prompts::TemplateKind;
 use crate::method::result::{CandidateResult, PromptMode, VerificationRecord, VerificationStatus};
@@ -72,7 +70,7 @@ impl Method for VerifyRefine {
                 .iter()
                 .enumerate()
                 .map(|(c, (mode, prompt))| {
-                    let reply = reply_of(&replies, CallRole::Solution, c as u32, None);
+                    let reply = reply_of(&replies, Role::Solution, c as u32, None);
                     candidate(c as u32, *mode, prompt, reply)
                 })
                 .collect();
@@ -85,7 +83,7 @@ impl Method for VerifyRefine {
                 let prompt = verification_prompt(cx, s);
                 for v in 0..m as u32 {
                     reqs.push(Req::new(
-                        CallRole::Verification,
+                        Role::Verification,
                         cand.index,
                         Some(v),
                         prompt.clone(),
@@ -113,7 +111,7 @@ impl VerifyRefine {
             }
             let mut reports = Vec::new();
             for v in 0..cx.params.m as u32 {
-                let outcome = reply_of(replies, CallRole::Verification, cand.index, Some(v));
+                let outcome = reply_of(replies, Role::Verification, cand.index, Some(v));
                 let text = text_of(outcome);
                 let score = text.as_deref().and_then(parse_score);
                 let status = match (&text, score) {

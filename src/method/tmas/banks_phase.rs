@@ -6,7 +6,8 @@ use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, Command};
 use tmas_actors::wire::PromptText;
 
 use super::render::{self, Rollout};
-use super::{IterationState, ROLE_EXPERIENCE, ROLE_GUIDELINE, TmasStrategy};
+use super::{IterationState, TmasStrategy};
+use crate::config::Role;
 use crate::method::banks::{EXPERIENCE_BANK, GUIDELINE_BANK};
 use crate::method::parse::{parse_experience_reply, parse_guideline_reply};
 use crate::method::result::{BankUpdateRecord, FailureRecord};
@@ -35,7 +36,7 @@ enum State {
 
 pub(super) struct BankTask {
     bank: &'static str,
-    role: &'static str,
+    role: Role,
     /// Shared by re-asks.
     prompt: PromptText,
     state: State,
@@ -77,11 +78,11 @@ impl TmasStrategy {
         let mut tasks = Vec::new();
         if self.params.experience_enabled() {
             let prompt = render::experience(&self.prompts, q, &self.experience, &shown);
-            tasks.push((EXPERIENCE_BANK, ROLE_EXPERIENCE, prompt));
+            tasks.push((EXPERIENCE_BANK, Role::Experience, prompt));
         }
         if self.params.use_guideline {
             let prompt = render::guideline(&self.prompts, q, &self.guidelines, &shown);
-            tasks.push((GUIDELINE_BANK, ROLE_GUIDELINE, prompt));
+            tasks.push((GUIDELINE_BANK, Role::Guideline, prompt));
         }
         let mut commands = Vec::new();
         for (bank, role, prompt) in tasks {
@@ -109,14 +110,15 @@ impl TmasStrategy {
         key: &CallKey,
         outcome: &CallOutcome,
     ) -> Vec<Command> {
-        let Some(t) = it.banks.iter().position(|b| b.role == key.role.as_ref()) else {
+        let role = Role::from_label(&key.role);
+        let Some(t) = it.banks.iter().position(|b| Some(b.role) == role) else {
             return Vec::new();
         };
         if it.banks[t].state != State::Asking {
             return Vec::new();
         }
         let proposed = match outcome {
-            Ok(r) if key.role.as_ref() == ROLE_EXPERIENCE => parse_experience_reply(&r.content),
+            Ok(r) if it.banks[t].role == Role::Experience => parse_experience_reply(&r.content),
             Ok(r) => parse_guideline_reply(&r.content),
             Err(_) => None, // already recorded as a failed call
         };

@@ -123,6 +123,7 @@ pub async fn run_engine(config: Config, dataset: Dataset, dir: &Path) -> RunResu
         env: Vec::new(),
         status_every: None,
         preflight: false,
+        observe: Default::default(),
     })
     .await
     .expect("the run completes")

@@ -5,14 +5,13 @@
 use std::sync::Arc;
 
 use tmas_actors::client::{EscapeCache, encode_request};
-use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, PromptText, Sampling};
+use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, PromptText, Sampling, prompt_text};
 
 use super::harness::params;
 use crate::method::banks::{ANCHOR_PREFIX, HEURISTIC_PREFIX, split_experience};
 use crate::method::params::TmasParams;
 use crate::method::prompts::{PromptSet, TemplateKind, bullet_list};
 use crate::method::tmas::render::{self, Rollout, SolutionContext};
-use crate::store::rows::prompt_text;
 
 /// The string rendering that the segment rendering replaced, verbatim in behaviour.
 mod flat {

@@ -1,10 +1,9 @@
 //! From a [`Config`] to what the method needs: [`TmasParams`] (N, M, T, ε, sampling per
-//! role, …) and the prompt-template overrides.
+//! role, …) and the prompt-template overrides. In the method layer: the config knows
+//! nothing of the method's types.
 
+use crate::config::{Config, Role};
 use crate::method::{PromptOverrides, RoleCall, RoleCalls, TmasParams};
-
-use super::Config;
-use super::endpoints::Role;
 
 impl Config {
     /// The TMAS parameters, with derived defaults applied.
@@ -35,6 +34,7 @@ impl Config {
                 judge: self.role_call(Role::Judge),
                 critique: self.role_call(Role::Critique),
                 extraction: self.role_call(Role::Extraction),
+                guideline_judge: self.role_call(Role::GuidelineJudge),
             },
         }
     }

@@ -1,4 +1,5 @@
-//! CPU time and peak memory of the current process, for benchmark reports.
+//! CPU time and peak memory of the current process and thread: for benchmark reports and
+//! the run store writer's own CPU figure. Below every other module, so any may use it.
 
 /// User + system CPU seconds this process has used so far.
 pub fn cpu_seconds() -> f64 {

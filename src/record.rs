@@ -1,0 +1,35 @@
+//! Records shared by the run store and the engine: what is stored about one problem, a
+//! problem that ended without a result, and the calls and tokens of one role. They sit
+//! below both so the store can read and write them without depending on the engine.
+
+use serde::{Deserialize, Serialize};
+
+use crate::eval::judge::JudgeRecord;
+use crate::method::TmasOutcome;
+
+/// Everything stored about one problem.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProblemRecord {
+    pub problem_id: String,
+    pub question: String,
+    pub reference_answer: String,
+    pub outcome: TmasOutcome,
+    /// `judgments[iteration][candidate]`; `None` for a candidate whose solution call failed.
+    pub judgments: Vec<Vec<Option<JudgeRecord>>>,
+}
+
+/// Calls and tokens of one role over a run (from the run store's `calls` table).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleUsage {
+    pub calls: u64,
+    pub failed: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// A problem that ended without a result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedProblem {
+    pub problem_id: String,
+    pub error: String,
+}
