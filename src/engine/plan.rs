@@ -241,13 +241,7 @@ pub async fn resume(
             let finished = p.status == "done" && p.iterations.is_some_and(|done| done >= t);
             !finished || with_lost_calls.contains(&p.problem_id)
         })
-        .map(|p| Problem {
-            id: p.problem_id.clone(),
-            question: p.question.clone(),
-            answer: p.reference_answer.clone(),
-            reference_solution: p.reference_solution.clone(),
-            grading_guidelines: p.grading_guidelines.clone(),
-        })
+        .map(StoredProblem::problem)
         .collect();
     store
         .write(Fact::Meta(vec![

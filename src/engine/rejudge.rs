@@ -92,18 +92,7 @@ pub async fn rejudge(
     };
     let by_id: std::collections::HashMap<&str, Problem> = problems
         .iter()
-        .map(|p| {
-            (
-                p.problem_id.as_str(),
-                Problem {
-                    id: p.problem_id.clone(),
-                    question: p.question.clone(),
-                    answer: p.reference_answer.clone(),
-                    reference_solution: p.reference_solution.clone(),
-                    grading_guidelines: p.grading_guidelines.clone(),
-                },
-            )
-        })
+        .map(|p| (p.problem_id.as_str(), p.problem()))
         .collect();
     let mut jobs = Vec::with_capacity(records.len());
     for record in &records {

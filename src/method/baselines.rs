@@ -278,18 +278,7 @@ impl BaselineStrategy {
             index: req.index,
             attempt: 0,
         };
-        let c = &mut self.calls;
-        match req.role {
-            Role::Solution => c.solution += 1,
-            Role::Verification => c.verification += 1,
-            Role::Summary => c.summary += 1,
-            Role::Experience => c.experience += 1,
-            Role::Guideline => c.guideline += 1,
-            Role::Critique => c.critique += 1,
-            Role::Extraction => c.extraction += 1,
-            // The judges' calls are the evaluation's, counted apart from the method's.
-            Role::Judge | Role::GuidelineJudge => {}
-        }
+        self.calls.count(req.role);
         let rc = self.cx.params.role_call(req.role);
         let prompt_bytes = req.prompt.len();
         let request = ChatRequest {

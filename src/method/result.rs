@@ -8,6 +8,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tmas_actors::strategy::{BankVersion, CallKey};
 
+use crate::config::Role;
+
 /// The problem a strategy works on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProblemInput {
@@ -154,6 +156,22 @@ fn is_zero(v: &u64) -> bool {
 }
 
 impl CallCounts {
+    /// Counts one call of `role` (the judges' calls are the evaluation's, counted apart
+    /// from the method's).
+    pub fn count(&mut self, role: Role) {
+        let c = self;
+        match role {
+            Role::Solution => c.solution += 1,
+            Role::Verification => c.verification += 1,
+            Role::Summary => c.summary += 1,
+            Role::Experience => c.experience += 1,
+            Role::Guideline => c.guideline += 1,
+            Role::Critique => c.critique += 1,
+            Role::Extraction => c.extraction += 1,
+            Role::Judge | Role::GuidelineJudge => {}
+        }
+    }
+
     /// Adds one answered call's tokens, keeping count of the estimated ones.
     pub fn add_tokens(&mut self, t: CallTokens) {
         self.prompt_tokens += t.prompt;

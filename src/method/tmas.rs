@@ -124,20 +124,9 @@ impl TmasStrategy {
             index,
             attempt,
         };
-        let c = &mut it.calls;
-        match role {
-            Role::Solution => c.solution += 1,
-            Role::Verification => c.verification += 1,
-            Role::Summary => c.summary += 1,
-            Role::Experience => c.experience += 1,
-            Role::Guideline => c.guideline += 1,
-            Role::Critique => c.critique += 1,
-            Role::Extraction => c.extraction += 1,
-            // The judges' calls are the evaluation's, counted apart from the method's.
-            Role::Judge | Role::GuidelineJudge => {}
-        }
+        it.calls.count(role);
         if attempt > 0 {
-            c.reasked += 1;
+            it.calls.reasked += 1;
         }
         let rc = self.role_call(role);
         let prompt_bytes = prompt.len();

@@ -8,6 +8,7 @@ use tmas_actors::strategy::{BankVersion, CallFailure, CallOutcome};
 use tmas_actors::wire::{ChatResponse, Usage};
 
 use super::StoreError;
+use crate::eval::dataset::Problem;
 use crate::record::ProblemRecord;
 
 /// A problem of the stored dataset selection with its state.
@@ -26,6 +27,19 @@ pub struct StoredProblem {
     /// T of the run that finished it (`done` only).
     pub iterations: Option<u32>,
     pub error: Option<String>,
+}
+
+impl StoredProblem {
+    /// The problem as the dataset gave it (what a resumed or re-judged run works on).
+    pub fn problem(&self) -> Problem {
+        Problem {
+            id: self.problem_id.clone(),
+            question: self.question.clone(),
+            answer: self.reference_answer.clone(),
+            reference_solution: self.reference_solution.clone(),
+            grading_guidelines: self.grading_guidelines.clone(),
+        }
+    }
 }
 
 /// A stored call outcome and the id of the prompt it answered.
