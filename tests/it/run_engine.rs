@@ -331,38 +331,9 @@ async fn a_burst_of_5000_client_calls_never_exceeds_the_global_cap_at_the_simula
     // A little latency so calls overlap; no timing is asserted.
     opts.latency = LatencyModel::Fixed(Duration::from_millis(2));
     let sim = start_sim(opts, &dataset(1)).await;
-    let endpoint = EndpointSpec {
-        name: "sim".into(),
-        base_url: sim.base_url(),
-        model: "tmas-sim".into(),
-        api_key: None,
-        // Far above the global cap, so the global cap is the one that must bind.
-        max_in_flight: 1_000,
-        requests_per_minute: None,
-        tokens_per_minute: None,
-        request_timeout: Duration::from_secs(120),
-        stream_idle_timeout: Duration::from_secs(60),
-        context_window: 131_072,
-        token_estimate: TokenEstimate::Bytes {
-            bytes_per_token: 3.0,
-        },
-    };
-    let client = ModelClient::start(ClientConfig {
-        endpoints: vec![endpoint],
-        groups: vec![("solution".into(), vec!["sim".into()])],
-        routing: Vec::new(),
-        global_max_in_flight: CAP,
-        global_requests_per_minute: None,
-        global_tokens_per_minute: None,
-        policy: ResiliencePolicy {
-            backoff_min: Duration::from_millis(5),
-            backoff_max: Duration::from_millis(50),
-            ..ResiliencePolicy::default()
-        },
-    })
-    .await
-    .expect("client starts");
-    let client = Arc::new(client);
+    // The endpoint's own cap is far above the global cap, so the global cap is the one
+    // that must bind.
+    let client = one_endpoint_client(sim.base_url(), 1_000, CAP, LimitAlgorithm::default()).await;
     let calls: Vec<_> = (0..CALLS)
         .map(|i| {
             let request = ChatRequest {
@@ -425,39 +396,8 @@ async fn the_gradient_limit_settles_near_an_undeclared_capacity_before_the_queue
     opts.max_queue = CAPACITY;
     opts.overload_status = 503;
     let sim = start_sim(opts, &dataset(1)).await;
-    let endpoint = EndpointSpec {
-        name: "sim".into(),
-        base_url: sim.base_url(),
-        model: "tmas-sim".into(),
-        api_key: None,
-        // What the client is told: far above what the server takes.
-        max_in_flight: 200,
-        requests_per_minute: None,
-        tokens_per_minute: None,
-        request_timeout: Duration::from_secs(120),
-        stream_idle_timeout: Duration::from_secs(60),
-        context_window: 131_072,
-        token_estimate: TokenEstimate::Bytes {
-            bytes_per_token: 3.0,
-        },
-    };
-    let client = ModelClient::start(ClientConfig {
-        endpoints: vec![endpoint],
-        groups: vec![("solution".into(), vec!["sim".into()])],
-        global_max_in_flight: 200,
-        global_requests_per_minute: None,
-        global_tokens_per_minute: None,
-        routing: Vec::new(),
-        policy: ResiliencePolicy {
-            backoff_min: Duration::from_millis(5),
-            backoff_max: Duration::from_millis(50),
-            limit: LimitAlgorithm::Gradient,
-            ..ResiliencePolicy::default()
-        },
-    })
-    .await
-    .expect("client starts");
-    let client = Arc::new(client);
+    // What the client is told: far above what the server takes.
+    let client = one_endpoint_client(sim.base_url(), 200, 200, LimitAlgorithm::Gradient).await;
     let calls: Vec<_> = (0..CALLS)
         .map(|i| {
             let request = ChatRequest {
@@ -648,4 +588,45 @@ async fn ids_of_any_length_get_capped_file_names_and_an_unwritable_file_fails_on
     assert!(long.is_file());
     assert_eq!(RunDir::open(dir).unwrap().read_problems().unwrap().len(), 5);
     sim.shutdown().await;
+}
+
+/// A model client of one endpoint `sim` serving the `solution` group, with short backoffs.
+async fn one_endpoint_client(
+    base_url: String,
+    endpoint_cap: usize,
+    global_cap: usize,
+    limit: LimitAlgorithm,
+) -> Arc<ModelClient> {
+    let endpoint = EndpointSpec {
+        name: "sim".into(),
+        base_url,
+        model: "tmas-sim".into(),
+        api_key: None,
+        max_in_flight: endpoint_cap,
+        requests_per_minute: None,
+        tokens_per_minute: None,
+        request_timeout: Duration::from_secs(120),
+        stream_idle_timeout: Duration::from_secs(60),
+        context_window: 131_072,
+        token_estimate: TokenEstimate::Bytes {
+            bytes_per_token: 3.0,
+        },
+    };
+    let client = ModelClient::start(ClientConfig {
+        endpoints: vec![endpoint],
+        groups: vec![("solution".into(), vec!["sim".into()])],
+        routing: Vec::new(),
+        global_max_in_flight: global_cap,
+        global_requests_per_minute: None,
+        global_tokens_per_minute: None,
+        policy: ResiliencePolicy {
+            backoff_min: Duration::from_millis(5),
+            backoff_max: Duration::from_millis(50),
+            limit,
+            ..ResiliencePolicy::default()
+        },
+    })
+    .await
+    .expect("client starts");
+    Arc::new(client)
 }
