@@ -7,7 +7,7 @@
 //! every insert is `INSERT OR IGNORE`, so an empty cache (a resumed run) is only slower.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
@@ -16,13 +16,16 @@ use super::chunks::{self, Digest};
 /// What the writer knows is committed (or in the open transaction).
 #[derive(Default)]
 pub struct PromptCache {
-    /// Prompt ids by the address of the shared text, for as long as anyone besides this
-    /// cache holds the text. A fixed number of recent entries was not enough: with
-    /// long-tailed latencies the M verifications of one candidate finish seconds apart,
-    /// thousands of other calls in between, so their shared prompt was split and hashed
-    /// again. Holding the `Arc` keeps its address from being reused by another
-    /// text while the entry exists.
-    live: HashMap<usize, (Arc<str>, String)>,
+    /// Prompt ids by the address of the shared text, for as long as anyone holds the
+    /// text. A fixed number of recent entries was not enough: with long-tailed latencies
+    /// the M verifications of one candidate finish seconds apart, thousands of other calls
+    /// in between, so their shared prompt was split and hashed again. The entry holds a
+    /// `Weak`: it keeps the allocation (so its address cannot be reused by another text
+    /// while the entry exists) but never keeps the text alive. A strong reference here
+    /// would make liveness depend on every other cache of the same text: the body
+    /// encoder's escape cache also keys segments by address, and two caches that each
+    /// count the other's reference as a user kept every such text until the run ended.
+    live: HashMap<usize, (Weak<str>, String)>,
     /// Entries added since [`Self::sweep`] last ran.
     added_since_sweep: usize,
     prompts: HashSet<Digest>,
@@ -43,7 +46,7 @@ impl PromptCache {
     fn recent(&self, text: &Arc<str>) -> Option<String> {
         self.live
             .get(&Self::address(text))
-            .filter(|(t, _)| Arc::ptr_eq(t, text))
+            .filter(|(t, _)| std::ptr::addr_eq(t.as_ptr(), Arc::as_ptr(text)))
             .map(|(_, id)| id.clone())
     }
 
@@ -54,14 +57,14 @@ impl PromptCache {
             self.sweep();
         }
         self.live
-            .insert(Self::address(text), (text.clone(), id.to_owned()));
+            .insert(Self::address(text), (Arc::downgrade(text), id.to_owned()));
         self.added_since_sweep += 1;
     }
 
-    /// Drops the entries whose text nobody else holds any more: no later call can share
-    /// them (a copy of the text is a different allocation).
+    /// Drops the entries whose text nobody holds any more: no later call can share them
+    /// (a copy of the text is a different allocation).
     fn sweep(&mut self) {
-        self.live.retain(|_, (text, _)| Arc::strong_count(text) > 1);
+        self.live.retain(|_, (text, _)| text.strong_count() > 0);
         self.added_since_sweep = 0;
     }
 
@@ -308,6 +311,30 @@ mod tests {
         cache.sweep();
         assert_eq!(cache.live.len(), 1, "only the prompt still held elsewhere");
         assert!(cache.holds(&last));
+    }
+
+    /// The body encoder's escape cache keys the same segments by address: if either cache
+    /// held a strong reference, each would see the other's as a live user and neither
+    /// would ever let go of the text.
+    #[test]
+    fn the_cache_never_keeps_a_text_alive_even_beside_the_escape_cache() {
+        let mut conn = db();
+        let mut cache = PromptCache::default();
+        let escapes = tmas_actors::client::EscapeCache::new();
+        let shared: Arc<str> = text(9, 5_000).into();
+        let watch = Arc::downgrade(&shared);
+        let tx = conn.transaction().unwrap();
+        insert(&tx, &shared, &mut cache).unwrap();
+        escapes.write(&mut Vec::new(), &shared);
+        tx.commit().unwrap();
+        assert!(cache.holds(&shared));
+        drop(shared);
+        assert!(
+            watch.upgrade().is_none(),
+            "the prompt cache and the escape cache together kept a dropped text alive"
+        );
+        cache.sweep();
+        assert!(cache.live.is_empty());
     }
 
     #[test]

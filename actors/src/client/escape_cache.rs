@@ -6,14 +6,17 @@
 //! into every body that quotes it, so the word-at-a-time escaper runs once per distinct
 //! text, not once per call.
 //!
-//! An entry is keyed by the segment's address and holds a clone of its `Arc`, so the
-//! address cannot be reused by another text while the entry exists. An entry whose
-//! segment no prompt references any more (the cache holds the only reference) is dropped
-//! at the next sweep; sweeps run when the map has doubled since the last one, so their
-//! cost is amortized and the cache holds only the text of prompts still alive.
+//! An entry is keyed by the segment's address and holds a `Weak` to it: that keeps the
+//! allocation, so the address cannot be reused by another text while the entry exists,
+//! but never keeps the text alive. An entry whose segment nothing references any more is
+//! dropped at the next sweep; sweeps run when the map has doubled since the last one, so
+//! their cost is amortized and the cache holds only the text of prompts still alive.
+//! (A strong reference here would make liveness depend on every other cache of the same
+//! text: the run store's prompt cache also keys texts by address, and two caches that
+//! each counted the other's reference as a user kept every such text until the run ended.)
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
 
@@ -26,7 +29,7 @@ pub const MIN_CACHED_BYTES: usize = 1024;
 const FIRST_SWEEP: usize = 64;
 
 struct Inner {
-    entries: HashMap<usize, (Arc<str>, Bytes)>,
+    entries: HashMap<usize, (Weak<str>, Bytes)>,
     sweep_at: usize,
 }
 
@@ -82,11 +85,9 @@ impl EscapeCache {
         guard
             .entries
             .entry(key)
-            .or_insert_with(|| (segment.clone(), Bytes::from(escaped)));
+            .or_insert_with(|| (Arc::downgrade(segment), Bytes::from(escaped)));
         if guard.entries.len() >= guard.sweep_at {
-            guard
-                .entries
-                .retain(|_, (text, _)| Arc::strong_count(text) > 1);
+            guard.entries.retain(|_, (text, _)| text.strong_count() > 0);
             guard.sweep_at = (guard.entries.len() * 2).max(FIRST_SWEEP);
         }
     }
@@ -130,5 +131,16 @@ mod tests {
         assert!(cache.len() < FIRST_SWEEP, "{}", cache.len());
         assert_eq!(escaped(&cache, &long), direct, "a live segment survives");
         assert_eq!(escaped(&EscapeCache::disabled(), &long), direct);
+    }
+
+    #[test]
+    fn the_cache_never_keeps_a_segment_alive() {
+        let cache = EscapeCache::new();
+        let long: Arc<str> = "z".repeat(MIN_CACHED_BYTES * 4).into();
+        let watch = Arc::downgrade(&long);
+        escaped(&cache, &long);
+        assert_eq!(cache.len(), 1);
+        drop(long);
+        assert!(watch.upgrade().is_none(), "a dropped segment stays alive");
     }
 }
