@@ -9,7 +9,9 @@
 //! - [`baselines`]: the compared methods (MV@k, Self-Refine, Verify-Refine, PaCoRe, RSE)
 //!   on the same contract, producing the same outcome type.
 //! - [`rng`]: seeded, order-independent randomness.
+//! - [`affinity`]: which calls share a prompt prefix (prefix-affinity routing's key).
 
+pub mod affinity;
 pub mod banks;
 pub mod baselines;
 pub mod from_config;

@@ -64,6 +64,19 @@ pub struct CallTags {
     /// it, so a call re-sent after a crash gets the same reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<Arc<str>>,
+    /// The prompt prefix this call shares with other calls (e.g. `p/it3/c2` for the M
+    /// verifications of one candidate, which send the same prompt): under prefix-affinity
+    /// routing, calls with the same key prefer the same endpoint, whose prefix cache then
+    /// holds that prefix. `None` means the problem, whose calls share its question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Arc<str>>,
+}
+
+impl CallTags {
+    /// The key prefix-affinity routing hashes: [`Self::affinity`], else the problem.
+    pub fn affinity_key(&self) -> &str {
+        self.affinity.as_deref().unwrap_or(&self.problem)
+    }
 }
 
 /// A request as the strategy describes it; the client adds model name and `max_tokens`.

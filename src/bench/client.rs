@@ -252,6 +252,7 @@ fn bench_request(prompt_bytes: usize, stream: bool) -> ChatRequest {
             problem: "bench".into(),
             iteration: 0,
             call: None,
+            affinity: None,
         },
         stream,
     }

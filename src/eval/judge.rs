@@ -102,6 +102,7 @@ pub fn judge_request(
             problem: Arc::from(problem_id),
             iteration,
             call: None,
+            affinity: None,
         },
         stream: false,
     }

@@ -289,6 +289,12 @@ impl BaselineStrategy {
                 problem: self.cx.problem.id.clone(),
                 iteration: self.iteration,
                 call: None,
+                affinity: super::affinity::affinity_key(
+                    &self.cx.problem.id,
+                    self.iteration,
+                    req.role,
+                    req.candidate,
+                ),
             },
             stream: rc.stream,
         };

@@ -138,6 +138,12 @@ impl TmasStrategy {
                 problem: self.problem.id.clone(),
                 iteration: it.iteration,
                 call: None,
+                affinity: super::affinity::affinity_key(
+                    &self.problem.id,
+                    it.iteration,
+                    role,
+                    candidate,
+                ),
             },
             stream: rc.stream,
         };

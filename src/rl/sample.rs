@@ -82,6 +82,7 @@ impl Sampler {
                 problem,
                 iteration: inst.iteration,
                 call: None,
+                affinity: None,
             },
             stream: false,
         };

@@ -63,6 +63,7 @@ impl GuidelineJudge {
                 problem,
                 iteration: 0,
                 call: None,
+                affinity: None,
             },
             stream: false,
         };

@@ -456,7 +456,7 @@ impl Shared {
                 self.acquire(
                     &group,
                     last_failed.as_ref(),
-                    &request.tags.problem,
+                    request.tags.affinity_key(),
                     &mut waited,
                 ),
             )

@@ -48,7 +48,8 @@ impl Group {
         self.members.iter().any(|e| e.is_healthy())
     }
 
-    /// The endpoint for a call with affinity key `key` (its problem): under
+    /// The endpoint for a call with affinity key `key` (the prompt prefix it shares,
+    /// [`crate::wire::CallTags::affinity_key`]): under
     /// [`Routing::PrefixAffinity`] the key's preferred healthy endpoint within the load
     /// bound, else (and under [`Routing::LeastLoad`]) [`Self::least_loaded`]. `avoid`
     /// (the endpoint a retry just failed on) is only chosen when no other healthy

@@ -509,6 +509,7 @@ pub fn request(text: &str, stream: bool) -> ChatRequest {
             problem: "p-7".into(),
             iteration: 3,
             call: None,
+            affinity: None,
         },
         stream,
     }

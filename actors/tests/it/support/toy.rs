@@ -191,6 +191,7 @@ pub fn request(content: &str, role: &str, problem: &str, iteration: u32) -> Chat
             problem: problem.into(),
             iteration,
             call: None,
+            affinity: None,
         },
         stream: false,
     }

@@ -364,6 +364,37 @@ fn requests_carry_role_tags_and_role_sampling() {
     }
 }
 
+/// Prefix-affinity routing's key: the calls that send one candidate's prompt (its M
+/// verifications, its summary) share a key of their own; solutions and bank updates keep
+/// the problem's.
+#[test]
+fn calls_about_one_candidate_share_an_affinity_key_of_their_own() {
+    let run = Driver::default().run(params(3, 4, 2, 0.0), good);
+    for c in &run.calls {
+        let key = c.request.tags.affinity_key();
+        match c.key.role.as_ref() {
+            "verification" | "summary" => {
+                let cand = c.key.candidate.expect("a candidate's call");
+                assert_eq!(
+                    key,
+                    format!("p1/it{}/c{cand}", c.key.iteration),
+                    "{}",
+                    c.key
+                );
+            }
+            _ => assert_eq!(key, "p1", "{}", c.key),
+        }
+    }
+    let verification_keys: std::collections::BTreeSet<&str> = run
+        .calls
+        .iter()
+        .filter(|c| c.key.role.as_ref() == "verification")
+        .map(|c| c.request.tags.affinity_key())
+        .collect();
+    // 3 candidates × 2 iterations, each with its own key.
+    assert_eq!(verification_keys.len(), 6);
+}
+
 #[test]
 fn identical_solution_prompts_share_one_allocation() {
     let run = Driver::default().run(params(4, 1, 2, 0.0), good);
