@@ -115,6 +115,12 @@ pub struct EvalBenchArgs {
     /// file creations scanned past them, up to ~4 % of its CPU (docs/performance-log.md).
     #[arg(long, default_value_t = 65, value_name = "SECS")]
     pub settle_secs: u64,
+    /// With `--runs N`, run k uses seed `--seed + k − 1`: the median is then over N latency
+    /// draws, as the scheduling model's ceiling is a mean over draws. Without it every run
+    /// repeats the same draw, so the runs differ only by timing noise (at P = 200 with
+    /// long-tailed latency one draw's utilization lies anywhere in ~0.62–0.85 of the model).
+    #[arg(long)]
+    pub seed_per_run: bool,
     /// Also write this run's result here (used by `--runs` for its child processes).
     #[arg(long, value_name = "FILE", hide = true)]
     pub result_json: Option<PathBuf>,
@@ -133,6 +139,9 @@ pub struct EvalBenchResult {
     pub max_active_problems: usize,
     pub call_priority: CallPriority,
     pub latency: String,
+    /// Seed of the run and the simulator (absent in results written before it was kept).
+    #[serde(default)]
+    pub seed: Option<u64>,
     #[serde(default = "one")]
     pub endpoints: u16,
     #[serde(default = "least_load")]
@@ -452,6 +461,7 @@ async fn run_in(
         max_active_problems: max_active,
         call_priority: args.call_priority,
         latency: args.latency.clone(),
+        seed: Some(args.seed),
         endpoints: args.endpoints,
         routing: args.routing,
         server_model,

@@ -153,8 +153,8 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
     assert!(keep.join("run").join("run.sqlite").is_file());
 }
 
-/// `--runs 2`: two runs, each in its own process, their figures and a median-and-range
-/// summary in one JSON.
+/// `--runs 2 --seed-per-run`: two runs, each in its own process with its own seed, their
+/// figures and a median-and-range summary in one JSON.
 #[test]
 fn bench_eval_repeats_a_run_in_separate_processes_and_summarizes() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -165,6 +165,9 @@ fn bench_eval_repeats_a_run_in_separate_processes_and_summarizes() {
             "2",
             "--settle-secs",
             "0",
+            "--seed",
+            "5",
+            "--seed-per-run",
             "--problems",
             "2",
             "--n",
@@ -196,6 +199,9 @@ fn bench_eval_repeats_a_run_in_separate_processes_and_summarizes() {
     let (_, text, v) = only_result(dir.path());
     let runs = v["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 2, "{text}");
+    // --seed-per-run: run k draws with seed 5 + k − 1.
+    assert_eq!(runs[0]["seed"], 5, "{text}");
+    assert_eq!(runs[1]["seed"], 6, "{text}");
     for r in runs {
         // 2 problems × (2 solutions + 2 verifications + 2 summaries + 2 bank calls).
         assert_eq!(r["calls"], 16, "{text}");

@@ -50,6 +50,12 @@ pub struct EvalSummary {
     pub cpu_s_per_1k_calls: Option<Spread>,
     pub store_writer_cpu_s: Option<Spread>,
     pub peak_rss_mib: Option<Spread>,
+    /// The scheduling model's utilization for the workload (the same in every run: a mean
+    /// over its own draws) and the share of it each run kept.
+    #[serde(default)]
+    pub model_utilization: Option<Spread>,
+    #[serde(default)]
+    pub share_of_model_ceiling: Option<Spread>,
 }
 
 impl EvalSummary {
@@ -65,15 +71,22 @@ impl EvalSummary {
             cpu_s_per_1k_calls: spread(|r| Some(r.cpu_s_per_1k_calls)),
             store_writer_cpu_s: spread(|r| r.store_writer_cpu_s),
             peak_rss_mib: spread(|r| Some(r.peak_rss_mib)),
+            model_utilization: spread(|r| r.model_utilization),
+            share_of_model_ceiling: spread(|r| {
+                r.model_utilization
+                    .filter(|m| *m > 0.0)
+                    .map(|m| r.slot_utilization / m)
+            }),
         }
     }
 }
 
 /// The arguments of one run's child process: this process's own, without the options
-/// that only the parent acts on (`--runs`, `--settle-secs`, `--no-write`,
-/// `--result-json`); the caller adds `--no-write` and the child's `--result-json`.
+/// that only the parent acts on or sets per run (`--runs`, `--settle-secs`, `--no-write`,
+/// `--result-json`, `--seed`, `--seed-per-run`); the caller adds `--no-write`, the child's
+/// `--result-json` and its `--seed`.
 pub fn child_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
-    const WITH_VALUE: [&str; 3] = ["--runs", "--settle-secs", "--result-json"];
+    const WITH_VALUE: [&str; 4] = ["--runs", "--settle-secs", "--result-json", "--seed"];
     let mut out = Vec::new();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -84,6 +97,7 @@ pub fn child_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
             continue;
         }
         let dropped = text == "--no-write"
+            || text == "--seed-per-run"
             || WITH_VALUE
                 .iter()
                 .any(|o| text.starts_with(&format!("{o}=")));
@@ -139,10 +153,17 @@ async fn run_children(
                 .context("sync before the next run")?;
             tokio::time::sleep(Duration::from_secs(args.settle_secs)).await;
         }
-        println!("== run {i} of {}", args.runs);
+        let seed = if args.seed_per_run {
+            args.seed.saturating_add(u64::from(i - 1))
+        } else {
+            args.seed
+        };
+        println!("== run {i} of {} (seed {seed})", args.runs);
         let path = scratch.join(format!("run-{i}.json"));
         let status = tokio::process::Command::new(exe)
             .args(base)
+            .arg("--seed")
+            .arg(seed.to_string())
             .arg("--no-write")
             .arg("--result-json")
             .arg(&path)
@@ -182,6 +203,8 @@ fn print_summary(s: &EvalSummary) {
         3,
         "  target >= 0.90 fixed, >= 0.85 lognormal",
     );
+    row("model ceiling", s.model_utilization, 3, "");
+    row("share of ceiling", s.share_of_model_ceiling, 3, "");
     row("wall / bound", s.wall_over_bound, 3, "  target <= 1.15");
     row(
         "CPU-s / 1k calls",
@@ -236,6 +259,10 @@ mod tests {
             "--result-json",
             "/x.json",
             "--runs=5",
+            "--seed",
+            "7",
+            "--seed-per-run",
+            "--seed=8",
             "--problems",
             "10",
         ]
