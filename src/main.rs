@@ -3,7 +3,9 @@ use std::process::ExitCode;
 /// mimalloc instead of glibc malloc: the engine allocates and frees request bodies and
 /// replies of 40–350 KB at thousands per second; glibc serves each of those with a fresh
 /// mmap that faults in page by page, mimalloc reuses freed blocks
-/// (docs/performance-log.md).
+/// (docs/performance-log.md). The `system-allocator` feature keeps glibc's, for heap
+/// profilers that hook malloc (`heaptrack`, see `scripts/profile-eval.sh`).
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
