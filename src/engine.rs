@@ -381,7 +381,8 @@ async fn start(
         proof: !config.method.no_proof,
     };
 
-    let settings = runner_settings(&config);
+    let mut settings = runner_settings(&config);
+    settings.trace_content = observe::trace_content(&config, options);
     let stopped = watch_stop(
         control,
         &store,
@@ -628,7 +629,8 @@ async fn finish(closing: Closing, driven: Driven) -> anyhow::Result<RunResult> {
 }
 
 /// The runner's roles, admission and call priority for `config` (also what
-/// `tmas bench eval` hands its scheduling model).
+/// `tmas bench eval` hands its scheduling model). Text on spans is the run's observer
+/// option ([`observe::trace_content`]), set by the caller.
 pub fn runner_settings(config: &Config) -> RunnerSettings {
     let roles = Role::METHOD
         .into_iter()

@@ -93,6 +93,8 @@ pub struct CoordinatorArgs<O> {
     /// … minus this much per step of progress of the call (`iteration × stages + stage`;
     /// 0: the same priority for every call of the problem).
     pub priority_per_step: i64,
+    /// Prompt and response text on call spans (when exporting).
+    pub trace_content: bool,
     /// The problem's span; iteration spans are its children.
     pub span: tracing::Span,
     pub report: ReportFn<O>,
@@ -131,6 +133,7 @@ pub struct CoordinatorState<O> {
     priority_per_step: i64,
     /// Number of roles (stages per iteration).
     stages: u32,
+    trace_content: bool,
     span: tracing::Span,
     report: Option<ReportFn<O>>,
     calls_out: usize,
@@ -223,7 +226,13 @@ impl<O: Send + 'static> CoordinatorState<O> {
         let labels = self.strategy.as_ref().map_or_else(Vec::new, |s| {
             catch_unwind(AssertUnwindSafe(|| s.call_labels(key))).unwrap_or_default()
         });
-        let span = spans::call_span(&parent, key, labels, &spec.request.messages);
+        let span = spans::call_span(
+            &parent,
+            key,
+            labels,
+            &spec.request.messages,
+            self.trace_content,
+        );
         self.call_spans.insert(key.clone(), span.clone());
         let Some(route) = self.routes.get(&key.role) else {
             let failure = CallFailure::new(
@@ -372,6 +381,7 @@ impl<O: Send + 'static> Actor for Coordinator<O> {
             sink,
             priority,
             priority_per_step,
+            trace_content,
             span,
             report,
             stats,
@@ -386,6 +396,7 @@ impl<O: Send + 'static> Actor for Coordinator<O> {
             priority,
             priority_per_step,
             stages,
+            trace_content,
             span,
             report: Some(report),
             calls_out: 0,
@@ -452,7 +463,7 @@ impl<O: Send + 'static> Actor for Coordinator<O> {
                         .call_spans
                         .remove(&key)
                         .unwrap_or_else(tracing::Span::none);
-                    spans::record_outcome(&call, &outcome);
+                    spans::record_outcome(&call, &outcome, state.trace_content);
                     call.in_scope(|| state.drive("on_call", |s| s.on_call(key, outcome)))
                 }
                 CoordinatorMsg::BankDone { result } => {

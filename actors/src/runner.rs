@@ -69,6 +69,9 @@ pub struct RunnerSettings {
     pub roles: Vec<RoleSettings>,
     pub admission: Admission,
     pub priority: JobPriority,
+    /// Put prompt and response text on the call spans (when an exporter runs). A setting
+    /// of this run, not of the process: two runs in one process may differ.
+    pub trace_content: bool,
     /// A call that crashes this many workers fails with kind `worker_panic`.
     pub job_crash_limit: u32,
     /// Cancel to stop admitting problems (running ones finish).
@@ -76,12 +79,14 @@ pub struct RunnerSettings {
 }
 
 impl RunnerSettings {
-    /// Defaults: one problem at a time, FIFO, a call may crash 3 workers.
+    /// Defaults: one problem at a time, FIFO, no text on spans, a call may crash 3
+    /// workers.
     pub fn new(roles: Vec<RoleSettings>) -> Self {
         Self {
             roles,
             admission: Admission::default(),
             priority: JobPriority::default(),
+            trace_content: false,
             job_crash_limit: 3,
             cancel: CancellationToken::new(),
         }
@@ -328,6 +333,7 @@ impl Runner {
             sink: self.sink.clone(),
             priority,
             priority_per_step,
+            trace_content: self.settings.trace_content,
             span: problem_span(&id),
             stats: Some(self.stats.clone()),
             report: Box::new(move |result| {

@@ -4,7 +4,9 @@
 //!   `--otlp-traces-endpoint` joins the trace.
 //! - [`set_attribute`] / [`add_event`]: OpenTelemetry attributes and events whose names
 //!   are only known at run time (strategy-supplied labels, string arrays).
-//! - [`trace_content`]: whether prompt and response text may go on spans (`--trace-content`).
+//! - [`exporting`]: whether spans leave the process at all. Whether a run's spans carry
+//!   prompt and response text is that run's own setting (`--trace-content`), which the
+//!   runtime passes along with the run, not a state of this crate.
 //! - [`int`] / [`decimal`]: numbers as the attribute types collectors compare and
 //!   aggregate. `tracing-opentelemetry` exports a `u64`/`u32`/`usize` field as a string
 //!   (only `i64`, `f64` and `bool` keep their type), and an `f32` widened to `f64` shows
@@ -17,22 +19,14 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 pub use opentelemetry::{Array, KeyValue, StringValue, Value};
 
-static TRACE_CONTENT: AtomicBool = AtomicBool::new(false);
-
 /// Set once an exporter's layer is in the process-wide subscriber (the `exporters`
 /// feature's `otlp::install`); these helpers are free until then.
+///
+/// Process-wide because what it describes is: `tracing` has one global subscriber per
+/// process, and the exporter is a layer of it, so every run of the process (each variant
+/// of `tmas experiment`) exports through the same one, like the one metrics registry.
+/// Settings that may differ between runs do not live here.
 static EXPORTING: AtomicBool = AtomicBool::new(false);
-
-/// Allows (or forbids, the default) prompt and response text on spans. Process-wide, like
-/// the subscriber it applies to.
-pub fn set_trace_content(on: bool) {
-    TRACE_CONTENT.store(on, Ordering::Relaxed);
-}
-
-/// True when spans may carry prompt and response text and an exporter is running.
-pub fn trace_content() -> bool {
-    TRACE_CONTENT.load(Ordering::Relaxed) && exporting()
-}
 
 /// True once `otlp::install` put an exporter in place.
 pub fn exporting() -> bool {
@@ -124,12 +118,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn without_an_exporter_there_is_no_traceparent_and_no_content() {
+    fn without_an_exporter_there_is_no_traceparent() {
         let span = tracing::info_span!("x");
+        assert!(!exporting());
         assert_eq!(traceparent(&span), None);
-        set_trace_content(true);
-        assert!(!trace_content());
-        set_trace_content(false);
     }
 
     #[test]

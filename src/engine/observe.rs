@@ -7,8 +7,9 @@
 //! `--progress-every`) travel in the run request as [`ObserveOptions`]; the config file's
 //! `[observability]` section and the `OTEL_*` variables are read from the resolved config
 //! and the environment. The run's own figures (the Pass@1 estimate) belong to its
-//! [`RunObserver`], so two runs of one process do not share them; only the metrics
-//! registry and the tracing exporter (which serve the whole process) are global.
+//! [`RunObserver`], and whether its spans carry text ([`trace_content`]) to its runner
+//! settings, so two runs of one process share neither; only the metrics registry and the
+//! tracing exporter (which serve the whole process) are global.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -125,6 +126,13 @@ impl ProgressSlot {
     }
 }
 
+/// Whether this run puts prompt and response text on its spans (`--trace-content` or
+/// `observability.trace_content`): a setting of the run, carried by its runner settings,
+/// so two runs of one process may differ.
+pub fn trace_content(config: &Config, opts: &ObserveOptions) -> bool {
+    opts.trace_content || config.observability.trace_content
+}
+
 /// Starts OTLP export when an endpoint is configured (first run of the process only).
 fn start_export(config: &Config) -> anyhow::Result<()> {
     if EXPORTER.get().is_some() {
@@ -168,7 +176,6 @@ impl RunObserver {
         status_every: Option<Duration>,
     ) -> anyhow::Result<Self> {
         start_export(config)?;
-        span_ext::set_trace_content(opts.trace_content || config.observability.trace_content);
         let run_span = tracing::info_span!(parent: None, "run",
             tmas.problems.total = span_ext::int(sources.problems_total),
             tmas.iterations = i64::from(sources.iterations),

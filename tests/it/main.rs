@@ -16,6 +16,7 @@ mod eval_dataset;
 mod eval_judging;
 mod judge_cli;
 mod judge_table;
+mod observability_content;
 mod observability_trace;
 mod observability_unreachable;
 mod resume_extend;

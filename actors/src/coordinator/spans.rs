@@ -3,6 +3,11 @@
 //! attributes. Attributes that only matter to an exporter are set through
 //! [`span_ext`], which does nothing when no exporter runs, so log lines keep their
 //! short span prefixes and an unexported run pays nothing for them.
+//!
+//! Whether prompt and response text go on the spans is the run's own setting
+//! (`trace_content`, from [`crate::runner::RunnerSettings`]), passed in by the
+//! coordinator: two runs of one process may decide differently. Whether spans are
+//! exported at all is the process's (one tracing subscriber serves it).
 
 use std::sync::Arc;
 
@@ -35,12 +40,19 @@ pub(crate) fn iteration_span(
     span
 }
 
+/// True when a run that asks for text on its spans (`trace_content`) gets it: only while
+/// spans are exported.
+pub(crate) fn content_on_spans(trace_content: bool) -> bool {
+    trace_content && span_ext::exporting()
+}
+
 /// The span of one agent call; `labels` come from the strategy (e.g. `tmas.branch`).
 pub(crate) fn call_span(
     parent: &tracing::Span,
     key: &CallKey,
     labels: Vec<(&'static str, Arc<str>)>,
     messages: &[ChatMessage],
+    trace_content: bool,
 ) -> tracing::Span {
     if !span_ext::exporting() {
         // Without an exporter the span only gives log lines their context, and a span
@@ -72,7 +84,7 @@ pub(crate) fn call_span(
     for (k, v) in labels {
         set(k, v.into());
     }
-    if span_ext::trace_content() {
+    if content_on_spans(trace_content) {
         let text = serde_json::to_string(messages).unwrap_or_default();
         set(
             "gen_ai.input.messages",
@@ -83,7 +95,7 @@ pub(crate) fn call_span(
 }
 
 /// What the call produced, on its span.
-pub(crate) fn record_outcome(span: &tracing::Span, outcome: &CallOutcome) {
+pub(crate) fn record_outcome(span: &tracing::Span, outcome: &CallOutcome, trace_content: bool) {
     if !span_ext::exporting() {
         return;
     }
@@ -107,7 +119,7 @@ pub(crate) fn record_outcome(span: &tracing::Span, outcome: &CallOutcome) {
             }
             set("tmas.endpoint", resp.endpoint.clone().into());
             set("tmas.http_attempts", i64::from(resp.attempts).into());
-            if span_ext::trace_content() {
+            if content_on_spans(trace_content) {
                 let clip = |t: &str| span_ext::clip(t, CONTENT_LIMIT).to_owned();
                 set("gen_ai.output.messages", clip(&resp.content).into());
                 if let Some(r) = &resp.reasoning {
