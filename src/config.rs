@@ -38,7 +38,7 @@ pub use error::{ConfigErrors, ConfigIssue, KeyIssue, KeyPath};
 pub use layers::{CliOverride, ENV_PREFIX};
 pub use loader::{load, load_str, load_with};
 pub use schema::{
-    Admission, CallPriority, JudgeConfig, JudgeInput, LlmJudgePolicy, MethodConfig, MethodName,
+    AdmissionKind, CallPriority, JudgeConfig, JudgeInput, LlmJudgePolicy, MethodConfig, MethodName,
     ResilienceConfig, RunConfig,
 };
 pub use templates::TemplateKind;

@@ -45,15 +45,12 @@ use accounting::Accounting;
 use anyhow::Context;
 use tmas_actors::client::{ModelClient, PermanentStop};
 use tmas_actors::runner::ProblemJob;
-use tmas_actors::runner::{
-    Admission as RuntimeAdmission, JobPriority, RoleSettings, Runner, RunnerSettings,
-};
+use tmas_actors::runner::{Admission, AdmissionBounds, RoleSettings, Runner, RunnerSettings};
 use tmas_actors::strategy::CallExecutor;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::schema::{Admission, CallPriority};
 use crate::config::{Config, Role};
 use crate::eval::dataset::{Dataset, Problem};
 use crate::eval::pass_at_1::PassAt1Table;
@@ -639,22 +636,79 @@ pub fn runner_settings(config: &Config) -> RunnerSettings {
                 .role(role)
                 .pool_size
                 .unwrap_or(config.run.max_in_flight);
-            RoleSettings::new(role.as_str(), Config::client_group(role), workers.max(1))
+            let settings =
+                RoleSettings::new(role.as_str(), Config::client_group(role), workers.max(1));
+            if role.runs_beside_previous() {
+                settings.beside_previous()
+            } else {
+                settings
+            }
         })
         .collect();
-    let admission = match config.run.admission {
-        Admission::Fixed => RuntimeAdmission::Fixed {
+    let admission = Admission::of_kind(
+        config.run.admission,
+        AdmissionBounds {
             max_concurrent_problems: config.run.max_concurrent_problems,
-        },
-        Admission::WorkConserving => RuntimeAdmission::WorkConserving {
             max_active_problems: config.run.effective_max_active_problems(),
             target_in_flight: config.run.max_in_flight,
         },
-    };
-    let mut settings = RunnerSettings::new(roles).with_admission(admission);
-    settings.priority = match config.run.call_priority {
-        CallPriority::OldestProblemFirst => JobPriority::OldestProblemFirst,
-        CallPriority::LeastProgressFirst => JobPriority::LeastProgressFirst,
-    };
-    settings
+    );
+    RunnerSettings::new(roles)
+        .with_admission(admission)
+        .with_priority(config.run.call_priority)
+        .with_iterations(config.method.iterations)
+}
+
+#[cfg(test)]
+mod tests {
+    use tmas_actors::runner::{AdmissionKind, CallPriority};
+
+    use super::*;
+
+    #[test]
+    fn runner_settings_take_the_configs_policies_as_they_are() {
+        let mut config = Config::default();
+        config.run.admission = AdmissionKind::WorkConserving;
+        config.run.call_priority = CallPriority::LatencyAware;
+        config.run.max_in_flight = 64;
+        config.run.max_active_problems = Some(7);
+        config.method.iterations = 3;
+        let s = runner_settings(&config);
+        assert_eq!(
+            s.admission,
+            Admission::WorkConserving {
+                max_active_problems: 7,
+                target_in_flight: 64
+            }
+        );
+        assert_eq!(s.priority, CallPriority::LatencyAware);
+        assert_eq!(s.iterations, Some(3));
+        assert!(!s.trace_content, "the observer's option, set by the caller");
+        s.validate().expect("valid runner settings");
+        // One pool per method role, in stage order; only the guideline runs beside the
+        // role before it (experience).
+        let labels: Vec<&str> = s.roles.iter().map(|r| &*r.role).collect();
+        let expected: Vec<&str> = Role::METHOD.iter().map(|r| r.as_str()).collect();
+        assert_eq!(labels, expected);
+        let beside: Vec<&str> = s
+            .roles
+            .iter()
+            .filter(|r| r.beside_previous)
+            .map(|r| &*r.role)
+            .collect();
+        assert_eq!(beside, [Role::Guideline.as_str()]);
+        let before = Role::METHOD
+            .iter()
+            .position(|r| *r == Role::Guideline)
+            .and_then(|i| i.checked_sub(1))
+            .map(|i| Role::METHOD[i]);
+        assert_eq!(before, Some(Role::Experience));
+        config.run.admission = AdmissionKind::Fixed;
+        assert_eq!(
+            runner_settings(&config).admission,
+            Admission::Fixed {
+                max_concurrent_problems: config.run.max_concurrent_problems
+            }
+        );
+    }
 }

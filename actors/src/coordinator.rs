@@ -34,7 +34,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, Supervi
 
 use crate::bank::{BankActor, BankArgs, BankError, BankInit, BankMsg, BankSink};
 use crate::pool::{Job, RolePool};
-use crate::priority;
+use crate::priority::{CallPriority, ProblemLatencies, StageOrder};
 use crate::stats::RuntimeStats;
 use crate::strategy::{
     BankVersion, CallFailure, CallKey, CallOutcome, CallSpec, Command, Strategy,
@@ -47,8 +47,9 @@ pub struct RoleRoute {
     /// Endpoint group passed to the executor.
     pub group: Arc<str>,
     /// The role's position in the runner's role list, which lists roles in the order an
-    /// iteration uses them: with the iteration, how far along a call's problem is.
-    pub stage: u32,
+    /// iteration uses them ([`StageOrder`]): with the iteration, how far along a call's
+    /// problem is.
+    pub index: usize,
 }
 
 /// Role name → route; shared by all coordinators of a run.
@@ -88,11 +89,15 @@ pub struct CoordinatorArgs<O> {
     pub routes: Routes,
     pub banks: Vec<BankInit>,
     pub sink: Arc<dyn BankSink>,
-    /// Pool priority of this problem's calls (larger runs earlier) …
-    pub priority: i64,
-    /// … minus this much per step of progress of the call (`iteration × stages + stage`;
-    /// 0: the same priority for every call of the problem).
-    pub priority_per_step: i64,
+    /// The problem's admission rank (0 for the first admitted).
+    pub seq: u64,
+    /// How the pools order this problem's calls ([`crate::priority`]).
+    pub priority: CallPriority,
+    /// The run's stage order, shared by its coordinators.
+    pub stages: Arc<StageOrder>,
+    /// Latencies of the problem's completed calls (with the run's), for the
+    /// latency-aware order.
+    pub latencies: ProblemLatencies,
     /// Prompt and response text on call spans (when exporting).
     pub trace_content: bool,
     /// The problem's span; iteration spans are its children.
@@ -129,10 +134,10 @@ pub struct CoordinatorState<O> {
     routes: Routes,
     banks: HashMap<Arc<str>, ActorRef<BankMsg>>,
     bank_ids: HashMap<ActorId, Arc<str>>,
-    priority: i64,
-    priority_per_step: i64,
-    /// Number of roles (stages per iteration).
-    stages: u32,
+    seq: u64,
+    priority: CallPriority,
+    stages: Arc<StageOrder>,
+    latencies: ProblemLatencies,
     trace_content: bool,
     span: tracing::Span,
     report: Option<ReportFn<O>>,
@@ -192,6 +197,18 @@ impl<O: Send + 'static> CoordinatorState<O> {
         let span = spans::iteration_span(&self.span, &self.problem, t);
         self.iterations.insert(t, span.clone());
         span
+    }
+
+    /// Counts a successful call's latency for the latency-aware order (the only order
+    /// that reads it).
+    fn learn_latency(&mut self, key: &CallKey, outcome: &CallOutcome) {
+        if self.priority != CallPriority::LatencyAware {
+            return;
+        }
+        if let (Ok(resp), Some(route)) = (outcome, self.routes.get(&key.role)) {
+            let latency_us = resp.latency_ms.saturating_mul(1000);
+            self.latencies.observe(route.index, latency_us);
+        }
     }
 
     fn count_iterations(&self, n: usize) {
@@ -255,8 +272,13 @@ impl<O: Send + 'static> CoordinatorState<O> {
             // Fails only if the problem was already given up; nothing waits then.
             let _ = me.send_message(CoordinatorMsg::CallDone { key, outcome });
         });
-        let step = i64::from(spec.key.iteration) * i64::from(self.stages) + i64::from(route.stage);
-        let priority = priority::at_step(self.priority, self.priority_per_step, step);
+        let priority = self.priority.of_call(
+            &self.stages,
+            self.seq,
+            spec.key.iteration,
+            route.index,
+            &self.latencies,
+        );
         let job = Job::new(spec, route.group.clone(), reply)
             .with_priority(priority)
             .with_span(span);
@@ -379,23 +401,25 @@ impl<O: Send + 'static> Actor for Coordinator<O> {
             routes,
             banks,
             sink,
+            seq,
             priority,
-            priority_per_step,
+            stages,
+            latencies,
             trace_content,
             span,
             report,
             stats,
         } = args;
-        let stages = u32::try_from(routes.len()).unwrap_or(u32::MAX);
         let mut state = CoordinatorState {
             problem: problem.clone(),
             strategy: Some(strategy),
             routes,
             banks: HashMap::new(),
             bank_ids: HashMap::new(),
+            seq,
             priority,
-            priority_per_step,
             stages,
+            latencies,
             trace_content,
             span,
             report: Some(report),
@@ -464,6 +488,7 @@ impl<O: Send + 'static> Actor for Coordinator<O> {
                         .remove(&key)
                         .unwrap_or_else(tracing::Span::none);
                     spans::record_outcome(&call, &outcome, state.trace_content);
+                    state.learn_latency(&key, &outcome);
                     call.in_scope(|| state.drive("on_call", |s| s.on_call(key, outcome)))
                 }
                 CoordinatorMsg::BankDone { result } => {

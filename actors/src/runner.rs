@@ -32,13 +32,14 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub use crate::priority::JobPriority;
+pub use crate::priority::{CallPriority, StageOrder};
 pub use crate::stats::{RuntimeStats, StatsSnapshot};
-pub use admission::Admission;
+pub use admission::{Admission, AdmissionBounds, AdmissionKind};
 
 use crate::bank::{BankInit, BankSink};
 use crate::coordinator::{Coordinator, CoordinatorArgs, ProblemError, RoleRoute};
 use crate::pool::{PoolError, PoolSettings, RolePool};
+use crate::priority::{ProblemLatencies, RunLatencies};
 use crate::strategy::{CallExecutor, Strategy};
 
 /// One role's pool.
@@ -49,6 +50,10 @@ pub struct RoleSettings {
     pub group: Arc<str>,
     /// Concurrency limit of the role.
     pub workers: usize,
+    /// The role's calls run side by side with the previous role's in an iteration (a
+    /// method's two bank updates), not after them: the latency-aware order counts the
+    /// longer of the two, not both ([`StageOrder`]).
+    pub beside_previous: bool,
 }
 
 impl RoleSettings {
@@ -57,7 +62,14 @@ impl RoleSettings {
             role: role.into(),
             group: group.into(),
             workers,
+            beside_previous: false,
         }
+    }
+
+    /// Marks the role as running side by side with the one listed before it.
+    pub fn beside_previous(mut self) -> Self {
+        self.beside_previous = true;
+        self
     }
 }
 
@@ -65,10 +77,13 @@ impl RoleSettings {
 #[derive(Debug, Clone)]
 pub struct RunnerSettings {
     /// One pool per role, listed in the order an iteration uses them (the stage order
-    /// of [`JobPriority::LeastProgressFirst`]).
+    /// the call priorities read, [`StageOrder`]).
     pub roles: Vec<RoleSettings>,
     pub admission: Admission,
-    pub priority: JobPriority,
+    pub priority: CallPriority,
+    /// How many iterations each problem runs, when known. The latency-aware order needs
+    /// it (a problem's remaining chain counts the iterations it has left).
+    pub iterations: Option<u32>,
     /// Put prompt and response text on the call spans (when an exporter runs). A setting
     /// of this run, not of the process: two runs in one process may differ.
     pub trace_content: bool,
@@ -79,13 +94,14 @@ pub struct RunnerSettings {
 }
 
 impl RunnerSettings {
-    /// Defaults: one problem at a time, FIFO, no text on spans, a call may crash 3
-    /// workers.
+    /// Defaults: one problem at a time, least-progress-first, iterations unknown, no
+    /// text on spans, a call may crash 3 workers.
     pub fn new(roles: Vec<RoleSettings>) -> Self {
         Self {
             roles,
             admission: Admission::default(),
-            priority: JobPriority::default(),
+            priority: CallPriority::default(),
+            iterations: None,
             trace_content: false,
             job_crash_limit: 3,
             cancel: CancellationToken::new(),
@@ -95,6 +111,25 @@ impl RunnerSettings {
     pub fn with_admission(mut self, admission: Admission) -> Self {
         self.admission = admission;
         self
+    }
+
+    pub fn with_priority(mut self, priority: CallPriority) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    pub fn with_iterations(mut self, iterations: u32) -> Self {
+        self.iterations = Some(iterations);
+        self
+    }
+
+    /// The stage order of [`Self::roles`].
+    pub fn stage_order(&self) -> Result<StageOrder, RuntimeError> {
+        let beside: Vec<bool> = self.roles.iter().map(|r| r.beside_previous).collect();
+        StageOrder::new(&beside, self.iterations).map_err(|e| {
+            let first = self.roles.first().map_or("", |r| &*r.role);
+            RuntimeError::Settings(format!("roles.{first}: {e}"))
+        })
     }
 
     pub fn validate(&self) -> Result<(), RuntimeError> {
@@ -114,6 +149,13 @@ impl RunnerSettings {
         if self.job_crash_limit == 0 {
             return bad("job_crash_limit must be at least 1".into());
         }
+        if self.priority == CallPriority::LatencyAware && self.iterations.is_none() {
+            return bad(format!(
+                "priority `{}` needs `iterations` (how many iterations a problem runs)",
+                self.priority
+            ));
+        }
+        self.stage_order()?;
         self.admission.validate().map_err(RuntimeError::Settings)
     }
 }
@@ -155,6 +197,9 @@ pub struct Runner {
     executor: Arc<dyn CallExecutor>,
     sink: Arc<dyn BankSink>,
     stats: RuntimeStats,
+    stages: Arc<StageOrder>,
+    /// This run's per-role latencies (the latency-aware order's fallback).
+    latencies: Arc<RunLatencies>,
 }
 
 enum Event<O> {
@@ -175,11 +220,15 @@ impl Runner {
     ) -> Result<Self, RuntimeError> {
         settings.validate()?;
         let stats = RuntimeStats::new(settings.roles.iter().map(|r| &r.role));
+        let stages = Arc::new(settings.stage_order()?);
+        let latencies = Arc::new(RunLatencies::new(stages.roles()));
         Ok(Self {
             settings,
             executor,
             sink,
             stats,
+            stages,
+            latencies,
         })
     }
 
@@ -202,13 +251,13 @@ impl Runner {
             .iter()
             .zip(&pools)
             .enumerate()
-            .map(|(stage, (r, pool))| {
+            .map(|(index, (r, pool))| {
                 (
                     r.role.clone(),
                     RoleRoute {
                         pool: pool.clone(),
                         group: r.group.clone(),
-                        stage: u32::try_from(stage).unwrap_or(u32::MAX),
+                        index,
                     },
                 )
             })
@@ -323,7 +372,6 @@ impl Runner {
             strategy,
             banks,
         } = job;
-        let (priority, priority_per_step) = self.settings.priority.for_problem(seq);
         let report_tx = tx.clone();
         let args = CoordinatorArgs {
             problem: id.clone(),
@@ -331,8 +379,10 @@ impl Runner {
             routes: routes.clone(),
             banks,
             sink: self.sink.clone(),
-            priority,
-            priority_per_step,
+            seq,
+            priority: self.settings.priority,
+            stages: self.stages.clone(),
+            latencies: ProblemLatencies::new(self.latencies.clone()),
             trace_content: self.settings.trace_content,
             span: problem_span(&id),
             stats: Some(self.stats.clone()),

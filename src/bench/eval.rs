@@ -22,7 +22,7 @@ use anyhow::Context;
 use serde_json::json;
 
 use super::sim_process::SimProcess;
-use crate::config::{Admission, CallPriority, Config, EndpointConfig};
+use crate::config::{AdmissionKind, CallPriority, Config, EndpointConfig};
 use crate::engine::{self, RunRequest};
 use crate::eval::dataset::{DatasetSpec, load_dataset};
 use crate::resources;
@@ -61,15 +61,15 @@ pub struct EvalBenchArgs {
     #[arg(long, default_value_t = 800)]
     pub in_flight: usize,
     /// Admission policy.
-    #[arg(long, value_enum, default_value_t = Admission::WorkConserving)]
-    pub admission: Admission,
+    #[arg(long, value_enum, default_value_t = AdmissionKind::WorkConserving)]
+    pub admission: AdmissionKind,
     /// Window of the fixed policy (released: 100).
     #[arg(long, default_value_t = 100)]
     pub max_concurrent_problems: usize,
     /// Bound of the work-conserving policy (default: 2 × --max-concurrent-problems).
     #[arg(long)]
     pub max_active_problems: Option<usize>,
-    /// Which waiting call gets a free slot.
+    /// Which waiting call gets a free slot (`run.call_priority`, docs/configuration.md).
     #[arg(long, value_enum, default_value_t = CallPriority::LeastProgressFirst)]
     pub call_priority: CallPriority,
     /// Simulator latency: `fixed:200ms` or `lognormal:200ms:1.0`.
@@ -134,7 +134,7 @@ pub struct EvalBenchResult {
     pub m: u32,
     pub iterations: u32,
     pub in_flight: usize,
-    pub admission: Admission,
+    pub admission: AdmissionKind,
     pub max_concurrent_problems: usize,
     pub max_active_problems: usize,
     pub call_priority: CallPriority,
@@ -756,12 +756,22 @@ mod tests {
         let dir = std::env::temp_dir();
         let c = bench_config(&w.args, 250, &["http://127.0.0.1:9/v1".into()], &dir).unwrap();
         assert_eq!(c.run.max_in_flight, 64);
-        assert_eq!(c.run.admission, crate::config::Admission::Fixed);
+        assert_eq!(c.run.admission, crate::config::AdmissionKind::Fixed);
         assert_eq!(
             c.run.call_priority,
             crate::config::CallPriority::LeastProgressFirst
         );
         assert_eq!(c.run.max_active_problems, Some(250));
+        // Every runtime order is selectable, under the names config files use.
+        let w = Wrap::try_parse_from(["x", "--call-priority", "latency-aware"]).unwrap();
+        let aware = bench_config(&w.args, 250, &["http://127.0.0.1:9/v1".into()], &dir).unwrap();
+        assert_eq!(
+            aware.run.call_priority,
+            crate::config::CallPriority::LatencyAware
+        );
+        engine::runner_settings(&aware)
+            .validate()
+            .expect("the runner accepts it");
         assert!(!c.judge.enabled);
         assert_eq!(c.roles.verification.pool_size, Some(64));
         assert_eq!(c.endpoints["sim"].max_in_flight, 64);

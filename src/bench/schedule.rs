@@ -8,7 +8,7 @@
 pub mod model;
 
 use anyhow::Context;
-use tmas_actors::runner::{Admission, JobPriority};
+use tmas_actors::runner::{Admission, AdmissionBounds, AdmissionKind, CallPriority};
 
 use super::WorkloadArgs;
 use crate::sim::latency::LatencyModel;
@@ -75,19 +75,22 @@ pub struct ScheduleBenchResult {
     pub policies: Vec<PolicyFigures>,
 }
 
-const PRIORITIES: [(&str, CallOrder); 4] = [
-    (
-        "oldest-problem-first",
-        CallOrder::Runtime(JobPriority::OldestProblemFirst),
-    ),
-    (
-        "least-progress-first",
-        CallOrder::Runtime(JobPriority::LeastProgressFirst),
-    ),
-    ("latency-aware", CallOrder::LatencyAware),
+/// Every runtime call priority, then the oracle.
+const PRIORITIES: [CallOrder; 4] = [
+    CallOrder::Runtime(CallPriority::OldestProblemFirst),
+    CallOrder::Runtime(CallPriority::LeastProgressFirst),
+    CallOrder::Runtime(CallPriority::LatencyAware),
     // Not a runtime policy: what knowing every latency in advance would buy.
-    ("critical-path (oracle)", CallOrder::CriticalPath),
+    CallOrder::CriticalPath,
 ];
+
+/// The name printed and written for a call order.
+fn order_name(order: CallOrder) -> &'static str {
+    match order {
+        CallOrder::Runtime(p) => p.as_str(),
+        CallOrder::CriticalPath => "critical-path (oracle)",
+    }
+}
 
 pub fn run(args: ScheduleBenchArgs) -> anyhow::Result<ScheduleBenchResult> {
     let latency: LatencyModel = args
@@ -109,24 +112,15 @@ pub fn run(args: ScheduleBenchArgs) -> anyhow::Result<ScheduleBenchResult> {
         .max_active_problems
         .unwrap_or(args.max_concurrent_problems.saturating_mul(2));
     anyhow::ensure!(max_active > 0, "--max-active-problems must be at least 1");
-    let admissions = [
-        (
-            "fixed",
-            Admission::Fixed {
-                max_concurrent_problems: args.max_concurrent_problems,
-            },
-        ),
-        (
-            "work-conserving",
-            Admission::WorkConserving {
-                max_active_problems: max_active,
-                target_in_flight: args.in_flight,
-            },
-        ),
-    ];
+    let bounds = AdmissionBounds {
+        max_concurrent_problems: args.max_concurrent_problems,
+        max_active_problems: max_active,
+        target_in_flight: args.in_flight,
+    };
     let mut policies = Vec::new();
-    for (admission_name, admission) in admissions {
-        for (priority_name, priority) in PRIORITIES {
+    for kind in AdmissionKind::ALL {
+        let admission = Admission::of_kind(kind, bounds);
+        for priority in PRIORITIES {
             for gate in [Gate::Fifo, Gate::Priority] {
                 let policy = Policy {
                     in_flight: args.in_flight,
@@ -139,8 +133,8 @@ pub fn run(args: ScheduleBenchArgs) -> anyhow::Result<ScheduleBenchResult> {
                 let outcomes = draws(&args.workload, &policy, args.seeds);
                 let mean = |f: fn(&Outcome) -> f64| mean_of(&outcomes, f);
                 policies.push(PolicyFigures {
-                    admission: admission_name,
-                    call_priority: priority_name,
+                    admission: kind.as_str(),
+                    call_priority: order_name(priority),
                     gate,
                     utilization: mean(|o| o.utilization),
                     wall_over_bound: mean(|o| o.wall_over_bound),

@@ -147,6 +147,15 @@ impl Role {
         Role::Extraction,
     ];
 
+    /// True for a role whose calls run side by side with those of the role before it in
+    /// [`Role::METHOD`], not after them: TMAS's guideline agent updates its bank while the
+    /// experience agent updates its own, both from the same iteration's summaries. The
+    /// runtime's latency-aware call order counts such a stage once, at the longer of the
+    /// two.
+    pub fn runs_beside_previous(self) -> bool {
+        matches!(self, Role::Guideline)
+    }
+
     /// The role a runtime label names ([`Role::as_str`] read back); `None` for a label no
     /// role has.
     pub fn from_label(label: &str) -> Option<Role> {

@@ -11,55 +11,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tmas_actors::client::ResiliencePolicy;
 
-/// How problems are admitted into a run (`run.admission`, `tmas bench … --admission`).
-/// The runtime's `tmas_actors::runner::Admission` is this policy with its bounds filled in
-/// (`engine::runner_settings`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Admission {
-    /// Exactly `max_concurrent_problems` problems at once (the released runner's rule).
-    Fixed,
-    /// Start another problem whenever calls queued or in flight fall below the global cap
-    /// (e.g. while problems wait on their bank updates), up to `max_active_problems` at
-    /// once; once all problems still waiting fit under that bound, start them together.
-    WorkConserving,
-}
-
-/// Which waiting calls get the next free slot (timing only: results never depend on it).
-/// `run.call_priority` and `tmas bench … --call-priority`; the runtime's
-/// `tmas_actors::runner::JobPriority` has these orders and its own default (submission
-/// order), which no config selects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum CallPriority {
-    /// Calls of earlier-started problems first: drives problems to completion.
-    OldestProblemFirst,
-    /// Calls of the problems least far along (iteration, then stage within it) first,
-    /// then of older problems: a problem held back by a slow call never queues behind
-    /// ones further along, so a long-tailed latency does not leave one slow problem
-    /// running alone at the end.
-    LeastProgressFirst,
-}
-
-/// The name a value is written with (the same in TOML and on the command line).
-fn value_name(value: &impl clap::ValueEnum, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-    match value.to_possible_value() {
-        Some(v) => f.write_str(v.get_name()),
-        None => Ok(()),
-    }
-}
-
-impl std::fmt::Display for Admission {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        value_name(self, f)
-    }
-}
-
-impl std::fmt::Display for CallPriority {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        value_name(self, f)
-    }
-}
+/// `run.admission` and `run.call_priority` are the runtime's own types, so a config
+/// file, a command line (`clap::ValueEnum`, the runtime's `clap` feature) and the runner
+/// read one spelling and one set of values.
+pub use tmas_actors::runner::{AdmissionKind, CallPriority};
 
 /// `[run]`: what to run and how much of it at once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -89,12 +44,15 @@ pub struct RunConfig {
     /// Run only these problem ids.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ids: Option<Vec<String>>,
-    pub admission: Admission,
+    /// `fixed` or `work-conserving`; its bounds are `max_concurrent_problems`, or
+    /// `max_active_problems` and `max_in_flight`.
+    pub admission: AdmissionKind,
     /// Upper bound on problems active at once under work-conserving admission. Unset in a
     /// file means `2 × max_concurrent_problems`; [`super::load`] fills it in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_active_problems: Option<usize>,
-    /// Order in which waiting calls get free slots.
+    /// Order in which waiting calls get free slots (timing only: results never depend
+    /// on it).
     pub call_priority: CallPriority,
     /// After the first SIGINT/SIGTERM, how long to wait for calls in flight to finish
     /// (and be stored) before exiting; see docs/run-store.md.
@@ -113,7 +71,7 @@ impl Default for RunConfig {
             out_dir: PathBuf::from("runs"),
             limit: None,
             ids: None,
-            admission: Admission::Fixed,
+            admission: AdmissionKind::Fixed,
             max_active_problems: None,
             call_priority: CallPriority::LeastProgressFirst,
             shutdown_grace_secs: 30,

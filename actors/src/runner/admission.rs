@@ -3,9 +3,55 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How many problems run at once.
+/// Which admission rule a run uses: `run.admission` in a config file and `--admission`
+/// on a command line (the same names). [`Admission::of_kind`] gives it its bounds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum AdmissionKind {
+    /// Exactly up to `max_concurrent_problems` problems at once; when one finishes the
+    /// next starts (the released runner's rule).
+    #[default]
+    Fixed,
+    /// Start another problem whenever calls queued or in flight fall below the in-flight
+    /// target (e.g. while problems wait on their bank updates), up to
+    /// `max_active_problems` at once; once all problems still waiting fit under that
+    /// bound, start them together.
+    WorkConserving,
+}
+
+impl AdmissionKind {
+    pub const ALL: [AdmissionKind; 2] = [AdmissionKind::Fixed, AdmissionKind::WorkConserving];
+
+    /// The name written in config files and on command lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdmissionKind::Fixed => "fixed",
+            AdmissionKind::WorkConserving => "work-conserving",
+        }
+    }
+}
+
+impl std::fmt::Display for AdmissionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The bounds an [`AdmissionKind`] needs (each kind reads the ones it names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdmissionBounds {
+    /// `fixed`: problems at once.
+    pub max_concurrent_problems: usize,
+    /// `work-conserving`: most problems active at once.
+    pub max_active_problems: usize,
+    /// `work-conserving`: admit while fewer calls than this are queued or in flight.
+    pub target_in_flight: usize,
+}
+
+/// How many problems run at once: an [`AdmissionKind`] with its bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Admission {
     /// Exactly up to `max_concurrent_problems` problems at once; when one finishes the
     /// next starts. Simple and reproducible, but a problem waiting on its slowest call
@@ -34,6 +80,26 @@ impl Default for Admission {
 }
 
 impl Admission {
+    /// The policy of `kind` with its bounds from `bounds`.
+    pub fn of_kind(kind: AdmissionKind, bounds: AdmissionBounds) -> Self {
+        match kind {
+            AdmissionKind::Fixed => Admission::Fixed {
+                max_concurrent_problems: bounds.max_concurrent_problems,
+            },
+            AdmissionKind::WorkConserving => Admission::WorkConserving {
+                max_active_problems: bounds.max_active_problems,
+                target_in_flight: bounds.target_in_flight,
+            },
+        }
+    }
+
+    pub fn kind(&self) -> AdmissionKind {
+        match self {
+            Admission::Fixed { .. } => AdmissionKind::Fixed,
+            Admission::WorkConserving { .. } => AdmissionKind::WorkConserving,
+        }
+    }
+
     /// True if one more problem may start now. `waiting_problems` counts the problems not
     /// yet admitted, when known.
     pub fn admits(
@@ -146,7 +212,7 @@ mod tests {
     #[test]
     fn deserializes_from_config_style_tables() {
         let a: Admission = serde_json::from_str(
-            r#"{"kind":"work_conserving","max_active_problems":4,"target_in_flight":800}"#,
+            r#"{"kind":"work-conserving","max_active_problems":4,"target_in_flight":800}"#,
         )
         .unwrap();
         assert_eq!(
@@ -156,5 +222,59 @@ mod tests {
                 target_in_flight: 800
             }
         );
+    }
+
+    #[test]
+    fn a_kind_takes_the_bounds_it_names() {
+        let bounds = AdmissionBounds {
+            max_concurrent_problems: 7,
+            max_active_problems: 14,
+            target_in_flight: 800,
+        };
+        assert_eq!(
+            Admission::of_kind(AdmissionKind::Fixed, bounds),
+            Admission::Fixed {
+                max_concurrent_problems: 7
+            }
+        );
+        let wc = Admission::of_kind(AdmissionKind::WorkConserving, bounds);
+        assert_eq!(
+            wc,
+            Admission::WorkConserving {
+                max_active_problems: 14,
+                target_in_flight: 800
+            }
+        );
+        for kind in AdmissionKind::ALL {
+            assert_eq!(Admission::of_kind(kind, bounds).kind(), kind);
+        }
+    }
+
+    #[test]
+    fn kind_names_are_the_same_in_serde_display_and_on_the_command_line() {
+        for kind in AdmissionKind::ALL {
+            let json = serde_json::to_value(kind).unwrap();
+            assert_eq!(json, serde_json::Value::String(kind.as_str().into()));
+            assert_eq!(kind.to_string(), kind.as_str());
+            // The bounded policy's tag is the kind's name.
+            let bounded = serde_json::to_value(Admission::of_kind(
+                kind,
+                AdmissionBounds {
+                    max_concurrent_problems: 1,
+                    max_active_problems: 1,
+                    target_in_flight: 1,
+                },
+            ))
+            .unwrap();
+            assert_eq!(bounded["kind"], json);
+            #[cfg(feature = "clap")]
+            {
+                use clap::ValueEnum;
+                assert_eq!(kind.to_possible_value().unwrap().get_name(), kind.as_str());
+            }
+        }
+        let parsed: Vec<AdmissionKind> =
+            serde_json::from_str(r#"["fixed", "work-conserving"]"#).unwrap();
+        assert_eq!(parsed, AdmissionKind::ALL);
     }
 }

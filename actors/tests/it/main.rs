@@ -12,5 +12,6 @@ mod client_retry;
 mod client_secrets;
 mod client_stream;
 mod runtime_pool;
+mod runtime_priority;
 mod runtime_run;
 mod runtime_spans;

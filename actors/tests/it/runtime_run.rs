@@ -9,7 +9,7 @@ use crate::support::toy::*;
 use tmas_actors::bank::{BankInit, BankSink, NoopSink};
 use tmas_actors::coordinator::ProblemError;
 use tmas_actors::runner::{
-    Admission, JobPriority, ProblemJob, RoleSettings, RunSummary, Runner, RunnerSettings,
+    Admission, CallPriority, ProblemJob, RoleSettings, RunSummary, Runner, RunnerSettings,
 };
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, Command, Strategy};
 
@@ -175,21 +175,30 @@ async fn results_do_not_depend_on_completion_order_or_admission_policy() {
         max_active_problems: 3,
         target_in_flight: 5,
     });
-    wc.priority = JobPriority::OldestProblemFirst;
+    wc.priority = CallPriority::OldestProblemFirst;
     let (summary, second) = run(wc, &delayed(99), Arc::new(NoopSink), jobs(4, plan())).await;
     assert!(summary.stats.max_active_problems <= 3);
     // Serving the least advanced problems first reorders calls, never results.
     let mut lp = settings(Admission::Fixed {
         max_concurrent_problems: 4,
     });
-    lp.priority = JobPriority::LeastProgressFirst;
+    lp.priority = CallPriority::LeastProgressFirst;
     let (_, third) = run(lp, &delayed(31), Arc::new(NoopSink), jobs(4, plan())).await;
+    // Ordering by estimated remaining chain (learned from the delays) neither.
+    let aware = settings(Admission::WorkConserving {
+        max_active_problems: 4,
+        target_in_flight: 2,
+    })
+    .with_priority(CallPriority::LatencyAware)
+    .with_iterations(ROUNDS);
+    let (_, fourth) = run(aware, &delayed(53), Arc::new(NoopSink), jobs(4, plan())).await;
     let ok = |r: Results| -> BTreeMap<String, ToyOutput> {
         r.into_iter().map(|(k, v)| (k, v.unwrap())).collect()
     };
     let first = ok(first);
     assert_eq!(first, ok(second));
     assert_eq!(first, ok(third));
+    assert_eq!(first, ok(fourth));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -359,10 +368,35 @@ async fn invalid_settings_are_rejected_with_the_field_named() {
         max_concurrent_problems: 1,
     };
     bad.roles.push(RoleSettings::new("solve", "x", 1));
-    let err = Runner::new(bad, Arc::new(Shared(fake)), Arc::new(NoopSink))
+    let err = Runner::new(bad, Arc::new(Shared(fake.clone())), Arc::new(NoopSink))
         .err()
         .unwrap();
     assert!(err.to_string().contains("`solve` is listed twice"), "{err}");
+    // The latency-aware order counts the iterations a problem has left.
+    let aware = settings(Admission::default()).with_priority(CallPriority::LatencyAware);
+    let err = Runner::new(
+        aware.clone(),
+        Arc::new(Shared(fake.clone())),
+        Arc::new(NoopSink),
+    )
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("needs `iterations`"), "{err}");
+    assert!(
+        Runner::new(
+            aware.with_iterations(ROUNDS),
+            Arc::new(Shared(fake.clone())),
+            Arc::new(NoopSink)
+        )
+        .is_ok()
+    );
+    // Only a role after another can run beside it.
+    let mut beside = settings(Admission::default());
+    beside.roles[0] = beside.roles[0].clone().beside_previous();
+    let err = Runner::new(beside, Arc::new(Shared(fake)), Arc::new(NoopSink))
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("roles.solve"), "{err}");
 }
 
 /// A strategy whose first commands are fixed and which never finishes on its own.

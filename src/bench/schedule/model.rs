@@ -4,17 +4,20 @@
 //! model's utilization is the ceiling a policy can reach on a workload — what is left
 //! between it and `tmas bench eval` is the orchestrator's own cost.
 //!
-//! It uses the runtime's own policy code ([`Admission::admits`], [`JobPriority`]) so a
-//! policy measured here is the policy that runs. Every call's latency is drawn from its
-//! identity (problem, iteration, role, candidate, slot), not from the order calls are
-//! issued in, so every policy meets exactly the same latencies (common random numbers),
-//! and [`CallOrder::CriticalPath`] can know them in advance.
+//! It uses the runtime's own policy code ([`Admission::admits`], [`CallPriority::of_call`]
+//! with the runtime's latency estimator, the pools' [`JobQueue`]) so a policy measured
+//! here is the policy that runs. Every call's latency is drawn from its identity
+//! (problem, iteration, role, candidate, slot), not from the order calls are issued in,
+//! so every policy meets exactly the same latencies (common random numbers), and
+//! [`CallOrder::CriticalPath`] can know them in advance.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
 
 use tmas_actors::pool::JobQueue;
-use tmas_actors::runner::{Admission, JobPriority};
+use tmas_actors::priority::{ProblemLatencies, RunLatencies, StageOrder};
+use tmas_actors::runner::{Admission, CallPriority};
 
 use crate::sim::latency::LatencyModel;
 use crate::sim::rng::SimRng;
@@ -37,24 +40,23 @@ pub enum Gate {
     Priority,
 }
 
+/// TMAS's two bank updates run side by side (the runtime is told the same by
+/// `engine::runner_settings`).
+const BESIDE_PREVIOUS: [bool; STAGES] = [false, false, false, false, true];
+
 /// How calls waiting in the pools (and at a priority gate) are ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallOrder {
-    /// The runtime's call priority.
-    Runtime(JobPriority),
+    /// The runtime's call priority, computed by the runtime's code. Its latency-aware
+    /// order learns from the latencies of completed calls exactly as a coordinator does
+    /// (`tmas_actors::priority`).
+    Runtime(CallPriority),
     /// Clairvoyant: longest remaining critical path first — the call's own latency plus
     /// the longest dependency chain after it in its problem, computed from latencies no
     /// runtime can know before the call ends (classic critical-path list scheduling).
     /// Not a policy; an estimate of what perfect foresight of every latency would buy,
     /// which bounds how far any online policy could get above the runtime's.
     CriticalPath,
-    /// Online: longest *estimated* remaining critical path first, the estimate built only
-    /// from latencies already observed — per role, the running mean of the problem's own
-    /// completed calls (the mean over all problems' completed calls until the problem has
-    /// one of that role) — times the stages and iterations the problem has left. Where
-    /// latency is correlated within a problem (hard problems are slow in every call, as
-    /// on real servers) it learns which problems are the long ones from their first calls.
-    LatencyAware,
 }
 
 /// Role names by stage, for the per-problem latency factors of the server model.
@@ -137,8 +139,9 @@ struct ProblemState {
     latencies: Vec<f64>,
     /// Every call's remaining critical path ([`CallOrder::CriticalPath`] only).
     critical_paths: Vec<f64>,
-    /// Per role: (sum, count) of the latencies of the problem's completed calls.
-    observed: [(f64, u32); STAGES],
+    /// Latencies of the problem's completed calls, per role (with the run's): what the
+    /// latency-aware order knows.
+    observed: ProblemLatencies,
     done: bool,
 }
 
@@ -226,8 +229,10 @@ struct Model<'a> {
     active: usize,
     busy_secs: f64,
     calls: u64,
-    /// Per role: (sum, count) of every completed call's latency.
-    observed: [(f64, u32); STAGES],
+    /// The runtime's stage order for TMAS's roles.
+    stages: StageOrder,
+    /// Per role: every completed call's latency.
+    observed: Arc<RunLatencies>,
 }
 
 /// Calls holding a pool worker, waiting for the global cap.
@@ -303,7 +308,9 @@ impl<'a> Model<'a> {
             active: 0,
             busy_secs: 0.0,
             calls: 0,
-            observed: [(0.0, 0); STAGES],
+            stages: StageOrder::new(&BESIDE_PREVIOUS, Some(s.iterations))
+                .unwrap_or_else(|e| unreachable!("TMAS's stage order is valid: {e}")),
+            observed: Arc::new(RunLatencies::new(STAGES)),
         }
     }
 
@@ -338,7 +345,7 @@ impl<'a> Model<'a> {
             let latencies = self.draw_latencies(seq);
             let critical_paths = match self.s.priority {
                 CallOrder::CriticalPath => self.critical_paths(&latencies),
-                CallOrder::Runtime(_) | CallOrder::LatencyAware => Vec::new(),
+                CallOrder::Runtime(_) => Vec::new(),
             };
             self.problems.push(ProblemState {
                 seq,
@@ -351,7 +358,7 @@ impl<'a> Model<'a> {
                 chain_secs: 0.0,
                 latencies,
                 critical_paths,
-                observed: [(0.0, 0); STAGES],
+                observed: ProblemLatencies::new(self.observed.clone()),
                 done: false,
             });
             self.start_iteration(self.problems.len() - 1);
@@ -386,29 +393,6 @@ impl<'a> Model<'a> {
         // Named like `tmas bench eval`'s problems.
         let problem = format!("bench-{seq:05}");
         ROLE_NAMES.map(|role| model.problem_factor(self.s.seed, &problem, role))
-    }
-
-    /// The latency-aware estimate of a call's remaining critical path: per stage the
-    /// problem's own mean latency of that role (else the mean over all problems, else 1),
-    /// summed over the stages left in this iteration and every later iteration.
-    fn estimated_path(&self, p: &ProblemState, role: usize) -> f64 {
-        let estimate: [f64; STAGES] = std::array::from_fn(|r| {
-            let (sum, n) = p.observed[r];
-            if n > 0 {
-                return sum / f64::from(n);
-            }
-            let (sum, n) = self.observed[r];
-            if n > 0 { sum / f64::from(n) } else { 1.0 }
-        });
-        // The two bank calls run side by side.
-        let stage = |r: usize| match r {
-            EXPERIENCE | GUIDELINE => estimate[EXPERIENCE].max(estimate[GUIDELINE]),
-            r => estimate[r],
-        };
-        let iteration: f64 = (0..=EXPERIENCE).map(stage).sum();
-        let this: f64 = (role.min(EXPERIENCE)..=EXPERIENCE).map(stage).sum();
-        let later = self.s.iterations.saturating_sub(p.iteration + 1);
-        this + f64::from(later) * iteration
     }
 
     /// Each call's latency plus the longest chain of calls after it, last iteration
@@ -477,12 +461,12 @@ impl<'a> Model<'a> {
         let p = &self.problems[problem];
         let i = self.index.of(p.iteration, role, candidate, slot);
         let latency = p.latencies[i];
-        let step = i64::from(p.iteration) * STAGES as i64 + role as i64;
         let priority = match self.s.priority {
-            CallOrder::Runtime(order) => order.of_call(p.seq, step),
+            CallOrder::Runtime(order) => {
+                order.of_call(&self.stages, p.seq, p.iteration, role, &p.observed)
+            }
             // Microseconds of remaining path: longer first.
             CallOrder::CriticalPath => (p.critical_paths[i] * 1e6) as i64,
-            CallOrder::LatencyAware => (self.estimated_path(p, role) * 1e6) as i64,
         };
         self.busy_secs += latency;
         self.calls += 1;
@@ -522,13 +506,11 @@ impl<'a> Model<'a> {
     fn on_done(&mut self, call: Call) {
         let m = self.s.m;
         let problem = call.problem;
-        for observed in [
-            &mut self.problems[problem].observed[call.role],
-            &mut self.observed[call.role],
-        ] {
-            observed.0 += call.latency;
-            observed.1 += 1;
-        }
+        // In whole microseconds, as the runtime counts them.
+        let latency_us = (call.latency * 1e6).round() as u64;
+        self.problems[problem]
+            .observed
+            .observe(call.role, latency_us);
         let c = call.candidate as usize;
         match call.role {
             SOLUTION => {
@@ -597,7 +579,7 @@ mod tests {
             admission: Admission::Fixed {
                 max_concurrent_problems: problems,
             },
-            priority: CallOrder::Runtime(JobPriority::OldestProblemFirst),
+            priority: CallOrder::Runtime(CallPriority::OldestProblemFirst),
             gate: Gate::Fifo,
             latency: LatencyModel::Fixed(Duration::from_millis(200)),
             difficulty_sigma: 0.0,
@@ -673,10 +655,10 @@ mod tests {
             target_in_flight: 200,
         };
         let orders = [
-            CallOrder::Runtime(JobPriority::OldestProblemFirst),
-            CallOrder::Runtime(JobPriority::LeastProgressFirst),
+            CallOrder::Runtime(CallPriority::OldestProblemFirst),
+            CallOrder::Runtime(CallPriority::LeastProgressFirst),
             CallOrder::CriticalPath,
-            CallOrder::LatencyAware,
+            CallOrder::Runtime(CallPriority::LatencyAware),
         ];
         let outcomes: Vec<Outcome> = orders
             .iter()
@@ -733,11 +715,11 @@ mod tests {
             target_in_flight: 200,
         };
         let lpf = simulate(&Scenario {
-            priority: CallOrder::Runtime(JobPriority::LeastProgressFirst),
+            priority: CallOrder::Runtime(CallPriority::LeastProgressFirst),
             ..s.clone()
         });
         let aware = simulate(&Scenario {
-            priority: CallOrder::LatencyAware,
+            priority: CallOrder::Runtime(CallPriority::LatencyAware),
             ..s.clone()
         });
         assert_eq!(lpf.calls, aware.calls);
@@ -746,27 +728,62 @@ mod tests {
         assert_eq!(
             aware,
             simulate(&Scenario {
-                priority: CallOrder::LatencyAware,
+                priority: CallOrder::Runtime(CallPriority::LatencyAware),
                 ..s.clone()
             })
         );
     }
 
     #[test]
-    fn the_estimate_uses_the_problems_own_calls_first() {
-        let s = scenario(2, 100);
+    fn the_latency_aware_priority_is_the_runtimes_estimate_of_the_remaining_chain() {
+        let mut s = scenario(2, 100);
+        s.priority = CallOrder::Runtime(CallPriority::LatencyAware);
         let mut model = Model::new(&s);
         model.admit();
-        // Nothing observed: 1 s per stage, 4 stages × 5 iterations from the first call.
-        let p0 = 0;
-        assert!((model.estimated_path(&model.problems[p0], SOLUTION) - 20.0).abs() < 1e-9);
-        model.problems[p0].observed[SOLUTION] = (3.0, 1);
-        model.observed[SOLUTION] = (4.0, 2);
-        // Problem 0 uses its own 3 s, problem 1 the global mean of 2 s.
-        assert!((model.estimated_path(&model.problems[p0], SOLUTION) - 30.0).abs() < 1e-9);
-        assert!((model.estimated_path(&model.problems[1], SOLUTION) - 25.0).abs() < 1e-9);
-        // A summary of the last iteration has the summary and the bank stage left.
-        model.problems[p0].iteration = 4;
-        assert!((model.estimated_path(&model.problems[p0], SUMMARY) - 2.0).abs() < 1e-9);
+        let priority = |model: &Model, p: usize, role: usize| {
+            let problem = &model.problems[p];
+            CallPriority::LatencyAware.of_call(
+                &model.stages,
+                problem.seq,
+                problem.iteration,
+                role,
+                &problem.observed,
+            )
+        };
+        // Roles no call has completed yet come first (2^52 per role), then the estimate.
+        let band = |unknown: i64| unknown << 52;
+        // Nothing observed yet: all five roles unknown, every call ties.
+        assert_eq!(priority(&model, 0, SOLUTION), band(5));
+        assert_eq!(priority(&model, 1, GUIDELINE), band(5));
+        // Problem 0's solutions took 3 s, problem 1's 1 s …
+        model.problems[0].observed.observe(SOLUTION, 3_000_000);
+        model.problems[1].observed.observe(SOLUTION, 1_000_000);
+        model.problems[0].observed.observe(VERIFICATION, 1_000_000);
+        // … 5 iterations of (own solution + verification) left; problem 1 has no
+        // verification of its own and takes the run's mean (1 s).
+        assert_eq!(priority(&model, 0, SOLUTION), band(3) + 5 * 4_000_000);
+        assert_eq!(priority(&model, 1, SOLUTION), band(3) + 5 * 2_000_000);
+        // Bank updates side by side: the longer one counts, once.
+        model.problems[0].observed.observe(EXPERIENCE, 2_000_000);
+        model.problems[0].observed.observe(GUIDELINE, 5_000_000);
+        model.problems[0].iteration = 4;
+        assert_eq!(priority(&model, 0, GUIDELINE), band(1) + 5_000_000);
+        assert_eq!(priority(&model, 0, SUMMARY), band(1) + 5_000_000);
+        assert_eq!(priority(&model, 0, SOLUTION), band(1) + 9_000_000);
+    }
+
+    #[test]
+    fn the_model_learns_latencies_as_calls_complete() {
+        let mut s = scenario(3, 1_000);
+        s.priority = CallOrder::Runtime(CallPriority::LatencyAware);
+        let mut model = Model::new(&s);
+        model.run();
+        // Completed calls of every role were counted, for the run and for each problem.
+        for role in 0..STAGES {
+            assert!((model.observed.mean_us(role).unwrap() - 200_000.0).abs() < 1.0);
+            for p in &model.problems {
+                assert!((p.observed.mean_us(role).unwrap() - 200_000.0).abs() < 1.0);
+            }
+        }
     }
 }

@@ -9,7 +9,8 @@ fn minimal_config_has_the_paper_defaults() {
     assert_eq!(c.method.epsilon, 0.2);
     assert_eq!(c.run.max_in_flight, 800);
     assert_eq!(c.run.max_concurrent_problems, 100);
-    assert_eq!(c.run.admission, Admission::Fixed);
+    assert_eq!(c.run.admission, AdmissionKind::Fixed);
+    assert_eq!(c.run.call_priority, CallPriority::LeastProgressFirst);
     assert_eq!(c.roles.solution.temperature, 1.0);
     assert_eq!(c.roles.verification.temperature, 1.0);
     for r in [&c.roles.summary, &c.roles.experience, &c.roles.guideline] {

@@ -47,6 +47,31 @@ fn bad_enum_value_lists_the_choices() {
 }
 
 #[test]
+fn every_admission_and_call_priority_reads_by_its_name() {
+    for kind in AdmissionKind::ALL {
+        let c = load_text(&format!("[run]\nadmission = \"{kind}\"")).expect("loads");
+        assert_eq!(c.run.admission, kind);
+    }
+    for priority in CallPriority::ALL {
+        let c = load_text(&format!("[run]\ncall_priority = \"{priority}\"")).expect("loads");
+        assert_eq!(c.run.call_priority, priority);
+    }
+    // The names as written in config files (and in the resolved config a run stores).
+    let c = load_text("[run]\nadmission = \"work-conserving\"\ncall_priority = \"latency-aware\"")
+        .expect("loads");
+    assert_eq!(c.run.admission, AdmissionKind::WorkConserving);
+    assert_eq!(c.run.call_priority, CallPriority::LatencyAware);
+    let text = c.to_toml_string().expect("serializes");
+    assert!(text.contains("call_priority = \"latency-aware\""), "{text}");
+    let i = issue_at(
+        "[run]\ncall_priority = \"fifo\"",
+        "run.call_priority",
+        "unknown variant `fifo`",
+    );
+    assert!(i.message.contains("latency-aware"), "{i}");
+}
+
+#[test]
 fn missing_required_endpoint_key() {
     let errs = load_str(
         "[endpoints.e]\nbase_url = \"http://127.0.0.1:1/v1\"\n",
