@@ -710,6 +710,7 @@ mod tests {
                         endpoint: "x".into(),
                         attempts: 1,
                         max_tokens_sent: 1,
+                        embeddings: None,
                     });
                     candidate(c as u32, PromptMode::Fresh, "", Some(&reply))
                 })

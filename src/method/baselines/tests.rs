@@ -32,6 +32,7 @@ fn ok(content: &str) -> CallOutcome {
         endpoint: "fake".into(),
         attempts: 1,
         max_tokens_sent: 1000,
+        embeddings: None,
     })
 }
 
@@ -120,6 +121,7 @@ fn drive_problem(
                 let outcome = reply(&spec);
                 s.on_call(spec.key, outcome)
             }
+            Command::Embed(spec) => panic!("no embeddings call expected: {}", spec.key),
             Command::UpdateBank {
                 bank: name,
                 proposed,
