@@ -120,6 +120,12 @@ fn method_rules(c: &Config, s: &mut Sink) {
             format!("must be within (0, 1], got {}", m.dedup_threshold),
         );
     }
+    if !(m.embedding_threshold > 0.0 && m.embedding_threshold <= 1.0) {
+        s.push(
+            k(&["method", "embedding_threshold"]),
+            format!("must be within (0, 1], got {}", m.embedding_threshold),
+        );
+    }
     if m.name == super::MethodName::MajorityVote {
         s.at_least_one(k(&["method", "k"]), u64::from(m.k));
         if m.iterations != 1 {

@@ -100,9 +100,9 @@ impl VariantReport {
 }
 
 /// The roles in column order.
-const ROLES: [Role; 7] = Role::METHOD;
+const ROLES: [Role; Role::METHOD.len()] = Role::METHOD;
 
-fn role_calls(c: &CallCounts) -> [u32; 7] {
+fn role_calls(c: &CallCounts) -> [u32; Role::METHOD.len()] {
     [
         c.solution,
         c.verification,
@@ -111,6 +111,7 @@ fn role_calls(c: &CallCounts) -> [u32; 7] {
         c.guideline,
         c.critique,
         c.extraction,
+        c.embedding,
     ]
 }
 
@@ -199,7 +200,7 @@ fn budget(records: &[ProblemRecord], pass: &[f64]) -> Vec<IterationBudget> {
             pass_at_1: pass.get(t).copied(),
             ..IterationBudget::default()
         };
-        let mut roles = [0u64; 7];
+        let mut roles = [0u64; Role::METHOD.len()];
         for r in records {
             let Some(it) = r.outcome.iterations.get(t) else {
                 continue;
