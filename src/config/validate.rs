@@ -343,6 +343,13 @@ fn role_rules(c: &Config, s: &mut Sink) {
             );
         }
         s.at_least_one(p.key("max_tokens"), u64::from(r.max_tokens));
+        if role.is_embedding() && r.prompt.is_some() {
+            s.push(
+                p.key("prompt"),
+                "the embedding role sends the bank items themselves, no prompt template: \
+                 remove it",
+            );
+        }
         s.some_positive(p.key("pool_size"), r.pool_size.map(|v| v as u64));
     }
 }

@@ -151,30 +151,27 @@ fn rse_dedup_and_embedding_threshold() {
     );
     assert_eq!(c.method.embedding_threshold, 0.8);
     assert!(!c.method.uses_embeddings());
-    let c = load_text(
-        "[method]
-name = \"rse\"
-rse_dedup = \"embeddings\"",
-    )
-    .expect("loads");
+    let c = load_text("[method]\nname = \"rse\"\nrse_dedup = \"embeddings\"").expect("loads");
     assert!(c.method.uses_embeddings());
     issue_at(
-        "[method]
-embedding_threshold = 0",
+        "[method]\nembedding_threshold = 0",
         "method.embedding_threshold",
         "within (0, 1], got 0",
     );
     issue_at(
-        "[method]
-embedding_threshold = 1.2",
+        "[method]\nembedding_threshold = 1.2",
         "method.embedding_threshold",
         "(0, 1]",
     );
     issue_at(
-        "[method]
-rse_dedup = \"cosine\"",
+        "[method]\nrse_dedup = \"cosine\"",
         "method.rse_dedup",
         "unknown variant `cosine`",
+    );
+    issue_at(
+        "[roles.embedding]\nprompt = \"Cargo.toml\"",
+        "roles.embedding.prompt",
+        "no prompt template",
     );
 }
 
