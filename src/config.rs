@@ -39,7 +39,7 @@ pub use layers::{CliOverride, ENV_PREFIX};
 pub use loader::{load, load_str, load_with};
 pub use schema::{
     AdmissionKind, CallPriority, JudgeConfig, JudgeInput, LlmJudgePolicy, MethodConfig, MethodName,
-    ResilienceConfig, RunConfig,
+    ResilienceConfig, RseDedup, RunConfig,
 };
 pub use templates::TemplateKind;
 

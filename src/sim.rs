@@ -1,6 +1,7 @@
 //! The simulated OpenAI-compatible endpoint with its synthetic task model.
 //!
-//! - [`SimServer`]: serves `/v1/chat/completions` (stream and non-stream), `/v1/models`,
+//! - [`SimServer`]: serves `/v1/chat/completions` (stream and non-stream),
+//!   `/v1/embeddings` (`embeddings`: the task model's bag-of-words vectors), `/v1/models`,
 //!   `/health`, `/metrics` and the test controls `/sim/stats`, `/sim/reset`, `/sim/faults`.
 //! - [`options`]: the knobs ([`SimOptions`]), embedded as a config's `[simulator]` section.
 //! - [`task`]: the synthetic task model (what each agent role replies).
@@ -17,6 +18,7 @@
 //! docs/simulator.md.
 
 pub mod dataset;
+mod embeddings;
 mod faults;
 mod handler;
 pub mod invalid_option;

@@ -9,11 +9,12 @@
 //!
 //! Layout (one concept per module):
 //! - [`config`] / `validate`: the settings and their checks.
-//! - [`handle`]: [`ModelClient`], the cheap-clone handle (`start`, `chat`, `snapshot`,
-//!   `shutdown`) and its [`crate::strategy::CallExecutor`] impl.
+//! - [`handle`]: [`ModelClient`], the cheap-clone handle (`start`, `chat`, `embed`,
+//!   `snapshot`, `shutdown`) and its [`crate::strategy::CallExecutor`] impl.
 //! - `call`: one call's path — outage wait, global and endpoint slots, rate limits,
 //!   retries with exponential backoff and jitter, `Retry-After` (`retry_after`), a
-//!   budget per kind of failure (overload in time, timeouts, the rest in attempts).
+//!   budget per kind of failure (`retry_budget`: overload in time, timeouts, the rest in
+//!   attempts); `call/embeddings.rs` is the same path for an embeddings call.
 //! - `limit`: each endpoint's AIMD concurrency limit (overload is back-pressure).
 //! - `breaker`: when an endpoint counts as unhealthy (consecutive hard failures, or a
 //!   failure ratio over a sliding window).
@@ -23,6 +24,7 @@
 //!   and one HTTP attempt (plain or streaming).
 //! - [`health`] / [`supervisor`]: the actors — one per endpoint owning breaker recovery
 //!   (probing `GET /health`, falling back to `/models`), under a restarting supervisor.
+//! - [`embeddings_body`]: the embeddings request and the checks a reply must pass (pure).
 //! - `body` / `sse`: the JSON and server-sent events on the wire (pure); `escape_cache`:
 //!   each long prompt segment JSON-escaped once for every body that quotes it.
 //! - [`tokens`] — prompt-token estimates and the `max_tokens` that fits.
@@ -35,6 +37,7 @@ mod body_cache;
 mod breaker;
 mod call;
 pub mod config;
+pub mod embeddings_body;
 mod endpoint;
 pub mod error;
 mod escape_cache;
@@ -44,6 +47,7 @@ mod json_string;
 mod limit;
 pub mod permanent;
 mod retry_after;
+mod retry_budget;
 mod router;
 mod sse;
 pub mod supervisor;
@@ -53,6 +57,7 @@ mod validate;
 
 pub use body::encode_request;
 pub use config::{ApiKey, ClientConfig, EndpointSpec, ResiliencePolicy, Routing, TokenEstimate};
+pub use embeddings_body::{EmbeddingsReply, encode_embeddings_request, parse_embeddings_response};
 pub use error::ClientError;
 pub use escape_cache::EscapeCache;
 pub use handle::{ClientSnapshot, EndpointSnapshot, ModelClient};

@@ -5,7 +5,8 @@
 //!    [`Strategy::start`] and dispatches the first commands. Doing this before the spawn
 //!    returns means the runner sees the new problem's calls in the pool counters at once,
 //!    which work-conserving admission relies on.
-//! 2. Each [`Command::Call`] becomes a pool [`Job`] whose reply is a `CallDone` message to
+//! 2. Each [`Command::Call`] (and [`Command::Embed`]) becomes a pool [`Job`] whose reply is
+//!    a `CallDone` message to
 //!    this actor; each [`Command::UpdateBank`] is sent to the bank actor (in command order,
 //!    so a bank sees a problem's updates in the order the strategy issued them) and comes
 //!    back as `BankDone`. Outcomes are fed to the strategy; its new commands are dispatched.
@@ -36,9 +37,8 @@ use crate::bank::{BankActor, BankArgs, BankError, BankInit, BankMsg, BankSink};
 use crate::pool::{Job, RolePool};
 use crate::priority::{CallPriority, ProblemLatencies, StageOrder};
 use crate::stats::RuntimeStats;
-use crate::strategy::{
-    BankVersion, CallFailure, CallKey, CallOutcome, CallSpec, Command, Strategy,
-};
+use crate::strategy::{BankVersion, CallFailure, CallKey, CallOutcome, Command, Strategy};
+use crate::wire::ModelRequest;
 
 /// Where calls of one role go.
 #[derive(Clone)]
@@ -226,7 +226,12 @@ impl<O: Send + 'static> CoordinatorState<O> {
     fn dispatch(&mut self, myself: &ActorRef<CoordinatorMsg>, commands: Vec<Command>) {
         for command in commands {
             match command {
-                Command::Call(spec) => self.dispatch_call(myself, spec),
+                Command::Call(spec) => {
+                    self.dispatch_call(myself, spec.key, ModelRequest::Chat(spec.request));
+                }
+                Command::Embed(spec) => {
+                    self.dispatch_call(myself, spec.key, ModelRequest::Embeddings(spec.request));
+                }
                 Command::UpdateBank {
                     bank,
                     iteration,
@@ -236,20 +241,18 @@ impl<O: Send + 'static> CoordinatorState<O> {
         }
     }
 
-    fn dispatch_call(&mut self, myself: &ActorRef<CoordinatorMsg>, spec: CallSpec) {
+    fn dispatch_call(
+        &mut self,
+        myself: &ActorRef<CoordinatorMsg>,
+        key: CallKey,
+        request: ModelRequest,
+    ) {
         self.calls_out += 1;
-        let key = &spec.key;
         let parent = self.iteration_span(key.iteration);
         let labels = self.strategy.as_ref().map_or_else(Vec::new, |s| {
-            catch_unwind(AssertUnwindSafe(|| s.call_labels(key))).unwrap_or_default()
+            catch_unwind(AssertUnwindSafe(|| s.call_labels(&key))).unwrap_or_default()
         });
-        let span = spans::call_span(
-            &parent,
-            key,
-            labels,
-            &spec.request.messages,
-            self.trace_content,
-        );
+        let span = spans::call_span(&parent, &key, labels, &request, self.trace_content);
         self.call_spans.insert(key.clone(), span.clone());
         let Some(route) = self.routes.get(&key.role) else {
             let failure = CallFailure::new(
@@ -260,7 +263,7 @@ impl<O: Send + 'static> CoordinatorState<O> {
                 ),
             );
             let msg = CoordinatorMsg::CallDone {
-                key: spec.key,
+                key,
                 outcome: Err(failure),
             };
             // Delivered as a message so the strategy is never re-entered from dispatch.
@@ -275,11 +278,11 @@ impl<O: Send + 'static> CoordinatorState<O> {
         let priority = self.priority.of_call(
             &self.stages,
             self.seq,
-            spec.key.iteration,
+            key.iteration,
             route.index,
             &self.latencies,
         );
-        let job = Job::new(spec, route.group.clone(), reply)
+        let job = Job::of(key, request, route.group.clone(), reply)
             .with_priority(priority)
             .with_span(span);
         route.pool.submit(job);

@@ -33,7 +33,8 @@ pub use counters::{PoolCounters, PoolSnapshot};
 pub use queue::{JobQueue, Ticket};
 pub use worker::WorkerReport;
 
-use crate::strategy::{CallExecutor, CallFailure, CallKey, CallOutcome, CallSpec};
+use crate::strategy::{CallExecutor, CallFailure, CallKey, CallOutcome, CallSpec, EmbeddingSpec};
+use crate::wire::ModelRequest;
 use worker::{PoolWorker, RunCall, WorkerArgs};
 
 /// Where a job's outcome goes. Called exactly once.
@@ -46,7 +47,8 @@ pub type JobReply = Box<dyn FnOnce(CallKey, CallOutcome) + Send + 'static>;
 /// sends a `pool_stopped` failure. That makes "never lost" a property of the type rather
 /// than of every code path.
 pub struct Job {
-    spec: CallSpec,
+    key: CallKey,
+    request: ModelRequest,
     group: Arc<str>,
     priority: i64,
     span: tracing::Span,
@@ -57,10 +59,26 @@ pub struct Job {
 }
 
 impl Job {
-    /// A job with priority 0 and no span.
+    /// A chat call's job, with priority 0 and no span.
     pub fn new(spec: CallSpec, group: Arc<str>, reply: JobReply) -> Self {
+        Self::of(spec.key, ModelRequest::Chat(spec.request), group, reply)
+    }
+
+    /// An embeddings call's job, with priority 0 and no span.
+    pub fn embeddings(spec: EmbeddingSpec, group: Arc<str>, reply: JobReply) -> Self {
+        Self::of(
+            spec.key,
+            ModelRequest::Embeddings(spec.request),
+            group,
+            reply,
+        )
+    }
+
+    /// The job of the call `key` asking `request`, with priority 0 and no span.
+    pub fn of(key: CallKey, request: ModelRequest, group: Arc<str>, reply: JobReply) -> Self {
         Self {
-            spec,
+            key,
+            request,
             group,
             priority: 0,
             span: tracing::Span::none(),
@@ -83,7 +101,7 @@ impl Job {
     }
 
     pub fn key(&self) -> &CallKey {
-        &self.spec.key
+        &self.key
     }
 
     fn mark_running(&mut self, running: bool) {
@@ -105,7 +123,7 @@ impl Job {
         if let Some(c) = &self.counters {
             c.on_finished(self.running, outcome.is_ok());
         }
-        reply(self.spec.key.clone(), outcome);
+        reply(self.key.clone(), outcome);
     }
 
     fn fail(mut self, kind: &str, message: String) {
@@ -116,7 +134,7 @@ impl Job {
 impl Drop for Job {
     fn drop(&mut self) {
         if self.reply.is_some() {
-            let role = self.spec.key.role.clone();
+            let role = self.key.role.clone();
             let message =
                 format!("role `{role}`: the worker pool stopped before the call finished");
             self.complete(Err(CallFailure::new("pool_stopped", message)));
@@ -264,9 +282,9 @@ impl PoolState {
                 return;
             };
             let run = RunCall {
-                key: held.job.spec.key.clone(),
+                key: held.job.key.clone(),
                 group: held.job.group.clone(),
-                request: held.job.spec.request.clone(),
+                request: held.job.request.clone(),
                 span: held.job.span.clone(),
             };
             held.job.mark_running(true);
@@ -288,7 +306,7 @@ impl PoolState {
         self.counters.on_worker_restart();
         if let Some((_, mut held, ticket)) = self.busy.remove(&id) {
             held.crashes += 1;
-            let key = held.job.spec.key.clone();
+            let key = held.job.key.clone();
             if held.crashes >= self.settings.job_crash_limit {
                 tracing::error!(call = %key, crashes = held.crashes, error = %why,
                     "call crashed its worker too often; failing it");

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::wire::{ChatRequest, ChatResponse};
+use crate::wire::{ChatRequest, ChatResponse, EmbeddingRequest};
 
 /// Deterministic identity of one model call: never derived from completion order.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -48,6 +48,13 @@ pub struct CallSpec {
     pub request: ChatRequest,
 }
 
+/// An embeddings call the strategy wants made.
+#[derive(Debug, Clone)]
+pub struct EmbeddingSpec {
+    pub key: CallKey,
+    pub request: EmbeddingRequest,
+}
+
 /// Why a call produced no response (after the client's own retries were exhausted).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallFailure {
@@ -72,7 +79,8 @@ impl CallFailure {
     }
 }
 
-/// The result of one call, as fed back to the strategy.
+/// The result of one call, as fed back to the strategy (for an embeddings call the
+/// response's `embeddings` holds the vectors).
 pub type CallOutcome = Result<ChatResponse, CallFailure>;
 
 /// One item the bank's merge policy refused, with the reason (surfaced as a span event).
@@ -110,6 +118,9 @@ pub struct BankVersion {
 pub enum Command {
     /// Make this model call and report it with [`Strategy::on_call`].
     Call(CallSpec),
+    /// Make this embeddings call and report it with [`Strategy::on_call`], like a chat
+    /// call (the same role pools, client, retries and run store).
+    Embed(EmbeddingSpec),
     /// Merge `proposed` into bank `bank` and report with [`Strategy::on_bank`].
     /// `proposed = None` records that the update failed: the bank keeps its items but the
     /// strategy still gets a version back, so it never waits forever.
@@ -173,4 +184,14 @@ pub trait CallExecutor: Send + Sync + 'static {
         }
         self.execute(group, request)
     }
+
+    /// Performs the embeddings call identified by `key` (the pool workers call this for
+    /// [`Command::Embed`]). No default: an executor that wraps another must forward it,
+    /// or embeddings calls would bypass what it adds (a shared cap, the run store).
+    fn execute_embeddings(
+        &self,
+        key: &CallKey,
+        group: Arc<str>,
+        request: EmbeddingRequest,
+    ) -> futures::future::BoxFuture<'static, CallOutcome>;
 }

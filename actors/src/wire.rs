@@ -1,4 +1,5 @@
-//! Chat-completion types shared by the strategy, the model client and the simulator.
+//! Chat-completion and embeddings types shared by the strategy, the model client and the
+//! simulator.
 //!
 //! Large texts are `Arc<str>` so a 350 KB rollout context is shared, never copied, as a
 //! request travels from the strategy through the pools to an endpoint; a prompt is a
@@ -8,8 +9,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+mod embedding;
 mod text;
 
+pub use embedding::{EmbeddingRequest, Embeddings, ModelRequest};
 pub use text::{PromptText, PromptTextBuilder, SHARE_AT};
 
 /// One chat message (`system`, `user` or `assistant`).
@@ -103,7 +106,7 @@ pub struct Usage {
     pub completion_tokens: u64,
 }
 
-/// A finished completion.
+/// A finished call: a chat completion, or (with `embeddings`) an embeddings reply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatResponse {
     pub content: Arc<str>,
@@ -120,6 +123,10 @@ pub struct ChatResponse {
     pub attempts: u32,
     /// The `max_tokens` actually sent.
     pub max_tokens_sent: u32,
+    /// The vectors of an embeddings call (`content` is then empty, `completion_tokens`
+    /// 0 and `max_tokens_sent` 0); `None` for a chat completion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<Embeddings>,
 }
 /// The prompt text stored for a request: the single message's content (the common case,
 /// shared by reference with the request), else the messages as a JSON array.

@@ -119,10 +119,13 @@ pub enum Role {
     Critique,
     /// RSE's extractor (a rollout into propositions and pitfalls).
     Extraction,
+    /// Sentence embeddings of bank items (RSE with `method.rse_dedup = "embeddings"`):
+    /// an embeddings endpoint, not a chat model.
+    Embedding,
 }
 
 impl Role {
-    pub const ALL: [Role; 9] = [
+    pub const ALL: [Role; 10] = [
         Role::Solution,
         Role::Verification,
         Role::Summary,
@@ -132,12 +135,13 @@ impl Role {
         Role::GuidelineJudge,
         Role::Critique,
         Role::Extraction,
+        Role::Embedding,
     ];
 
     /// The roles the methods call, in stage order: the actor runtime's role pools and the
     /// columns of per-role reports. (The judges are the evaluation's: they call the store
     /// executor directly.)
-    pub const METHOD: [Role; 7] = [
+    pub const METHOD: [Role; 8] = [
         Role::Solution,
         Role::Verification,
         Role::Summary,
@@ -145,6 +149,7 @@ impl Role {
         Role::Guideline,
         Role::Critique,
         Role::Extraction,
+        Role::Embedding,
     ];
 
     /// True for a role whose calls run side by side with those of the role before it in
@@ -174,7 +179,15 @@ impl Role {
             Role::GuidelineJudge => "guideline_judge",
             Role::Critique => "critique",
             Role::Extraction => "extraction",
+            Role::Embedding => "embedding",
         }
+    }
+
+    /// Whether the role's calls are embeddings calls (`POST /embeddings`) rather than chat
+    /// completions: its endpoints serve an embeddings model, and its sampling keys are
+    /// unused.
+    pub fn is_embedding(self) -> bool {
+        self == Role::Embedding
     }
 }
 
@@ -238,6 +251,9 @@ pub struct Roles {
     pub guideline_judge: RoleConfig,
     pub critique: RoleConfig,
     pub extraction: RoleConfig,
+    /// The embeddings endpoint's group (only `group` and `pool_size` are used: an
+    /// embeddings call samples nothing).
+    pub embedding: RoleConfig,
 }
 
 /// The released `max_tokens` (the runner then fits it into the context window).
@@ -261,6 +277,8 @@ impl Default for Roles {
             // RSE's extractor summarizes, like the memory agents.
             critique: RoleConfig::with_temperature(1.0, RELEASED_MAX_TOKENS),
             extraction: RoleConfig::with_temperature(0.6, RELEASED_MAX_TOKENS),
+            // Sampling keys unused; set to what a deterministic call would send.
+            embedding: RoleConfig::with_temperature(0.0, 1),
         }
     }
 }
@@ -277,6 +295,7 @@ impl Roles {
             Role::GuidelineJudge => &self.guideline_judge,
             Role::Critique => &self.critique,
             Role::Extraction => &self.extraction,
+            Role::Embedding => &self.embedding,
         }
     }
 
@@ -291,6 +310,7 @@ impl Roles {
             Role::GuidelineJudge => &mut self.guideline_judge,
             Role::Critique => &mut self.critique,
             Role::Extraction => &mut self.extraction,
+            Role::Embedding => &mut self.embedding,
         }
     }
 }

@@ -128,6 +128,18 @@ impl MethodName {
     }
 }
 
+/// How RSE de-duplicates its experience bank (`method.rse_dedup`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RseDedup {
+    /// The bank's merge rule: similarity of normalized tokens (TMAS's bank tokenizer) at
+    /// `method.dedup_threshold`. Needs no endpoint.
+    Jaccard,
+    /// Sentence embeddings from the `embedding` role's endpoints, an item dropped at
+    /// cosine ≥ `method.embedding_threshold` (the original RSE's rule).
+    Embeddings,
+}
+
 /// `[method]`: the TMAS hyper-parameters (paper §3; released defaults).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -166,6 +178,12 @@ pub struct MethodConfig {
     /// kind (`method::banks::similarity`: numbers, operators, negations and formula order
     /// count).
     pub dedup_threshold: f64,
+    /// RSE only: de-duplicate the experience bank by `jaccard` (the rule above) or by
+    /// `embeddings` (one embeddings call per bank update, role `embedding`).
+    pub rse_dedup: RseDedup,
+    /// RSE with `rse_dedup = "embeddings"`: cosine similarity at or above which a new item
+    /// duplicates an item already in the bank or an earlier new one.
+    pub embedding_threshold: f64,
     /// Verification calls allowed per candidate, first M included: unparseable scores are
     /// re-asked until M scores parse or this budget is spent. Unset = 2 × M.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -192,6 +210,8 @@ impl Default for MethodConfig {
             use_experience: true,
             use_guideline: true,
             dedup_threshold: 0.7,
+            rse_dedup: RseDedup::Jaccard,
+            embedding_threshold: 0.8,
             max_verification_attempts: None,
             max_bank_attempts: 3,
         }
@@ -199,6 +219,12 @@ impl Default for MethodConfig {
 }
 
 impl MethodConfig {
+    /// Whether the method makes embeddings calls (role `embedding`): RSE de-duplicating
+    /// by embeddings.
+    pub fn uses_embeddings(&self) -> bool {
+        self.name == MethodName::Rse && self.rse_dedup == RseDedup::Embeddings
+    }
+
     /// `max_verification_attempts`, or its derived default (2 × M) when unset.
     pub fn effective_max_verification_attempts(&self) -> u32 {
         self.max_verification_attempts

@@ -120,6 +120,12 @@ fn method_rules(c: &Config, s: &mut Sink) {
             format!("must be within (0, 1], got {}", m.dedup_threshold),
         );
     }
+    if !(m.embedding_threshold > 0.0 && m.embedding_threshold <= 1.0) {
+        s.push(
+            k(&["method", "embedding_threshold"]),
+            format!("must be within (0, 1], got {}", m.embedding_threshold),
+        );
+    }
     if m.name == super::MethodName::MajorityVote {
         s.at_least_one(k(&["method", "k"]), u64::from(m.k));
         if m.iterations != 1 {
@@ -337,6 +343,13 @@ fn role_rules(c: &Config, s: &mut Sink) {
             );
         }
         s.at_least_one(p.key("max_tokens"), u64::from(r.max_tokens));
+        if role.is_embedding() && r.prompt.is_some() {
+            s.push(
+                p.key("prompt"),
+                "the embedding role sends the bank items themselves, no prompt template: \
+                 remove it",
+            );
+        }
         s.some_positive(p.key("pool_size"), r.pool_size.map(|v| v as u64));
     }
 }

@@ -58,6 +58,8 @@ pub fn baseline_params(config: &Config, kind: BaselineKind) -> BaselineParams {
         iterations: m.iterations,
         no_proof: m.no_proof,
         dedup_threshold: m.dedup_threshold,
+        rse_dedup: m.rse_dedup,
+        embedding_threshold: m.embedding_threshold,
         seed: config.run.seed,
         roles: t.roles,
         answers: Arc::new(RuleCheck),
@@ -111,7 +113,7 @@ impl JobFactory {
                             items: Vec::new(),
                             version: 0,
                             policy: Arc::new(AppendOnlyMerge {
-                                threshold: params.dedup_threshold,
+                                threshold: params.rse_bank_threshold(),
                             }),
                         }]
                     } else {

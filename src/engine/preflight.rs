@@ -6,14 +6,17 @@
 //! be bound, the output directory can be created and does not already hold a run.
 //! Endpoint checks ([`check_endpoints`], skipped with `--no-preflight`): for every
 //! endpoint some role of the run uses (the judge's included), `GET {base_url}/models` and
-//! one chat completion with `max_tokens: 1`. A rejected key, a URL without an
-//! OpenAI-compatible API, a model the server does not serve and a reply that is not the
-//! expected JSON are each named with the endpoint, the URL and what to do. A refused
+//! one chat completion with `max_tokens: 1` — or, for an endpoint of the `embedding`
+//! role (RSE de-duplicating by embeddings), one embeddings request of one input, its reply
+//! checked as the client checks it (an endpoint serving both gets both checks). A rejected
+//! key, a URL without an OpenAI-compatible API, a model the server does not serve, a
+//! server without an embeddings route and a reply that is not the expected JSON are each
+//! named with the endpoint, the URL and what to do. A refused
 //! connection, a timeout or a 502/503/504 mean the server may still be loading its
 //! weights: the check waits (`resilience.preflight_wait_secs`) with a status line every
 //! few seconds.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -119,7 +122,7 @@ const RUN_ROLES: [Role; 6] = [
     Role::Judge,
 ];
 
-/// [`RUN_ROLES`] plus the role of its own the configured baseline calls.
+/// [`RUN_ROLES`] plus the roles of its own the configured baseline calls.
 fn run_roles(config: &Config) -> Vec<Role> {
     let mut roles = RUN_ROLES.to_vec();
     match config.method.name {
@@ -127,28 +130,49 @@ fn run_roles(config: &Config) -> Vec<Role> {
         crate::config::MethodName::Rse => roles.push(Role::Extraction),
         _ => {}
     }
+    if config.method.uses_embeddings() {
+        roles.push(Role::Embedding);
+    }
     roles
 }
 
-/// Names of the endpoints some role of the run sends calls to (the judge's only when the
-/// LLM judge is on), without the embedded simulator (started in-process).
-pub fn endpoints_in_use(config: &Config) -> Vec<String> {
-    let mut names = BTreeSet::new();
+/// Which kinds of call the run sends to one endpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Uses {
+    chat: bool,
+    embeddings: bool,
+}
+
+/// The endpoints some role of the run sends calls to (the judge's only when the LLM judge
+/// is on), without the embedded simulator (started in-process), with the kinds of call.
+fn endpoint_uses(config: &Config) -> BTreeMap<String, Uses> {
+    let mut out: BTreeMap<String, Uses> = BTreeMap::new();
     for role in run_roles(config) {
         if role == Role::Judge && !config.judge.enabled {
             continue;
         }
-        names.extend(config.role_endpoints(role));
-    }
-    names
-        .into_iter()
-        .filter(|n| {
-            config
+        for name in config.role_endpoints(role) {
+            if config
                 .endpoints
-                .get(n)
-                .is_some_and(|e| !e.is_embedded_sim())
-        })
-        .collect()
+                .get(&name)
+                .is_none_or(|e| e.is_embedded_sim())
+            {
+                continue;
+            }
+            let uses = out.entry(name).or_default();
+            if role.is_embedding() {
+                uses.embeddings = true;
+            } else {
+                uses.chat = true;
+            }
+        }
+    }
+    out
+}
+
+/// Names of the endpoints the start-up check probes ([`endpoint_uses`]).
+pub fn endpoints_in_use(config: &Config) -> Vec<String> {
+    endpoint_uses(config).into_keys().collect()
 }
 
 /// Checks every endpoint in use (concurrently); every failure is one line.
@@ -157,15 +181,17 @@ pub async fn check_endpoints(
     env: &[(String, String)],
 ) -> Result<(), StartupError> {
     let wait = Duration::from_secs(config.resilience.preflight_wait_secs);
-    let checks = endpoints_in_use(config).into_iter().filter_map(|name| {
-        let e = config.endpoints.get(&name)?.clone();
-        let key = e
-            .api_key_env
-            .as_ref()
-            .and_then(|var| env.iter().rev().find(|(k, _)| k == var))
-            .map(|(_, v)| v.clone());
-        Some(async move { Probe::new(name, e, key).run(wait).await })
-    });
+    let checks = endpoint_uses(config)
+        .into_iter()
+        .filter_map(|(name, uses)| {
+            let e = config.endpoints.get(&name)?.clone();
+            let key = e
+                .api_key_env
+                .as_ref()
+                .and_then(|var| env.iter().rev().find(|(k, _)| k == var))
+                .map(|(_, v)| v.clone());
+            Some(async move { Probe::new(name, e, key, uses).run(wait).await })
+        });
     let problems: Vec<String> = futures::future::join_all(checks)
         .await
         .into_iter()
@@ -190,16 +216,23 @@ struct Probe {
     name: String,
     e: EndpointConfig,
     key: Option<String>,
+    uses: Uses,
     http: Option<reqwest::Client>,
 }
 
 impl Probe {
-    fn new(name: String, e: EndpointConfig, key: Option<String>) -> Self {
+    fn new(name: String, e: EndpointConfig, key: Option<String>, uses: Uses) -> Self {
         let http = reqwest::Client::builder()
             .connect_timeout(REQUEST_TIMEOUT)
             .build()
             .ok();
-        Self { name, e, key, http }
+        Self {
+            name,
+            e,
+            key,
+            uses,
+            http,
+        }
     }
 
     fn base(&self) -> &str {
@@ -259,13 +292,79 @@ impl Probe {
         Ok(req)
     }
 
-    /// One pass: the model list, then a one-token completion.
+    /// One pass: the model list, then a one-token completion and/or a one-input
+    /// embeddings request.
     async fn once(&self) -> Result<(), Outcome> {
         let models_url = format!("{}/models", self.base());
         let models = self.models(&models_url).await?;
-        let chat_url = format!("{}/chat/completions", self.base());
         let served = models.contains(&self.e.model);
-        self.chat(&chat_url, &models, served).await
+        if self.uses.chat {
+            let chat_url = format!("{}/chat/completions", self.base());
+            self.chat(&chat_url, &models, served).await?;
+        }
+        if self.uses.embeddings {
+            let url = format!("{}/embeddings", self.base());
+            self.embeddings(&url, &models, served).await?;
+        }
+        Ok(())
+    }
+
+    /// The model is not served there (HTTP `status`): the served ones are listed.
+    fn not_served(&self, models: &[String], status: u16) -> Outcome {
+        let list = if models.is_empty() {
+            "none".to_owned()
+        } else {
+            models.join(", ")
+        };
+        Outcome::Fatal(format!(
+            "{}: model `{}` is not served there (HTTP {status}); it serves: {list}; set \
+             endpoints.{}.model to one of them",
+            self.at(self.base()),
+            self.e.model,
+            self.name
+        ))
+    }
+
+    /// One embeddings request of one input, its reply checked as the model client checks
+    /// every embeddings reply.
+    async fn embeddings(&self, url: &str, models: &[String], served: bool) -> Result<(), Outcome> {
+        let body = serde_json::json!({
+            "model": self.e.model,
+            "input": ["Reply with OK."],
+            "encoding_format": "float",
+        });
+        let req = self
+            .request(reqwest::Method::POST, url)?
+            .header(CONTENT_TYPE, "application/json")
+            .header(crate::sim::PREFLIGHT_HEADER, "1")
+            .body(body.to_string());
+        let reply = self.send(req, url).await?;
+        let hint = "the embedding role (roles.embedding.group) needs a server of an \
+                    embeddings model, e.g. `vllm serve BAAI/bge-m3 --runner pooling`";
+        match reply.status {
+            200..=299 => {}
+            401 | 403 => return Err(self.key_rejected(url, reply.status)),
+            400 | 404 | 422 if !served => return Err(self.not_served(models, reply.status)),
+            _ => {
+                return Err(Outcome::Fatal(format!(
+                    "{}: a one-input embeddings request answered HTTP {}: {}; {hint}",
+                    self.at(url),
+                    reply.status,
+                    shown(&reply.body)
+                )));
+            }
+        }
+        match tmas_actors::client::parse_embeddings_response(&reply.body, 1) {
+            Ok(_) => Ok(()),
+            Err(problem) => Err(Outcome::Fatal(format!(
+                "{}: POST /embeddings did not answer a usable embeddings reply ({problem}; \
+                 HTTP {}, content type {}): {}; {hint}",
+                self.at(url),
+                reply.status,
+                reply.content_type,
+                shown(&reply.body)
+            ))),
+        }
     }
 
     async fn models(&self, url: &str) -> Result<Vec<String>, Outcome> {
@@ -321,21 +420,7 @@ impl Probe {
         match reply.status {
             200..=299 => {}
             401 | 403 => return Err(self.key_rejected(url, reply.status)),
-            400 | 404 | 422 if !served => {
-                let list = if models.is_empty() {
-                    "none".to_owned()
-                } else {
-                    models.join(", ")
-                };
-                return Err(Outcome::Fatal(format!(
-                    "{}: model `{}` is not served there (HTTP {}); it serves: {list}; set \
-                     endpoints.{}.model to one of them",
-                    self.at(self.base()),
-                    self.e.model,
-                    reply.status,
-                    self.name
-                )));
-            }
+            400 | 404 | 422 if !served => return Err(self.not_served(models, reply.status)),
             _ => return Err(self.bad_status("a one-token chat completion", url, &reply)),
         }
         let ok = serde_json::from_slice::<serde_json::Value>(&reply.body)
@@ -525,6 +610,36 @@ group = "judging"
         // RSE's extractor (default group: every endpoint) is checked only for RSE.
         config.method.name = crate::config::MethodName::Rse;
         assert_eq!(endpoints_in_use(&config), ["gpu", "judge-gpu"]);
+        // With embeddings, the embedding role's endpoint gets the embeddings check only;
+        // one serving chat roles too gets both.
+        config.method.rse_dedup = crate::config::RseDedup::Embeddings;
+        config.roles.embedding.group = "spare".into();
+        let uses = endpoint_uses(&config);
+        let both = Uses {
+            chat: true,
+            embeddings: true,
+        };
+        assert_eq!(uses["gpu"], both);
+        config.endpoints.insert(
+            "emb".into(),
+            EndpointConfig::new("http://127.0.0.1:8002/v1", "bge-m3"),
+        );
+        config.groups.insert("embed".into(), vec!["emb".into()]);
+        config.roles.embedding.group = "embed".into();
+        // (The extractor's default group would now hold `emb` too.)
+        config.roles.extraction.group = "main".into();
+        let uses = endpoint_uses(&config);
+        assert_eq!(
+            uses["emb"],
+            Uses {
+                chat: false,
+                embeddings: true
+            }
+        );
+        assert!(!uses["gpu"].embeddings);
+        // Not without embeddings.
+        config.method.rse_dedup = crate::config::RseDedup::Jaccard;
+        assert!(!endpoint_uses(&config).contains_key("emb"));
     }
 
     #[test]

@@ -224,4 +224,13 @@ impl CallExecutor for Counting {
     ) -> futures::future::BoxFuture<'static, CallOutcome> {
         self.count(self.inner.execute_call(key, group, request))
     }
+
+    fn execute_embeddings(
+        &self,
+        key: &CallKey,
+        group: Arc<str>,
+        request: tmas_actors::wire::EmbeddingRequest,
+    ) -> futures::future::BoxFuture<'static, CallOutcome> {
+        self.count(self.inner.execute_embeddings(key, group, request))
+    }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use tmas_actors::strategy::{CallExecutor, CallKey, CallOutcome};
-use tmas_actors::wire::ChatRequest;
+use tmas_actors::wire::{ChatRequest, EmbeddingRequest};
 use tokio::sync::Semaphore;
 
 /// Wraps the executor that sends calls (below the run store, so replayed calls take no
@@ -43,6 +43,19 @@ impl CallExecutor for SharedCap {
         Box::pin(async move {
             let _permit = permits.acquire_owned().await.ok();
             inner.execute_call(&key, group, request).await
+        })
+    }
+
+    fn execute_embeddings(
+        &self,
+        key: &CallKey,
+        group: Arc<str>,
+        request: EmbeddingRequest,
+    ) -> BoxFuture<'static, CallOutcome> {
+        let (inner, permits, key) = (self.inner.clone(), self.permits.clone(), key.clone());
+        Box::pin(async move {
+            let _permit = permits.acquire_owned().await.ok();
+            inner.execute_embeddings(&key, group, request).await
         })
     }
 }

@@ -17,11 +17,13 @@ use crate::config::Role;
 fn quotes_one_candidate(role: Role) -> bool {
     match role {
         Role::Verification | Role::Summary | Role::Critique | Role::Extraction => true,
+        // An embeddings request quotes no chat prompt: no prefix cache to aim at.
         Role::Solution
         | Role::Experience
         | Role::Guideline
         | Role::Judge
-        | Role::GuidelineJudge => false,
+        | Role::GuidelineJudge
+        | Role::Embedding => false,
     }
 }
 

@@ -243,6 +243,21 @@ impl MergePolicy for DedupReplaceMerge {
     }
 }
 
+/// A new item refused as a near-duplicate of `dup` by a similarity `measure` (the
+/// reason reads like the merge policies' own, so reports count it as a duplicate).
+pub fn duplicate_rejection(
+    item: &str,
+    dup: &str,
+    measure: &str,
+    similarity: f64,
+    threshold: f64,
+) -> Rejection {
+    reject(
+        item,
+        format!("{REASON_DUPLICATE} {dup:?} ({measure} {similarity:.2} ≥ {threshold:.2})"),
+    )
+}
+
 fn reject(item: &str, reason: String) -> Rejection {
     Rejection {
         item: item.to_string(),

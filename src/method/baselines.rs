@@ -17,15 +17,18 @@
 //! - [`self_refine`]: N chains of generate / self-feedback / refine.
 //! - [`verify_refine`]: N chains of generate / M verifications / correct.
 //! - [`pacore`]: rounds of N trajectories conditioned on the previous round's messages.
-//! - [`rse`]: N attempts per iteration conditioned on a de-duplicated experience bank.
+//! - [`rse`]: N attempts per iteration conditioned on a de-duplicated experience bank
+//!   (by the bank's rule, or by one embeddings call per update).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, CallSpec, Command, Strategy};
-use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest};
+use tmas_actors::strategy::{
+    BankVersion, CallKey, CallOutcome, CallSpec, Command, EmbeddingSpec, Rejection, Strategy,
+};
+use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, EmbeddingRequest};
 
-use crate::config::Role;
+use crate::config::{Role, RseDedup};
 use crate::method::params::{RoleCall, RoleCalls};
 use crate::method::parse::strip_think;
 use crate::method::prompts::{PromptSet, TemplateKind};
@@ -72,8 +75,13 @@ pub struct BaselineParams {
     pub iterations: u32,
     /// Answer-style problems (selects the `solution_style_*` instructions).
     pub no_proof: bool,
-    /// RSE bank: Jaccard similarity at or above which an item is a duplicate.
+    /// RSE bank: Jaccard similarity at or above which an item is a duplicate (when
+    /// `rse_dedup` is `Jaccard`).
     pub dedup_threshold: f64,
+    /// How RSE de-duplicates its bank: the bank's rule, or embeddings.
+    pub rse_dedup: RseDedup,
+    /// RSE with embeddings: cosine at or above which a new item is a duplicate.
+    pub embedding_threshold: f64,
     pub seed: u64,
     pub roles: RoleCalls,
     /// MV's answer grouping.
@@ -95,6 +103,17 @@ impl std::fmt::Debug for BaselineParams {
 impl BaselineParams {
     fn role_call(&self, role: Role) -> RoleCall {
         self.roles.get(role)
+    }
+
+    /// The similarity threshold of RSE's bank merge policy. With embeddings the
+    /// near-duplicate decision is the strategy's (see [`rse`]); the bank then only refuses
+    /// entries identical to one it holds after normalization (similarity 1), an
+    /// invariant that holds whatever the strategy proposes.
+    pub fn rse_bank_threshold(&self) -> f64 {
+        match self.rse_dedup {
+            RseDedup::Jaccard => self.dedup_threshold,
+            RseDedup::Embeddings => 1.0,
+        }
     }
 }
 
@@ -177,8 +196,16 @@ pub struct IterationEnd {
 pub enum Step {
     /// Issue these calls (never empty) and report them together.
     Calls(Vec<Req>),
+    /// One embeddings call of these texts (role `embedding`), reported as a phase of one
+    /// reply.
+    Embed(Vec<Arc<str>>),
     /// Merge `Some(items)` into the method's bank (`None`: record a failed update).
-    UpdateBank(Option<Vec<String>>),
+    /// `deduplicated`: items the method itself refused before proposing, recorded with
+    /// the update.
+    UpdateBank {
+        proposed: Option<Vec<String>>,
+        deduplicated: Vec<Rejection>,
+    },
     /// The iteration is over.
     Done(IterationEnd),
 }
@@ -302,12 +329,50 @@ impl BaselineStrategy {
         Command::Call(CallSpec { key, request })
     }
 
+    /// The iteration's embeddings call of `inputs`.
+    fn embed(&mut self, inputs: Vec<Arc<str>>) -> Command {
+        let role = Role::Embedding;
+        let key = CallKey {
+            problem: self.cx.problem.id.clone(),
+            iteration: self.iteration,
+            role: role.as_str().into(),
+            candidate: None,
+            index: None,
+            attempt: 0,
+        };
+        self.calls.count(role);
+        let request = EmbeddingRequest {
+            inputs,
+            tags: CallTags {
+                role: role.as_str().into(),
+                problem: self.cx.problem.id.clone(),
+                iteration: self.iteration,
+                call: None,
+                affinity: super::affinity::affinity_key(
+                    &self.cx.problem.id,
+                    self.iteration,
+                    role,
+                    None,
+                ),
+            },
+        };
+        self.pending.insert(key.clone(), request.input_bytes());
+        Command::Embed(EmbeddingSpec { key, request })
+    }
+
     /// Performs `step`, moving on through finished iterations.
     fn perform(&mut self, mut step: Step) -> Vec<Command> {
         loop {
             match step {
                 Step::Calls(reqs) if !reqs.is_empty() => {
                     return reqs.into_iter().map(|r| self.call(r)).collect();
+                }
+                Step::Embed(inputs) if !inputs.is_empty() => return vec![self.embed(inputs)],
+                Step::Embed(_) => {
+                    // Nothing to embed: a phase with no replies.
+                    step = self
+                        .method
+                        .on_replies(&self.cx, self.iteration, Replies::new());
                 }
                 Step::Calls(_) => {
                     // A method asked for nothing: treat it as a phase with no replies.
@@ -321,13 +386,17 @@ impl BaselineStrategy {
                         });
                     }
                 }
-                Step::UpdateBank(proposed) => {
+                Step::UpdateBank {
+                    proposed,
+                    deduplicated,
+                } => {
                     self.waiting_bank = true;
                     self.bank_updates.push(BankUpdateRecord {
                         bank: BASELINE_BANK.into(),
                         attempts: 1,
                         proposed: proposed.is_some(),
                         version: None,
+                        deduplicated,
                     });
                     return vec![Command::UpdateBank {
                         bank: BASELINE_BANK.into(),
@@ -519,6 +588,14 @@ pub fn reply_of(
         .find(|(k, _)| {
             k.role.as_ref() == role.as_str() && k.candidate == Some(candidate) && k.index == index
         })
+        .map(|(_, v)| v)
+}
+
+/// The outcome of the phase's embeddings call in `replies`.
+pub fn embeddings_of(replies: &Replies) -> Option<&CallOutcome> {
+    replies
+        .iter()
+        .find(|(k, _)| k.role.as_ref() == Role::Embedding.as_str())
         .map(|(_, v)| v)
 }
 

@@ -35,6 +35,7 @@ impl Config {
                 critique: self.role_call(Role::Critique),
                 extraction: self.role_call(Role::Extraction),
                 guideline_judge: self.role_call(Role::GuidelineJudge),
+                embedding: self.role_call(Role::Embedding),
             },
         }
     }

@@ -30,6 +30,23 @@ pub struct RoleCalls {
     pub extraction: RoleCall,
     /// Hybrid-RL's guideline judge (`tmas rl-score`).
     pub guideline_judge: RoleCall,
+    /// RSE's bank-item embeddings (only `stream` is meaningful: never; nothing is sampled).
+    #[serde(default = "RoleCall::unsampled")]
+    pub embedding: RoleCall,
+}
+
+impl RoleCall {
+    /// The settings of a role that samples nothing (embeddings).
+    pub fn unsampled() -> Self {
+        RoleCall {
+            sampling: tmas_actors::wire::Sampling {
+                temperature: 0.0,
+                top_p: 1.0,
+                max_tokens: 1,
+            },
+            stream: false,
+        }
+    }
 }
 
 impl RoleCalls {
@@ -45,6 +62,7 @@ impl RoleCalls {
             Role::GuidelineJudge => self.guideline_judge,
             Role::Critique => self.critique,
             Role::Extraction => self.extraction,
+            Role::Embedding => self.embedding,
         }
     }
 }

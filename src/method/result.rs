@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use tmas_actors::strategy::{BankVersion, CallKey};
+use tmas_actors::strategy::{BankVersion, CallKey, Rejection};
 
 use crate::config::Role;
 
@@ -112,6 +112,10 @@ pub struct BankUpdateRecord {
     pub proposed: bool,
     /// The version the bank reported back.
     pub version: Option<BankVersion>,
+    /// Items the method itself refused as near-duplicates before proposing the rest
+    /// (RSE's embeddings de-duplication), with reasons like the bank's own rejections.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deduplicated: Vec<Rejection>,
 }
 
 /// A call that failed or whose reply could not be used.
@@ -137,6 +141,9 @@ pub struct CallCounts {
     /// RSE's extraction calls.
     #[serde(default)]
     pub extraction: u32,
+    /// RSE's embeddings calls (`method.rse_dedup = "embeddings"`).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub embedding: u32,
     /// Calls that returned `Err` (after the client's retries).
     pub failed: u32,
     /// Re-asks after unparseable replies (included in the per-role counts).
@@ -155,6 +162,10 @@ fn is_zero(v: &u64) -> bool {
     *v == 0
 }
 
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
 impl CallCounts {
     /// Counts one call of `role` (the judges' calls are the evaluation's, counted apart
     /// from the method's).
@@ -168,6 +179,7 @@ impl CallCounts {
             Role::Guideline => c.guideline += 1,
             Role::Critique => c.critique += 1,
             Role::Extraction => c.extraction += 1,
+            Role::Embedding => c.embedding += 1,
             Role::Judge | Role::GuidelineJudge => {}
         }
     }
@@ -192,6 +204,7 @@ impl CallCounts {
             + self.guideline
             + self.critique
             + self.extraction
+            + self.embedding
     }
 
     pub fn add(&mut self, other: &CallCounts) {
@@ -202,6 +215,7 @@ impl CallCounts {
         self.guideline += other.guideline;
         self.critique += other.critique;
         self.extraction += other.extraction;
+        self.embedding += other.embedding;
         self.failed += other.failed;
         self.reasked += other.reasked;
         self.prompt_tokens += other.prompt_tokens;

@@ -90,7 +90,7 @@ fn header_str<'h>(h: &'h HeaderMap, name: &str) -> Option<&'h str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
-fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+pub(super) fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
     (
         status,
         [(
@@ -215,39 +215,7 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
     }
 
     let problem_id = header_str(&headers, "x-tmas-problem").unwrap_or("default");
-    let iteration: u64 = header_str(&headers, "x-tmas-iteration")
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0);
-    let key = mix(
-        mix(
-            mix(mix(opts.seed, role.index() as u64), hash_str(1, problem_id)),
-            iteration,
-        ),
-        hash_bytes(2, &body),
-    );
-    // With an `x-tmas-call` identity the reply depends on the call, not on how often this
-    // server saw the same request: a call re-sent after an orchestrator crash (or to a
-    // restarted simulator) gets the reply the first send got. Faults are still drawn per
-    // occurrence, so a retry after a simulated error can succeed. Without the header the
-    // occurrence count separates identical requests (the M verifications of a candidate).
-    let (mut rng, fault) = match header_str(&headers, "x-tmas-call") {
-        Some(call) => {
-            let call_key = mix(key, hash_str(3, call));
-            let occurrence = u64::from(st.occurrence(call_key));
-            let mut seed = mix(call_key ^ FAULT_SALT, occurrence);
-            if opts.fault_salt != 0 {
-                seed = mix(seed, opts.fault_salt);
-            }
-            let mut fault_rng = SimRng::new(seed);
-            let fault = faults::draw(&rates, role, &mut fault_rng);
-            (SimRng::new(call_key), fault)
-        }
-        None => {
-            let mut rng = SimRng::new(mix(key, u64::from(st.occurrence(key))));
-            let fault = faults::draw(&rates, role, &mut rng);
-            (rng, fault)
-        }
-    };
+    let (mut rng, fault) = request_draws(&st, &headers, role, &body, &rates);
     if let Some(kind) = fault.kind() {
         st.counters.fault(kind);
     }
@@ -413,6 +381,51 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
         slot.complete_ok();
         drop(running);
         json_response(StatusCode::OK, openai::completion_json(&c))
+    }
+}
+
+/// The reply and fault draws of one request, from the seed, role, problem, iteration and
+/// body. With an `x-tmas-call` identity the reply depends on the call, not on how often
+/// this server saw the same request: a call re-sent after an orchestrator crash (or to a
+/// restarted simulator) gets the reply the first send got. Faults are still drawn per
+/// occurrence, so a retry after a simulated error can succeed. Without the header the
+/// occurrence count separates identical requests (the M verifications of a candidate).
+pub(super) fn request_draws(
+    st: &SimState,
+    headers: &HeaderMap,
+    role: Role,
+    body: &[u8],
+    rates: &FaultRates,
+) -> (SimRng, Fault) {
+    let opts = &st.opts;
+    let problem_id = header_str(headers, "x-tmas-problem").unwrap_or("default");
+    let iteration: u64 = header_str(headers, "x-tmas-iteration")
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    let key = mix(
+        mix(
+            mix(mix(opts.seed, role.index() as u64), hash_str(1, problem_id)),
+            iteration,
+        ),
+        hash_bytes(2, body),
+    );
+    match header_str(headers, "x-tmas-call") {
+        Some(call) => {
+            let call_key = mix(key, hash_str(3, call));
+            let occurrence = u64::from(st.occurrence(call_key));
+            let mut seed = mix(call_key ^ FAULT_SALT, occurrence);
+            if opts.fault_salt != 0 {
+                seed = mix(seed, opts.fault_salt);
+            }
+            let mut fault_rng = SimRng::new(seed);
+            let fault = faults::draw(rates, role, &mut fault_rng);
+            (SimRng::new(call_key), fault)
+        }
+        None => {
+            let mut rng = SimRng::new(mix(key, u64::from(st.occurrence(key))));
+            let fault = faults::draw(rates, role, &mut rng);
+            (rng, fault)
+        }
     }
 }
 

@@ -118,6 +118,7 @@ fn reset_state(state: &SimState) {
 fn router(state: Arc<SimState>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(handler::chat))
+        .route("/v1/embeddings", post(super::embeddings::embeddings))
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))

@@ -41,12 +41,12 @@ pub struct RecordedRequest {
 /// A snapshot of the counters.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SimStats {
-    /// Chat-completion requests received (including rejected ones).
+    /// Chat-completion and embeddings requests received (including rejected ones).
     pub requests_total: u64,
     pub by_role: BTreeMap<String, u64>,
     /// Normal (non-fault) 200 replies fully delivered, by role.
     pub ok_by_role: BTreeMap<String, u64>,
-    /// Chat-completion responses by HTTP status (`"other"` for the rest).
+    /// Chat-completion and embeddings responses by HTTP status (`"other"` for the rest).
     pub responses_by_status: BTreeMap<String, u64>,
     pub in_flight: u64,
     pub peak_in_flight: u64,

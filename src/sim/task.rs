@@ -8,6 +8,7 @@
 //! docs/simulator.md. It is a test and demo device, not a claim about real models.
 
 mod banks;
+pub mod embedding;
 mod novelty;
 mod problem;
 mod proofs;
@@ -39,10 +40,12 @@ pub enum Role {
     Critique,
     /// RSE's extractor.
     Extraction,
+    /// Embeddings of bank items (`POST /v1/embeddings`, see [`embedding`]).
+    Embedding,
 }
 
 impl Role {
-    pub const ALL: [Role; 10] = [
+    pub const ALL: [Role; 11] = [
         Role::Solution,
         Role::Verification,
         Role::Summary,
@@ -53,6 +56,7 @@ impl Role {
         Role::GuidelineJudge,
         Role::Critique,
         Role::Extraction,
+        Role::Embedding,
     ];
 
     pub fn from_header(v: &str) -> Role {
@@ -66,6 +70,7 @@ impl Role {
             "guideline_judge" => Role::GuidelineJudge,
             "critique" => Role::Critique,
             "extraction" => Role::Extraction,
+            "embedding" => Role::Embedding,
             _ => Role::Other,
         }
     }
@@ -82,6 +87,7 @@ impl Role {
             Role::GuidelineJudge => "guideline_judge",
             Role::Critique => "critique",
             Role::Extraction => "extraction",
+            Role::Embedding => "embedding",
         }
     }
 
@@ -126,6 +132,9 @@ pub fn generate(
             Role::GuidelineJudge => novelty::guideline_judge(prompt),
             Role::Critique => replies::critique(problem, prompt, t, rng),
             Role::Extraction => banks::extraction(problem, prompt, t, rng),
+            Role::Embedding => "The embedding role's calls go to /v1/embeddings, not to chat \
+                        completions."
+                .to_owned(),
             Role::Other => "This is the TMAS simulator; send an x-tmas-role header \
                         (solution, verification, summary, experience, guideline, judge, \
                         guideline_judge, critique, extraction) \

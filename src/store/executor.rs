@@ -19,12 +19,12 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tmas_actors::strategy::{CallExecutor, CallFailure, CallKey, CallOutcome};
-use tmas_actors::wire::ChatRequest;
+use tmas_actors::wire::{ChatRequest, EmbeddingRequest, ModelRequest};
 use tokio_util::sync::CancellationToken;
 
 use super::RunStore;
 use super::chunks::prompt_id;
-use super::rows::{CallRow, Fact, now_ms, prompt_text};
+use super::rows::{CallRow, Fact, now_ms};
 
 /// Failure kinds that say "the run stopped", not "the endpoint failed": never stored, so
 /// resume makes those calls for real.
@@ -181,10 +181,32 @@ impl CallExecutor for StoreExecutor {
         &self,
         key: &CallKey,
         group: Arc<str>,
-        mut request: ChatRequest,
+        request: ChatRequest,
+    ) -> BoxFuture<'static, CallOutcome> {
+        self.replay_or_send(key, group, ModelRequest::Chat(request))
+    }
+
+    fn execute_embeddings(
+        &self,
+        key: &CallKey,
+        group: Arc<str>,
+        request: EmbeddingRequest,
+    ) -> BoxFuture<'static, CallOutcome> {
+        self.replay_or_send(key, group, ModelRequest::Embeddings(request))
+    }
+}
+
+impl StoreExecutor {
+    /// A chat or embeddings call: replayed from the store, or sent and recorded (see the
+    /// module documentation).
+    fn replay_or_send(
+        &self,
+        key: &CallKey,
+        group: Arc<str>,
+        mut request: ModelRequest,
     ) -> BoxFuture<'static, CallOutcome> {
         let key_text: Arc<str> = key.to_string().into();
-        request.tags.call = Some(key_text.clone());
+        request.tags_mut().call = Some(key_text.clone());
         let key = key.clone();
         let inner = self.inner.clone();
         let store = self.store.clone();
@@ -211,11 +233,11 @@ impl CallExecutor for StoreExecutor {
                 ));
             }
             if maybe_stored {
-                let (k, messages) = (key_text.clone(), request.messages.clone());
+                let (k, asked) = (key_text.clone(), request.clone());
                 let lookup = store
                     .read(move |reader| {
                         let stored = reader.call(&k)?;
-                        Ok(stored.map(|s| (s, prompt_id(&prompt_text(&messages)))))
+                        Ok(stored.map(|s| (s, prompt_id(&asked.prompt_text()))))
                     })
                     .await;
                 match lookup {
@@ -235,7 +257,12 @@ impl CallExecutor for StoreExecutor {
                 }
             }
             counts.sent.fetch_add(1, Ordering::Relaxed);
-            let outcome = inner.execute(group.clone(), request.clone()).await;
+            let outcome = match request.clone() {
+                ModelRequest::Chat(r) => inner.execute(group.clone(), r).await,
+                ModelRequest::Embeddings(r) => {
+                    inner.execute_embeddings(&key, group.clone(), r).await
+                }
+            };
             if let Err(f) = &outcome
                 && TRANSIENT_KINDS.contains(&f.kind.as_str())
             {
@@ -253,9 +280,7 @@ impl CallExecutor for StoreExecutor {
                 key: key.clone(),
                 key_text,
                 group,
-                messages: request.messages,
-                sampling: request.sampling,
-                stream: request.stream,
+                request,
                 outcome: outcome.clone(),
                 completed_at_ms: now_ms(),
             };

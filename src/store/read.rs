@@ -8,6 +8,7 @@ use tmas_actors::strategy::{BankVersion, CallFailure, CallOutcome};
 use tmas_actors::wire::{ChatResponse, Usage};
 
 use super::StoreError;
+use super::schema::EMBEDDINGS_KIND;
 use crate::eval::dataset::Problem;
 use crate::record::ProblemRecord;
 
@@ -297,20 +298,44 @@ impl StoreReader {
             .map_err(|e| self.err("counting calls", e))
     }
 
-    /// The stored outcome of one call.
+    /// The stored outcome of one call (an embeddings call's with its vectors, read back
+    /// bit for bit: they were written as the shortest decimals that round to them).
     pub fn call(&self, key: &str) -> Result<Option<StoredCall>, StoreError> {
         self.conn
             .prepare_cached(
                 "SELECT prompt_id, ok, content, reasoning, finish_reason, prompt_tokens, \
                  completion_tokens, latency_ms, endpoint, attempts, max_tokens_sent, \
-                 error_kind, error_message FROM calls WHERE call_key = ?1",
+                 error_kind, error_message, json_extract(request_json, '$.kind') \
+                 FROM calls WHERE call_key = ?1",
             )
             .and_then(|mut stmt| {
                 stmt.query_row(params![key], |r| {
                     let ok: bool = r.get(1)?;
                     let outcome = if ok {
+                        let content: String = r.get(2)?;
+                        let kind: Option<String> = r.get(13)?;
+                        // An embeddings call's content is its vectors (`EMBEDDINGS_KIND`).
+                        let embeddings = match kind.as_deref() {
+                            Some(EMBEDDINGS_KIND) => {
+                                let vectors: Vec<Vec<f32>> = serde_json::from_str(&content)
+                                    .map_err(|e| {
+                                        rusqlite::Error::FromSqlConversionFailure(
+                                            2,
+                                            rusqlite::types::Type::Text,
+                                            Box::new(e),
+                                        )
+                                    })?;
+                                Some(vectors.into())
+                            }
+                            _ => None,
+                        };
+                        let content = if embeddings.is_some() {
+                            String::new()
+                        } else {
+                            content
+                        };
                         Ok(ChatResponse {
-                            content: r.get::<_, String>(2)?.into(),
+                            content: content.into(),
                             reasoning: r.get::<_, Option<String>>(3)?.map(Into::into),
                             usage: Usage {
                                 prompt_tokens: r.get::<_, i64>(5)?.max(0) as u64,
@@ -321,6 +346,7 @@ impl StoreReader {
                             endpoint: r.get::<_, String>(8)?.into(),
                             attempts: r.get(9)?,
                             max_tokens_sent: r.get(10)?,
+                            embeddings,
                         })
                     } else {
                         Err(CallFailure {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 pub use tmas_actors::wire::prompt_text;
 
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome};
-use tmas_actors::wire::{ChatMessage, Sampling};
+use tmas_actors::wire::ModelRequest;
 use tokio::sync::oneshot;
 
 use crate::record::ProblemRecord;
@@ -16,9 +16,9 @@ pub struct CallRow {
     /// `key` in display form: the primary key of `calls`.
     pub key_text: Arc<str>,
     pub group: Arc<str>,
-    pub messages: Vec<ChatMessage>,
-    pub sampling: Sampling,
-    pub stream: bool,
+    /// What was asked: a chat request (messages, sampling, streaming) or an embeddings
+    /// request (its inputs).
+    pub request: ModelRequest,
     pub outcome: CallOutcome,
     pub completed_at_ms: i64,
 }
@@ -120,6 +120,7 @@ mod tests {
 
     #[test]
     fn one_message_is_stored_verbatim_several_as_json() {
+        use tmas_actors::wire::ChatMessage;
         let one = [ChatMessage::user("hi")];
         assert_eq!(&*prompt_text(&one), "hi");
         let two = [ChatMessage::system("s"), ChatMessage::user("u")];

@@ -69,6 +69,11 @@ CREATE TABLE IF NOT EXISTS prompts (
 );
 "#;
 
+/// `calls.request_json`'s `kind` for an embeddings call (a chat call's has none). Such a
+/// row's `content` is the JSON array of its vectors, one per input in input order, and its
+/// prompt is the JSON array of its inputs.
+pub const EMBEDDINGS_KIND: &str = "embeddings";
+
 /// Every finished model call; `prompt_id` is [`super::chunks::prompt_id`] of its prompt.
 pub const CALLS: &str = r#"
 CREATE TABLE IF NOT EXISTS calls (

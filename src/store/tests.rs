@@ -3,7 +3,10 @@
 use std::sync::Arc;
 
 use tmas_actors::strategy::{BankVersion, CallFailure, CallKey};
-use tmas_actors::wire::{ChatMessage, ChatResponse, Sampling, Usage};
+use tmas_actors::wire::{
+    CallTags, ChatMessage, ChatRequest, ChatResponse, EmbeddingRequest, ModelRequest, Sampling,
+    Usage,
+};
 
 use super::*;
 
@@ -23,13 +26,16 @@ fn row(key: CallKey, prompt: Arc<str>, outcome: tmas_actors::strategy::CallOutco
         key_text: key.to_string().into(),
         key,
         group: "default".into(),
-        messages: vec![ChatMessage::user(prompt)],
-        sampling: Sampling {
-            temperature: 1.0,
-            top_p: 0.95,
-            max_tokens: 100,
-        },
-        stream: false,
+        request: ModelRequest::Chat(ChatRequest {
+            messages: vec![ChatMessage::user(prompt)],
+            sampling: Sampling {
+                temperature: 1.0,
+                top_p: 0.95,
+                max_tokens: 100,
+            },
+            tags: CallTags::default(),
+            stream: false,
+        }),
         outcome,
         completed_at_ms: 1,
     }
@@ -48,6 +54,7 @@ fn response(text: &str) -> ChatResponse {
         endpoint: "sim".into(),
         attempts: 2,
         max_tokens_sent: 100,
+        embeddings: None,
     }
 }
 
@@ -106,6 +113,73 @@ async fn calls_round_trip_and_a_shared_prompt_is_stored_once() {
     assert_eq!(v1.outcome.unwrap(), response("v1"));
     assert_eq!(v1.prompt_id, chunks::prompt_id(&prompt));
     assert_eq!(f.unwrap().outcome.unwrap_err(), failure);
+    store.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embeddings_call_round_trips_with_its_vectors_and_its_inputs_as_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RunStore::create(dir.path()).unwrap();
+    let k = key("p1", "embedding", None, None);
+    let request = EmbeddingRequest {
+        inputs: vec!["a1 = 7".into(), "avoid \"x\"".into()],
+        tags: CallTags::default(),
+    };
+    let vectors: Vec<Vec<f32>> = vec![vec![0.1, -0.25, 1e-7], vec![3.5e-3, 0.0, -1.0]];
+    let reply = ChatResponse {
+        content: "".into(),
+        reasoning: None,
+        usage: Usage {
+            prompt_tokens: 9,
+            completion_tokens: 0,
+        },
+        finish_reason: None,
+        latency_ms: 3,
+        endpoint: "emb".into(),
+        attempts: 1,
+        max_tokens_sent: 0,
+        embeddings: Some(vectors.clone().into()),
+    };
+    let prompt = request.prompt_text();
+    store
+        .write(Fact::Call(Box::new(CallRow {
+            key_text: k.to_string().into(),
+            key: k.clone(),
+            group: "embedding".into(),
+            request: ModelRequest::Embeddings(request),
+            outcome: Ok(reply.clone()),
+            completed_at_ms: 1,
+        })))
+        .await
+        .unwrap();
+    let (stored, text, content, kind) = store
+        .read(move |r| {
+            let stored = r.call(&k.to_string())?.expect("stored");
+            let text = r.prompt_text(&stored.prompt_id)?;
+            let (content, kind): (String, String) = r
+                .conn_for_tests()
+                .query_row(
+                    "SELECT content, json_extract(request_json, '$.kind') FROM calls",
+                    [],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .unwrap();
+            Ok((stored, text, content, kind))
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        stored.outcome.unwrap(),
+        reply,
+        "replayed as it was answered"
+    );
+    assert_eq!(stored.prompt_id, chunks::prompt_id(&prompt));
+    assert_eq!(text.as_deref(), Some(r#"["a1 = 7","avoid \"x\""]"#));
+    assert_eq!(kind, schema::EMBEDDINGS_KIND);
+    assert_eq!(
+        serde_json::from_str::<Vec<Vec<f32>>>(&content).unwrap(),
+        vectors
+    );
     store.close().await.unwrap();
 }
 

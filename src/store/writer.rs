@@ -13,6 +13,7 @@
 //! file without fsync: it survives the process being killed (not a power cut), which is
 //! what resume needs.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use std::sync::mpsc::Receiver;
@@ -20,10 +21,12 @@ use std::time::Duration;
 
 use rusqlite::{Connection, Transaction, params};
 use serde::Serialize;
+use tmas_actors::wire::ModelRequest;
 
 use super::prompts::{self, PromptCache};
 use super::rows::{CallRow, Envelope, Fact, ProblemRow, StatusRow, WriteResult};
 use super::rows::{now_ms, prompt_text};
+use super::schema::EMBEDDINGS_KIND;
 use crate::record::ProblemRecord;
 
 /// Most facts in one transaction.
@@ -191,19 +194,35 @@ fn insert_call(
     row: &CallRow,
     cache: &mut PromptCache,
 ) -> rusqlite::Result<()> {
-    let prompt_id = prompts::insert(tx, &prompt_text(&row.messages), cache)?;
-    let request = serde_json::json!({
-        "group": &*row.group,
-        "messages": row.messages.iter().map(|m| serde_json::json!({
-            "role": &*m.role,
-            "bytes": m.content.len(),
-            "head": m.content.chars().take(160).collect::<String>(),
-        })).collect::<Vec<_>>(),
-        "temperature": row.sampling.temperature,
-        "top_p": row.sampling.top_p,
-        "max_tokens": row.sampling.max_tokens,
-        "stream": row.stream,
-    });
+    let (prompt, request) = match &row.request {
+        ModelRequest::Chat(r) => (
+            prompt_text(&r.messages),
+            serde_json::json!({
+                "group": &*row.group,
+                "messages": r.messages.iter().map(|m| serde_json::json!({
+                    "role": &*m.role,
+                    "bytes": m.content.len(),
+                    "head": m.content.chars().take(160).collect::<String>(),
+                })).collect::<Vec<_>>(),
+                "temperature": r.sampling.temperature,
+                "top_p": r.sampling.top_p,
+                "max_tokens": r.sampling.max_tokens,
+                "stream": r.stream,
+            }),
+        ),
+        ModelRequest::Embeddings(r) => (
+            r.prompt_text(),
+            serde_json::json!({
+                "group": &*row.group,
+                "kind": EMBEDDINGS_KIND,
+                "inputs": r.inputs.iter().map(|i| serde_json::json!({
+                    "bytes": i.len(),
+                    "head": i.chars().take(160).collect::<String>(),
+                })).collect::<Vec<_>>(),
+            }),
+        ),
+    };
+    let prompt_id = prompts::insert(tx, &prompt, cache)?;
     let k = &row.key;
     let mut stmt = tx.prepare_cached(
         "INSERT OR REPLACE INTO calls (call_key, problem_id, iteration, role, candidate, idx, \
@@ -212,6 +231,14 @@ fn insert_call(
          error_kind, error_message, completed_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
          ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
     )?;
+    // An embeddings reply's vectors go in `content`, read back by `StoreReader::call`.
+    let content: Option<Cow<'_, str>> = match &row.outcome {
+        Ok(r) => Some(match &r.embeddings {
+            Some(vectors) => Cow::Owned(json(vectors)),
+            None => Cow::Borrowed(&r.content),
+        }),
+        Err(_) => None,
+    };
     match &row.outcome {
         Ok(r) => stmt.execute(params![
             &*row.key_text,
@@ -224,7 +251,7 @@ fn insert_call(
             prompt_id,
             request.to_string(),
             1,
-            &*r.content,
+            content.as_deref(),
             r.reasoning.as_deref(),
             r.finish_reason.as_deref(),
             r.usage.prompt_tokens as i64,

@@ -27,6 +27,7 @@ mod run_engine;
 mod run_failures;
 mod run_prompts;
 mod run_quality;
+mod run_rse_embeddings;
 mod sim_cli;
 mod sim_faults;
 mod sim_http;

@@ -264,3 +264,129 @@ async fn stats_metrics_models_health_and_recording() {
     );
     server.shutdown().await;
 }
+
+/// POST /v1/embeddings with the x-tmas-* headers.
+async fn embed(
+    client: &reqwest::Client,
+    server: &tmas::sim::SimServer,
+    call: &str,
+    body: &Value,
+) -> reqwest::Response {
+    client
+        .post(format!("{}/embeddings", server.base_url()))
+        .header("x-tmas-role", "embedding")
+        .header("x-tmas-problem", "p1")
+        .header("x-tmas-iteration", "1")
+        .header("x-tmas-call", call)
+        .json(body)
+        .send()
+        .await
+        .expect("request sent")
+}
+
+fn cosine(a: &Value, b: &Value) -> f64 {
+    let v = |x: &Value| -> Vec<f64> {
+        x.as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_f64().unwrap())
+            .collect()
+    };
+    let (a, b) = (v(a), v(b));
+    let dot: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+    let norm = |x: &[f64]| x.iter().map(|v| v * v).sum::<f64>().sqrt();
+    dot / (norm(&a) * norm(&b))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embeddings_are_deterministic_unit_vectors_near_for_near_duplicates() {
+    let server = start(SimOptions::default()).await;
+    let client = reqwest::Client::new();
+    let inputs = serde_json::json!({"model": "tmas-sim", "input": [
+        "the sum of the roots is 7",
+        "The sum of the roots is 7!",
+        "the product of two primes is never a square",
+    ], "encoding_format": "float"});
+    let resp = embed(&client, &server, "p1/it1/embedding/a0", &inputs).await;
+    assert_eq!(resp.status(), 200);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["object"], "list");
+    let data = v["data"].as_array().unwrap();
+    assert_eq!(data.len(), 3);
+    for (i, d) in data.iter().enumerate() {
+        assert_eq!(d["index"], i);
+        assert_eq!(d["embedding"].as_array().unwrap().len(), 256);
+        assert!((cosine(&d["embedding"], &d["embedding"]) - 1.0).abs() < 1e-6);
+    }
+    let near = cosine(&data[0]["embedding"], &data[1]["embedding"]);
+    let far = cosine(&data[0]["embedding"], &data[2]["embedding"]);
+    assert!(near > 0.99 && far < 0.5, "near {near}, far {far}");
+    let u = &v["usage"];
+    assert!(u["prompt_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(u["prompt_tokens"], u["total_tokens"]);
+    // The same text gives the same vector in any request; one string is one input.
+    let one = embed(
+        &client,
+        &server,
+        "p1/it1/embedding/a1",
+        &serde_json::json!({"input": "the sum of the roots is 7"}),
+    )
+    .await;
+    let one: Value = one.json().await.unwrap();
+    assert_eq!(one["data"][0]["embedding"], data[0]["embedding"]);
+    // Bad requests are refused with the reason.
+    for (body, needle) in [
+        (serde_json::json!({"input": []}), "must not be empty"),
+        (
+            serde_json::json!({"messages": []}),
+            "not an embeddings request",
+        ),
+    ] {
+        let resp = embed(&client, &server, "p1/it1/embedding/a2", &body).await;
+        assert_eq!(resp.status(), 400);
+        let text = resp.text().await.unwrap();
+        assert!(text.contains(needle), "{text}");
+    }
+    let s = server.stats();
+    assert_eq!(s.by_role["embedding"], 4);
+    assert_eq!(s.ok_by_role["embedding"], 2);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embeddings_get_the_chat_faults_that_apply_to_them() {
+    let server = start(SimOptions::default()).await;
+    let client = reqwest::Client::new();
+    let body = serde_json::json!({"input": ["a fact"]});
+    let faults = |json: Value| serde_json::from_value::<tmas::sim::FaultRates>(json).unwrap();
+    server
+        .set_faults(faults(
+            serde_json::json!({"error_500": 1.0, "roles": ["embedding"]}),
+        ))
+        .unwrap();
+    let resp = embed(&client, &server, "c/a0", &body).await;
+    assert_eq!(resp.status(), 500);
+    server
+        .set_faults(faults(serde_json::json!({"malformed_json": 1.0})))
+        .unwrap();
+    let resp = embed(&client, &server, "c/a0", &body).await;
+    assert_eq!(resp.status(), 200);
+    assert!(serde_json::from_slice::<Value>(&resp.bytes().await.unwrap()).is_err());
+    // A fault meant for generated text changes nothing here.
+    server
+        .set_faults(faults(serde_json::json!({"truncated": 1.0})))
+        .unwrap();
+    let resp = embed(&client, &server, "c/a0", &body).await;
+    assert_eq!(resp.status(), 200);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["data"][0]["embedding"].as_array().unwrap().len(), 256);
+    server
+        .set_faults(faults(serde_json::json!({"down": true})))
+        .unwrap();
+    assert_eq!(embed(&client, &server, "c/a0", &body).await.status(), 503);
+    let s = server.stats();
+    assert_eq!(s.faults["error_500"], 1);
+    assert_eq!(s.faults["malformed_json"], 1);
+    assert_eq!(s.faults.get("truncated").copied().unwrap_or(0), 0);
+    server.shutdown().await;
+}

@@ -5,7 +5,8 @@
 //! the routed healthy endpoint's slot (re-routed if that endpoint goes down while
 //! we queue) → global then endpoint rate limits → the HTTP attempt.
 //!
-//! Each kind of failure has its own budget, so one kind cannot starve another:
+//! Each kind of failure has its own budget (`retry_budget`), so one kind cannot starve
+//! another:
 //! - overload (429, 503): back-pressure; retried after the server's `Retry-After` (or a
 //!   backoff) for as long as the outage budget lasts, counted in time, not in attempts;
 //! - timeouts: `max_timeout_attempts`, each attempt allowed `timeout_growth` times longer
@@ -20,6 +21,10 @@
 //! - the rest (connection failures, interrupted generations, 5xx): `max_attempts`. A
 //!   failure on an endpoint that is now marked down is not charged: the call waits for a
 //!   healthy endpoint instead (outage budget), and goes as soon as one is back.
+//!
+//! Embeddings calls take the same path with their own body and reply (`call/embeddings.rs`).
+
+mod embeddings;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -39,17 +44,14 @@ use crate::wire::{CallTags, ChatRequest, ChatResponse};
 
 use super::body::{Completion, encode_request};
 use super::body_cache::{BodyCache, EncodedBody};
-use super::breaker::Signal;
 use super::config::ResiliencePolicy;
 use super::endpoint::{AttemptError, Endpoint, Health, Limiter, take};
 use super::error::ClientError;
 use super::permanent::PermanentErrors;
+use super::retry_budget::RetryBudget;
 use super::router::Group;
 use super::telemetry;
 use super::tokens::fit_max_tokens;
-
-/// Longest a timed-out call's attempt may be stretched (`timeout_growth` compounds).
-const MAX_TIMEOUT_SCALE: f64 = 64.0;
 
 /// Everything calls share; owned by the [`super::ModelClient`] handle.
 pub(crate) struct Shared {
@@ -407,6 +409,7 @@ impl Shared {
             endpoint: ep.name().clone(),
             attempts,
             max_tokens_sent,
+            embeddings: None,
         }
     }
 
@@ -436,18 +439,8 @@ impl Shared {
             .build();
         let mut cache: Vec<Prepared> = Vec::with_capacity(1);
         let mut waited = Duration::ZERO;
-        let (mut counted, mut malformed, mut timeouts, mut attempts) = (0u32, 0u32, 0u32, 0u32);
-        // Failures on an endpoint that is (now) down are not charged to the call (it waits
-        // for a healthy one instead), but the total stays bounded. Overload answers are
-        // bounded in time instead (`overloaded_since`).
-        let mut charged_attempts = 0u32;
-        let mut overloaded_since: Option<Instant> = None;
-        let hard_cap = policy
-            .max_attempts
-            .max(1)
-            .saturating_mul(4)
-            .saturating_add(policy.max_malformed_attempts)
-            .saturating_add(policy.max_timeout_attempts);
+        let mut attempts = 0u32;
+        let mut budget = RetryBudget::new(policy);
         let mut last_failed: Option<Arc<Endpoint>> = None;
         let mut pending: Option<Pending<'_>> = None;
         loop {
@@ -482,17 +475,12 @@ impl Shared {
             let mut attempt_headers = headers.clone();
             telemetry::inject_traceparent(&span, &mut attempt_headers);
             let started = Instant::now();
-            let timeout_scale = policy
-                .timeout_growth
-                .max(1.0)
-                .powi(i32::try_from(timeouts).unwrap_or(i32::MAX))
-                .min(MAX_TIMEOUT_SCALE);
+            let timeout_scale = budget.timeout_scale();
             // Non-streaming attempts past their timeout are hedged while the timeout budget
             // lasts (a stream's idle timeout already tells a dead server from a long one).
             let growth = policy.timeout_growth.max(1.0);
-            let hedge_after = (!request.stream
-                && timeouts.saturating_add(1) < policy.max_timeout_attempts.max(1))
-            .then(|| ep.spec.request_timeout.mul_f64(timeout_scale));
+            let hedge_after = (!request.stream && budget.may_hedge())
+                .then(|| ep.spec.request_timeout.mul_f64(timeout_scale));
             let attempt_scale = if hedge_after.is_some() {
                 timeout_scale * (1.0 + growth)
             } else {
@@ -535,8 +523,7 @@ impl Shared {
                 Step::Shutdown => return Err(ClientError::Shutdown),
                 Step::Done(r) => r,
                 Step::Hedge => {
-                    timeouts += 1;
-                    charged_attempts += 1;
+                    budget.on_hedge();
                     if let Some(old) = pending.take() {
                         // The older attempt reached its own deadline meanwhile: given up.
                         let after = ep.spec.request_timeout.mul_f64(timeout_scale);
@@ -593,32 +580,7 @@ impl Shared {
             if !error.is_retryable() {
                 return Err(error);
             }
-            let overload = Signal::of(&error) == Signal::Overload;
-            let exhausted = if overload {
-                let since = *overloaded_since.get_or_insert(started);
-                since.elapsed() >= policy.outage_budget
-            } else if matches!(error, ClientError::Malformed { .. }) {
-                malformed += 1;
-                malformed >= policy.max_malformed_attempts.max(1)
-            } else if matches!(
-                error,
-                ClientError::Connect { .. } | ClientError::Interrupted { .. }
-            ) && !ep.is_healthy()
-            {
-                // The endpoint is unreachable and now marked down: the call waits for a
-                // healthy one (outage budget) instead of burning its attempts.
-                false
-            } else if matches!(error, ClientError::Timeout { .. }) {
-                timeouts += 1;
-                timeouts >= policy.max_timeout_attempts.max(1)
-            } else {
-                counted += 1;
-                counted >= policy.max_attempts.max(1)
-            };
-            if !overload {
-                charged_attempts += 1;
-            }
-            if exhausted || charged_attempts >= hard_cap {
+            if budget.exhausted_by(&error, started, ep.is_healthy()) {
                 // An attempt past its timeout may still answer: it is the call's last chance.
                 if let Some(mut p) = pending.take() {
                     let r = tokio::select! {

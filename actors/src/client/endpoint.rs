@@ -4,6 +4,9 @@
 //! only atomics, semaphores and short critical sections held here, so a call costs no
 //! actor round-trip; the endpoint's actor
 //! ([`super::health`]) owns the slow part: probing a down endpoint and re-admitting it.
+//! An embeddings attempt is in `endpoint/embeddings.rs`.
+
+mod embeddings;
 
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -90,6 +93,7 @@ pub(crate) struct Endpoint {
     pub spec: EndpointSpec,
     http: reqwest::Client,
     chat_url: reqwest::Url,
+    embeddings_url: reqwest::Url,
     health_url: reqwest::Url,
     models_url: reqwest::Url,
     /// Host and port of `base_url`, for the spans' `server.address` / `server.port`.
@@ -182,6 +186,7 @@ impl Endpoint {
             .build()
             .map_err(|e| config(format!("cannot build HTTP client: {e}")))?;
         let chat_url = join(&spec.base_url, "chat/completions", &name)?;
+        let embeddings_url = join(&spec.base_url, "embeddings", &name)?;
         let models_url = join(&spec.base_url, "models", &name)?;
         // vLLM/SGLang serve /health at the root, beside /v1.
         let root = spec.base_url.trim_end_matches('/');
@@ -209,6 +214,7 @@ impl Endpoint {
             spec,
             http,
             chat_url,
+            embeddings_url,
             health_url,
             models_url,
             auth,

@@ -15,8 +15,8 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::strategy::{CallExecutor, CallFailure, CallOutcome};
-use crate::wire::{ChatRequest, ChatResponse};
+use crate::strategy::{CallExecutor, CallFailure, CallKey, CallOutcome};
+use crate::wire::{ChatRequest, ChatResponse, EmbeddingRequest};
 
 use super::body_cache::BodyCache;
 use super::call::Shared;
@@ -203,6 +203,28 @@ impl ModelClient {
             .await
     }
 
+    /// Make one embeddings call on a group, with the same routing, limits, retries and
+    /// breaker as a chat call. The response's `embeddings` holds one vector per input.
+    pub async fn embed(
+        &self,
+        group: &str,
+        request: EmbeddingRequest,
+    ) -> Result<ChatResponse, ClientError> {
+        use tracing::Instrument;
+        let span = tracing::debug_span!(
+            "model_call",
+            group,
+            role = %request.tags.role,
+            problem = %request.tags.problem,
+            iteration = request.tags.iteration,
+        );
+        self.inner
+            .shared
+            .embed(group, request)
+            .instrument(span)
+            .await
+    }
+
     /// Cancelled once one endpoint answered `resilience.permanent_error_limit` calls in a
     /// row with a permanent error ([`super::permanent`]); the run stops then.
     pub fn permanent_stop(&self) -> CancellationToken {
@@ -282,14 +304,39 @@ impl CallExecutor for ModelClient {
         // `traceparent` sent to the server hang under it.
         let span = tracing::Span::current();
         let task = tokio::spawn(async move { client.chat(&group, request).await }.instrument(span));
-        Box::pin(async move {
-            match task.await {
-                Ok(result) => result.map_err(CallFailure::from),
-                Err(e) => Err(CallFailure::new(
-                    "panic",
-                    format!("model call task failed: {e}"),
-                )),
-            }
-        })
+        joined(task)
     }
+
+    /// As [`CallExecutor::execute`], for an embeddings call.
+    fn execute_embeddings(
+        &self,
+        key: &CallKey,
+        group: Arc<str>,
+        mut request: EmbeddingRequest,
+    ) -> BoxFuture<'static, CallOutcome> {
+        use tracing::Instrument;
+        if request.tags.call.is_none() {
+            request.tags.call = Some(key.to_string().into());
+        }
+        let client = self.clone();
+        let span = tracing::Span::current();
+        let task =
+            tokio::spawn(async move { client.embed(&group, request).await }.instrument(span));
+        joined(task)
+    }
+}
+
+/// The outcome of a call's task; a panic in it is reported as a failure.
+fn joined(
+    task: tokio::task::JoinHandle<Result<ChatResponse, ClientError>>,
+) -> BoxFuture<'static, CallOutcome> {
+    Box::pin(async move {
+        match task.await {
+            Ok(result) => result.map_err(CallFailure::from),
+            Err(e) => Err(CallFailure::new(
+                "panic",
+                format!("model call task failed: {e}"),
+            )),
+        }
+    })
 }

@@ -5,6 +5,9 @@
 //! `gen_ai.request.{model,temperature,top_p,max_tokens}`, `gen_ai.usage.{input,output}_tokens`,
 //! `gen_ai.response.finish_reasons`, `server.{address,port}`, `http.response.status_code`,
 //! `error.type`, plus `tmas.endpoint`, `tmas.role`, `tmas.retry` (0 for the first try).
+//! An embeddings attempt's span is `embeddings {model}` with `gen_ai.operation.name =
+//! embeddings`, `gen_ai.usage.input_tokens`, `tmas.embedding.inputs` and, on success,
+//! `gen_ai.embeddings.dimension.count`.
 //! Events: `retry` (the delay before the next attempt), `circuit_breaker.open`,
 //! `concurrency_limit.change` (`tmas.limit.from`, `tmas.limit.to`: the AIMD limit moved).
 //!
@@ -26,7 +29,7 @@ use super::body::Completion;
 use super::endpoint::{Endpoint, FailureEffects};
 use super::error::ClientError;
 use super::limit::LimitChange;
-use crate::wire::ChatRequest;
+use crate::wire::{ChatRequest, EmbeddingRequest, Usage};
 
 /// `chat {model}`, formatted only if a subscriber records the field.
 struct ChatName<'a>(&'a str);
@@ -80,6 +83,78 @@ pub(crate) fn attempt_span(
         tmas.role = %request.tags.role,
         tmas.retry = i64::from(attempt.saturating_sub(1)),
     )
+}
+
+/// `embeddings {model}`, formatted only if a subscriber records the field.
+struct EmbeddingsName<'a>(&'a str);
+
+impl fmt::Display for EmbeddingsName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "embeddings {}", self.0)
+    }
+}
+
+/// The span of one embeddings attempt (lean without an exporter, as [`attempt_span`]).
+pub(crate) fn embeddings_span(
+    ep: &Endpoint,
+    request: &EmbeddingRequest,
+    attempt: u32,
+) -> tracing::Span {
+    if !span_ext::exporting() {
+        return tracing::debug_span!(
+            "embeddings",
+            tmas.endpoint = %ep.name(),
+            tmas.role = %request.tags.role,
+            tmas.retry = attempt.saturating_sub(1),
+            error.type = Empty,
+        );
+    }
+    tracing::info_span!(
+        "embeddings",
+        otel.name = %EmbeddingsName(&ep.spec.model),
+        otel.kind = "client",
+        otel.status_code = Empty,
+        gen_ai.operation.name = "embeddings",
+        gen_ai.request.model = %ep.spec.model,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.embeddings.dimension.count = Empty,
+        server.address = %ep.host,
+        server.port = i64::from(ep.port),
+        http.response.status_code = Empty,
+        error.type = Empty,
+        tmas.endpoint = %ep.name(),
+        tmas.role = %request.tags.role,
+        tmas.retry = i64::from(attempt.saturating_sub(1)),
+        tmas.embedding.inputs = i64::try_from(request.inputs.len()).unwrap_or(i64::MAX),
+    )
+}
+
+/// A successful embeddings attempt: usage and dimension on the span, latency and input
+/// tokens counted (an embeddings call has no output tokens).
+pub(crate) fn on_embeddings_success(
+    span: &tracing::Span,
+    ep: &Endpoint,
+    request: &EmbeddingRequest,
+    usage: Usage,
+    dimensions: usize,
+    elapsed: Duration,
+) {
+    ep.input_tokens
+        .fetch_add(usage.prompt_tokens, Ordering::Relaxed);
+    span.record(
+        "gen_ai.usage.input_tokens",
+        span_ext::int(usage.prompt_tokens),
+    );
+    span.record(
+        "gen_ai.embeddings.dimension.count",
+        i64::try_from(dimensions).unwrap_or(i64::MAX),
+    );
+    span.record("http.response.status_code", 200i64);
+    let role = request.tags.role.to_string();
+    metrics::histogram!("tmas_request_duration_seconds",
+        "role" => role.clone(), "endpoint" => ep.name().to_string(), "outcome" => "ok")
+    .record(elapsed.as_secs_f64());
+    metrics::counter!("tmas_tokens_input_total", "role" => role).increment(usage.prompt_tokens);
 }
 
 /// Adds `traceparent` for `span` when spans are exported (the server's own spans then
@@ -176,6 +251,18 @@ pub(crate) fn on_failure(
     elapsed: Duration,
     effects: FailureEffects,
 ) {
+    on_role_failure(span, ep, &request.tags.role, error, elapsed, effects);
+}
+
+/// [`on_failure`] of an attempt of any kind of call, by the call's role.
+pub(crate) fn on_role_failure(
+    span: &tracing::Span,
+    ep: &Endpoint,
+    role: &str,
+    error: &ClientError,
+    elapsed: Duration,
+    effects: FailureEffects,
+) {
     span.record("error.type", error.kind());
     span.record("otel.status_code", "ERROR");
     if let ClientError::Status { status, .. } = error {
@@ -196,7 +283,7 @@ pub(crate) fn on_failure(
             .increment(1);
     }
     metrics::histogram!("tmas_request_duration_seconds",
-        "role" => request.tags.role.to_string(), "endpoint" => ep.name().to_string(),
+        "role" => role.to_string(), "endpoint" => ep.name().to_string(),
         "outcome" => "error")
     .record(elapsed.as_secs_f64());
     metrics::counter!("tmas_request_errors_total",
@@ -221,7 +308,12 @@ pub(crate) fn on_retry(span: &tracing::Span, error: &ClientError, delay: Duratio
 
 /// Counts a retry attempt as it starts.
 pub(crate) fn count_retry(ep: &Endpoint, request: &ChatRequest) {
+    count_role_retry(ep, &request.tags.role);
+}
+
+/// [`count_retry`] of any kind of call, by the call's role.
+pub(crate) fn count_role_retry(ep: &Endpoint, role: &str) {
     metrics::counter!("tmas_request_retries_total",
-        "role" => request.tags.role.to_string(), "endpoint" => ep.name().to_string())
+        "role" => role.to_string(), "endpoint" => ep.name().to_string())
     .increment(1);
 }

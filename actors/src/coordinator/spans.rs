@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tmas_observability::span_ext;
 
 use crate::strategy::{CallKey, CallOutcome};
-use crate::wire::ChatMessage;
+use crate::wire::ModelRequest;
 
 /// Longest prompt or response text put on a span with `--trace-content` (bytes). Larger
 /// texts are cut: OTLP receivers reject oversized batches.
@@ -51,7 +51,7 @@ pub(crate) fn call_span(
     parent: &tracing::Span,
     key: &CallKey,
     labels: Vec<(&'static str, Arc<str>)>,
-    messages: &[ChatMessage],
+    request: &ModelRequest,
     trace_content: bool,
 ) -> tracing::Span {
     if !span_ext::exporting() {
@@ -85,7 +85,10 @@ pub(crate) fn call_span(
         set(k, v.into());
     }
     if content_on_spans(trace_content) {
-        let text = serde_json::to_string(messages).unwrap_or_default();
+        let text = match request {
+            ModelRequest::Chat(r) => serde_json::to_string(&r.messages).unwrap_or_default(),
+            ModelRequest::Embeddings(r) => serde_json::to_string(&r.inputs).unwrap_or_default(),
+        };
         set(
             "gen_ai.input.messages",
             span_ext::clip(&text, CONTENT_LIMIT).to_owned().into(),
@@ -119,6 +122,14 @@ pub(crate) fn record_outcome(span: &tracing::Span, outcome: &CallOutcome, trace_
             }
             set("tmas.endpoint", resp.endpoint.clone().into());
             set("tmas.http_attempts", i64::from(resp.attempts).into());
+            if let Some(vectors) = &resp.embeddings {
+                let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX).into();
+                set("tmas.embedding.vectors", n(vectors.len()));
+                set(
+                    "tmas.embedding.dimensions",
+                    n(vectors.first().map_or(0, Vec::len)),
+                );
+            }
             if content_on_spans(trace_content) {
                 let clip = |t: &str| span_ext::clip(t, CONTENT_LIMIT).to_owned();
                 set("gen_ai.output.messages", clip(&resp.content).into());

@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use super::PoolMsg;
 use crate::strategy::{CallExecutor, CallKey, CallOutcome};
-use crate::wire::ChatRequest;
+use crate::wire::ModelRequest;
 
 pub(crate) struct PoolWorker;
 
@@ -30,7 +30,7 @@ pub(crate) struct WorkerState {
 pub(crate) struct RunCall {
     pub key: CallKey,
     pub group: Arc<str>,
-    pub request: ChatRequest,
+    pub request: ModelRequest,
     pub span: tracing::Span,
 }
 
@@ -72,7 +72,10 @@ impl Actor for PoolWorker {
         } = msg;
         // Created inside the call's span: an executor that spawns a task (the model
         // client does) takes the span along, so the request's spans nest under the call.
-        let call = span.in_scope(|| state.executor.execute_call(&key, group, request));
+        let call = span.in_scope(|| match request {
+            ModelRequest::Chat(r) => state.executor.execute_call(&key, group, r),
+            ModelRequest::Embeddings(r) => state.executor.execute_embeddings(&key, group, r),
+        });
         let outcome = call.instrument(span).await;
         let report = WorkerReport {
             worker: myself.get_id(),

@@ -7,6 +7,7 @@
 mod support;
 
 mod client_burst;
+mod client_embeddings;
 mod client_failover;
 mod client_retry;
 mod client_secrets;

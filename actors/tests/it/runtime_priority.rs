@@ -16,7 +16,7 @@ use tmas_actors::runner::{
 use tmas_actors::strategy::{
     BankVersion, CallExecutor, CallFailure, CallKey, CallOutcome, Command, Strategy,
 };
-use tmas_actors::wire::{ChatRequest, ChatResponse, Usage};
+use tmas_actors::wire::{ChatRequest, ChatResponse, EmbeddingRequest, Usage};
 
 use crate::support::TEST_TIMEOUT;
 use crate::support::toy::spec;
@@ -128,6 +128,7 @@ impl Recorder {
             endpoint: "e".into(),
             attempts: 1,
             max_tokens_sent: 16,
+            embeddings: None,
         })
     }
 
@@ -152,6 +153,15 @@ impl CallExecutor for Executor {
         _: ChatRequest,
     ) -> BoxFuture<'static, CallOutcome> {
         self.0.clone().run(key.clone()).boxed()
+    }
+
+    fn execute_embeddings(
+        &self,
+        _: &CallKey,
+        _: Arc<str>,
+        _: EmbeddingRequest,
+    ) -> BoxFuture<'static, CallOutcome> {
+        async { Err(CallFailure::new("test", "this test sends no embeddings calls")) }.boxed()
     }
 }
 

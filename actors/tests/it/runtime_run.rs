@@ -202,6 +202,45 @@ async fn results_do_not_depend_on_completion_order_or_admission_policy() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embeddings_commands_go_through_their_roles_pool_and_come_back_as_call_outcomes() {
+    let fake = delayed(5);
+    let embed = ToyPlan {
+        embed_review: true,
+        ..plan()
+    };
+    let (summary, results) = run(
+        settings(Admission::Fixed {
+            max_concurrent_problems: 2,
+        }),
+        &fake,
+        Arc::new(NoopSink),
+        jobs(3, embed),
+    )
+    .await;
+    assert_eq!(summary.stats.problems_succeeded, 3);
+    // The `review` pool has one worker: its embeddings calls ran one at a time.
+    assert_eq!(fake.max_concurrency("g-review"), 1);
+    for (problem, result) in results {
+        let out = result.unwrap();
+        for round in 0..ROUNDS {
+            let key = format!("{problem}/it{round}/review/a0");
+            // One vector (answer length, 1) per `solve` answer, in candidate order.
+            let answers: Vec<String> = (0..FAN_OUT)
+                .map(|c| {
+                    out.answers[&format!("{problem}/it{round}/solve/c{c}/a0")]
+                        .clone()
+                        .unwrap()
+                })
+                .collect();
+            let want: Vec<Vec<f32>> = answers.iter().map(|a| vec![a.len() as f32, 1.0]).collect();
+            assert_eq!(out.answers[&key], Ok(format!("{want:?}")), "{key}");
+            assert!(fake.completed().contains(&key), "{key} made once");
+        }
+        assert_eq!(out.bank_versions, vec![1, 2, 3]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_conserving_admission_stays_within_its_problem_cap() {
     let fake = delayed(3);
     let live = Arc::new(Gauge::default());

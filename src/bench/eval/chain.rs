@@ -142,7 +142,8 @@ pub fn problem_chains(calls: &[CallTiming]) -> HashMap<&str, f64> {
                     | Role::Judge
                     | Role::GuidelineJudge
                     | Role::Critique
-                    | Role::Extraction => {}
+                    | Role::Extraction
+                    | Role::Embedding => {}
                 }
             }
             _ => {}

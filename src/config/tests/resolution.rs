@@ -127,6 +127,36 @@ fn warnings_cover_unset_keys_and_clamped_max_tokens() {
 }
 
 #[test]
+fn embeddings_setups_that_cannot_work_as_meant_are_warned_about() {
+    let warned = |extra: &str, path: &str| {
+        let c = Config::from_toml_str(&format!("{TWO}\n{extra}"), "t").expect("valid");
+        c.warnings(&env(&[("TEST_KEY_A", "k")]))
+            .into_iter()
+            .filter(|i| i.path == path)
+            .map(|i| i.message)
+            .collect::<Vec<_>>()
+    };
+    // Set for a method that ignores it.
+    let w = warned("[method]\nrse_dedup = \"embeddings\"", "method.rse_dedup");
+    assert!(
+        w[0].contains("no effect with method.name = \"tmas\""),
+        "{w:?}"
+    );
+    // RSE on the default group: endpoint `a` (a real server) would get both kinds of
+    // call; `b` is the simulator, which answers both.
+    let rse = "[method]\nname = \"rse\"\nrse_dedup = \"embeddings\"";
+    let w = warned(rse, "roles.embedding.group");
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("endpoint `a` serves the embedding role"),
+        "{w:?}"
+    );
+    // Its own group (the simulator only): nothing to warn about.
+    let own = format!("{rse}\n[roles.embedding]\ngroup = \"fast\"");
+    assert!(warned(&own, "roles.embedding.group").is_empty());
+}
+
+#[test]
 fn role_sampling_is_the_wire_type() {
     let s = two().role(Role::Summary).sampling();
     assert_eq!((s.temperature, s.top_p, s.max_tokens), (0.6, 0.95, 128_000));

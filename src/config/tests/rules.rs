@@ -143,6 +143,40 @@ fn dedup_threshold_within_0_exclusive_1() {
 }
 
 #[test]
+fn rse_dedup_and_embedding_threshold() {
+    let c = load_text("").expect("loads");
+    assert_eq!(
+        c.method.rse_dedup,
+        RseDedup::Jaccard,
+        "Jaccard stays the default"
+    );
+    assert_eq!(c.method.embedding_threshold, 0.8);
+    assert!(!c.method.uses_embeddings());
+    let c = load_text("[method]\nname = \"rse\"\nrse_dedup = \"embeddings\"").expect("loads");
+    assert!(c.method.uses_embeddings());
+    issue_at(
+        "[method]\nembedding_threshold = 0",
+        "method.embedding_threshold",
+        "within (0, 1], got 0",
+    );
+    issue_at(
+        "[method]\nembedding_threshold = 1.2",
+        "method.embedding_threshold",
+        "(0, 1]",
+    );
+    issue_at(
+        "[method]\nrse_dedup = \"cosine\"",
+        "method.rse_dedup",
+        "unknown variant `cosine`",
+    );
+    issue_at(
+        "[roles.embedding]\nprompt = \"Cargo.toml\"",
+        "roles.embedding.prompt",
+        "no prompt template",
+    );
+}
+
+#[test]
 fn sampling_rules() {
     issue_at(
         "[roles.solution]\ntemperature = -1",

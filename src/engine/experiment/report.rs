@@ -100,9 +100,9 @@ impl VariantReport {
 }
 
 /// The roles in column order.
-const ROLES: [Role; 7] = Role::METHOD;
+const ROLES: [Role; Role::METHOD.len()] = Role::METHOD;
 
-fn role_calls(c: &CallCounts) -> [u32; 7] {
+fn role_calls(c: &CallCounts) -> [u32; Role::METHOD.len()] {
     [
         c.solution,
         c.verification,
@@ -111,6 +111,7 @@ fn role_calls(c: &CallCounts) -> [u32; 7] {
         c.guideline,
         c.critique,
         c.extraction,
+        c.embedding,
     ]
 }
 
@@ -199,7 +200,7 @@ fn budget(records: &[ProblemRecord], pass: &[f64]) -> Vec<IterationBudget> {
             pass_at_1: pass.get(t).copied(),
             ..IterationBudget::default()
         };
-        let mut roles = [0u64; 7];
+        let mut roles = [0u64; Role::METHOD.len()];
         for r in records {
             let Some(it) = r.outcome.iterations.get(t) else {
                 continue;
@@ -566,9 +567,14 @@ fn budget_csv_text(variants: &[VariantReport]) -> String {
                 b.calls
             );
             for r in ROLES {
+                let (prompt, completion) = b
+                    .tokens_by_role
+                    .get(r.as_str())
+                    .copied()
+                    .unwrap_or_default();
                 let _ = write!(
                     out,
-                    ",{:.3}",
+                    ",{:.3},{prompt:.1},{completion:.1}",
                     b.calls_by_role.get(r.as_str()).copied().unwrap_or(0.0)
                 );
             }
@@ -710,6 +716,7 @@ mod tests {
                         endpoint: "x".into(),
                         attempts: 1,
                         max_tokens_sent: 1,
+                        embeddings: None,
                     });
                     candidate(c as u32, PromptMode::Fresh, "", Some(&reply))
                 })
@@ -874,5 +881,45 @@ mod tests {
             budget_csv.lines().nth(2).unwrap().ends_with(",100.0,0.0"),
             "{budget_csv}"
         );
+    }
+
+    #[test]
+    fn budget_rows_fill_every_role_column_the_embedding_role_included() {
+        let mut b = IterationBudget {
+            iteration: 0,
+            pass_at_1: Some(0.5),
+            calls: 9.0,
+            ..IterationBudget::default()
+        };
+        b.calls_by_role.insert("solution", 8.0);
+        b.calls_by_role.insert("embedding", 1.0);
+        b.tokens_by_role.insert("solution", (400.0, 90.0));
+        b.tokens_by_role.insert("embedding", (12.0, 0.0));
+        let v = VariantReport {
+            name: "rse".into(),
+            method: "rse".into(),
+            status: "completed".into(),
+            problems_total: 1,
+            problems_done: 1,
+            problems_failed: 0,
+            pass_at_1: vec![0.5],
+            selected_last: None,
+            budget: vec![b],
+            swept: None,
+            analyses: None,
+        };
+        let csv = budget_csv_text(std::slice::from_ref(&v));
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+        assert_eq!(header.len(), row.len(), "{csv}");
+        let at = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+        assert_eq!(at("solution_calls"), "8.000");
+        assert_eq!(at("solution_prompt_tokens"), "400.0");
+        assert_eq!(at("solution_completion_tokens"), "90.0");
+        assert_eq!(at("embedding_calls"), "1.000");
+        assert_eq!(at("embedding_prompt_tokens"), "12.0");
+        assert_eq!(at("embedding_completion_tokens"), "0.0");
+        assert_eq!(at("critique_calls"), "0.000");
     }
 }

@@ -50,6 +50,12 @@ fn growth(problems: &[ProblemRun<'_>], iterations: usize, bank: &str) -> Vec<Gro
                 if !u.proposed {
                     cell.failed_updates += 1;
                 }
+                // The method's own de-duplication (RSE by embeddings), before the bank's.
+                cell.rejected_duplicates += u
+                    .deduplicated
+                    .iter()
+                    .filter(|r| RejectionKind::of(&r.reason) == RejectionKind::Duplicate)
+                    .count();
                 let Some(v) = &u.version else {
                     continue;
                 };

@@ -65,6 +65,7 @@ fn update(bank: &str, items: usize, reasons: &[&str]) -> BankUpdateRecord {
                 })
                 .collect(),
         }),
+        deduplicated: Vec::new(),
     }
 }
 
@@ -280,6 +281,24 @@ fn bank_growth_counts_entries_and_rejections_by_kind() {
     assert_eq!(g.guideline[1].dropped_by_model, 1);
     assert_eq!(g.guideline[1].rejected_rewrites, 1);
     assert_eq!(g.guideline[1].rejected_duplicates, 0);
+}
+
+#[test]
+fn bank_growth_counts_a_methods_own_deduplication_as_duplicates() {
+    let mut u = update("experience", 2, &["duplicates entry \"x\""]);
+    u.deduplicated = vec![crate::method::banks::duplicate_rejection(
+        "Proposition: a1 = 8",
+        "Proposition: a1 = 7",
+        "cosine",
+        0.83,
+        0.8,
+    )];
+    let p = vec![problem("e", vec![(vec![(X, Some(1.0), 1.0)], vec![u])])];
+    let g = Analyses::of(&runs(&p), 1).bank_growth;
+    assert_eq!(
+        g.experience[0].rejected_duplicates, 2,
+        "the bank's and the method's"
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use tmas_actors::strategy::{
-    BankVersion, CallFailure, CallOutcome, CallSpec, Command, MergePolicy, Strategy,
+    BankVersion, CallFailure, CallOutcome, CallSpec, Command, EmbeddingSpec, MergePolicy, Strategy,
 };
 use tmas_actors::wire::{ChatResponse, Usage};
 
@@ -32,6 +32,7 @@ fn ok(content: &str) -> CallOutcome {
         endpoint: "fake".into(),
         attempts: 1,
         max_tokens_sent: 1000,
+        embeddings: None,
     })
 }
 
@@ -60,6 +61,8 @@ fn params(kind: BaselineKind, n: usize, m: usize, k: usize, iterations: u32) -> 
         iterations,
         no_proof: true,
         dedup_threshold: 0.7,
+        rse_dedup: crate::config::RseDedup::Jaccard,
+        embedding_threshold: 0.8,
         seed: 5,
         roles: crate::config::Config::default().tmas_params().roles,
         answers: Arc::new(Exact),
@@ -69,16 +72,44 @@ fn params(kind: BaselineKind, n: usize, m: usize, k: usize, iterations: u32) -> 
 struct Run {
     outcome: TmasOutcome,
     calls: Vec<CallSpec>,
+    embeds: Vec<EmbeddingSpec>,
     bank_updates: usize,
 }
 
 impl Run {
     fn count(&self, role: Role) -> usize {
+        if role == Role::Embedding {
+            return self.embeds.len();
+        }
         self.calls
             .iter()
             .filter(|c| c.key.role.as_ref() == role.as_str())
             .count()
     }
+}
+
+/// Embeddings as the simulator computes them (a hashed bag of words).
+fn sim_embeddings(spec: &EmbeddingSpec) -> CallOutcome {
+    let vectors: Vec<Vec<f32>> = spec
+        .request
+        .inputs
+        .iter()
+        .map(|i| crate::sim::task::embedding::embed(i))
+        .collect();
+    Ok(ChatResponse {
+        content: "".into(),
+        reasoning: None,
+        usage: Usage {
+            prompt_tokens: 3,
+            completion_tokens: 0,
+        },
+        finish_reason: None,
+        latency_ms: 1,
+        endpoint: "fake".into(),
+        attempts: 1,
+        max_tokens_sent: 0,
+        embeddings: Some(vectors.into()),
+    })
 }
 
 /// Drives one problem; work is delivered in an order drawn from `order_seed` (0: FIFO).
@@ -92,7 +123,17 @@ fn drive_problem(
     order_seed: u64,
     reply: impl Fn(&CallSpec) -> CallOutcome,
 ) -> Run {
-    let threshold = p.dedup_threshold;
+    drive_with(id, p, order_seed, reply, sim_embeddings)
+}
+
+fn drive_with(
+    id: &str,
+    p: BaselineParams,
+    order_seed: u64,
+    reply: impl Fn(&CallSpec) -> CallOutcome,
+    embed: impl Fn(&EmbeddingSpec) -> CallOutcome,
+) -> Run {
+    let threshold = p.rse_bank_threshold();
     let prompts = Arc::new(PromptSet::builtin().expect("built-in prompts"));
     let problem = ProblemInput {
         id: id.into(),
@@ -101,6 +142,7 @@ fn drive_problem(
     let mut s = BaselineStrategy::new(problem, Arc::new(p), prompts);
     let mut queue: VecDeque<Command> = s.start().into();
     let mut calls = Vec::new();
+    let mut embeds = Vec::new();
     let mut bank: (Vec<String>, u32) = (Vec::new(), 0);
     let mut bank_updates = 0;
     let mut rng = DecisionRng::for_decision(order_seed, "order", 0, 0, "");
@@ -118,6 +160,11 @@ fn drive_problem(
             Command::Call(spec) => {
                 calls.push(spec.clone());
                 let outcome = reply(&spec);
+                s.on_call(spec.key, outcome)
+            }
+            Command::Embed(spec) => {
+                embeds.push(spec.clone());
+                let outcome = embed(&spec);
                 s.on_call(spec.key, outcome)
             }
             Command::UpdateBank {
@@ -150,6 +197,7 @@ fn drive_problem(
     Run {
         outcome: Box::new(s).finish(),
         calls,
+        embeds,
         bank_updates,
     }
 }
@@ -338,6 +386,158 @@ fn rse_bank_grows_without_duplicates_and_reaches_the_attempts() {
     assert!(run.outcome.iterations[1].bank_updates[0].proposed);
 }
 
+fn rse_embeddings(n: usize, t: u32) -> BaselineParams {
+    let mut p = params(BaselineKind::Rse, n, 0, 0, t);
+    p.rse_dedup = crate::config::RseDedup::Embeddings;
+    p
+}
+
+/// Extractions by candidate: a proposition, a rewording of candidate 0's proposition
+/// (same words, other case and punctuation: cosine 1), a distinct proposition; and one
+/// pitfall repeated by all.
+fn paraphrasing(spec: &CallSpec) -> CallOutcome {
+    if spec.key.role.as_ref() != "extraction" {
+        return canned(spec);
+    }
+    let prop = match spec.key.candidate {
+        Some(0) => "the sum of the roots is 7",
+        Some(1) => "The sum of the roots is 7.",
+        _ => "the discriminant is negative",
+    };
+    ok(&format!(
+        r#"{{"verified_propositions": ["{prop}"], "critical_pitfalls": ["do not divide by zero"]}}"#
+    ))
+}
+
+#[test]
+fn rse_with_embeddings_drops_near_duplicates_before_the_bank_sees_them() {
+    let run = drive(rse_embeddings(3, 3), 0, paraphrasing);
+    // It1: one call for the six new items, each text once, without its prefix.
+    let inputs: Vec<&str> = run.embeds[0].request.inputs.iter().map(|i| &**i).collect();
+    assert_eq!(
+        inputs,
+        [
+            "the sum of the roots is 7",
+            "do not divide by zero",
+            "The sum of the roots is 7.",
+            "the discriminant is negative"
+        ]
+    );
+    assert_eq!(run.embeds[0].key.role.as_ref(), "embedding");
+    let it1 = &run.outcome.iterations[1];
+    let update = &it1.bank_updates[0];
+    assert!(update.proposed);
+    let bank = update.version.as_ref().expect("applied").items.to_vec();
+    assert_eq!(
+        bank,
+        [
+            "Proposition: the sum of the roots is 7",
+            "Pitfall: do not divide by zero",
+            "Proposition: the discriminant is negative"
+        ]
+    );
+    let dropped: Vec<(&str, &str)> = update
+        .deduplicated
+        .iter()
+        .map(|r| (r.item.as_str(), r.reason.as_str()))
+        .collect();
+    assert_eq!(dropped.len(), 3, "{dropped:?}");
+    // In extraction order: candidate 1's rewording and pitfall, candidate 2's pitfall.
+    assert_eq!(dropped[0].0, "Proposition: The sum of the roots is 7.");
+    assert_eq!(dropped[1].0, "Pitfall: do not divide by zero");
+    assert_eq!(dropped[2].0, "Pitfall: do not divide by zero");
+    assert!(
+        dropped[0].1.starts_with(
+            "duplicates entry \"Proposition: the sum of the roots is 7\" (cosine 1.00 ≥ 0.80)"
+        ),
+        "{dropped:?}"
+    );
+    assert_eq!(
+        crate::method::banks::RejectionKind::of(dropped[0].1),
+        crate::method::banks::RejectionKind::Duplicate
+    );
+    assert_eq!((it1.calls.embedding, it1.calls.extraction), (1, 3));
+    assert!(it1.tokens_by_role.contains_key("embedding"));
+    // It2: only the rewording is new (the rest is in the bank, vectors known): it is
+    // embedded alone and dropped against the bank's item.
+    let it2 = &run.outcome.iterations[2];
+    assert_eq!(
+        &*run.embeds[1].request.inputs,
+        ["The sum of the roots is 7.".into()]
+    );
+    assert_eq!(it2.bank_updates[0].deduplicated.len(), 1);
+    assert_eq!(run.outcome.experience, bank, "the bank did not grow");
+    assert_eq!(run.count(Role::Embedding), 2);
+    assert_eq!(run.outcome.calls.embedding, 2);
+    // The attempts see the de-duplicated bank.
+    let last = run
+        .calls
+        .iter()
+        .rfind(|c| c.key.role.as_ref() == "solution")
+        .expect("a solution call");
+    let prompt = last.request.messages[0].content.to_string();
+    assert!(prompt.contains("the discriminant is negative") && !prompt.contains("roots is 7."));
+}
+
+#[test]
+fn rse_with_embeddings_calls_once_per_update_that_brings_new_items() {
+    // Every extraction names its iteration: new items at every update.
+    let fresh = |spec: &CallSpec| {
+        if spec.key.role.as_ref() != "extraction" {
+            return canned(spec);
+        }
+        ok(&format!(
+            r#"{{"verified_propositions": ["x{} = {}"], "critical_pitfalls": []}}"#,
+            spec.key.candidate.unwrap_or(0),
+            spec.key.iteration
+        ))
+    };
+    let (n, t) = (3, 4);
+    let run = drive(rse_embeddings(n, t as u32), 0, fresh);
+    let [solution, _, _, extraction, updates] = formula(BaselineKind::Rse, n, 0, 0, t);
+    assert_eq!(counts(&run), [solution, 0, 0, extraction, updates]);
+    assert_eq!(run.count(Role::Embedding), t - 1, "one per update from It1");
+    assert_eq!(
+        run.outcome.calls.total() as usize,
+        run.calls.len() + run.embeds.len()
+    );
+    // The bank's canned replies make no new item after It1: no further call.
+    let run = drive(rse_embeddings(n, t as u32), 0, canned);
+    assert_eq!(run.count(Role::Embedding), 1);
+    // Results never depend on completion order.
+    for seed in [5, 23] {
+        let a = drive(rse_embeddings(3, 3), 0, paraphrasing);
+        let b = drive(rse_embeddings(3, 3), seed, paraphrasing);
+        assert_eq!(a.outcome, b.outcome, "order seed {seed}");
+    }
+}
+
+#[test]
+fn a_failed_embeddings_call_fails_the_update_and_keeps_the_bank() {
+    let run = drive_with("p1", rse_embeddings(2, 3), 0, paraphrasing, |spec| {
+        if spec.key.iteration == 1 {
+            fail()
+        } else {
+            sim_embeddings(spec)
+        }
+    });
+    let it1 = &run.outcome.iterations[1];
+    assert!(!it1.bank_updates[0].proposed, "recorded as failed");
+    assert!(
+        it1.bank_updates[0]
+            .version
+            .as_ref()
+            .is_some_and(|v| v.items.is_empty())
+    );
+    assert_eq!(it1.failures.len(), 1);
+    assert_eq!(it1.failures[0].key.role.as_ref(), "embedding");
+    assert_eq!(it1.calls.failed, 1);
+    // It2 starts from the unchanged (empty) bank: every item is new again (three texts),
+    // and the rewording is dropped then.
+    assert_eq!(run.embeds[1].request.inputs.len(), 3);
+    assert_eq!(run.outcome.experience.len(), 2);
+}
+
 #[test]
 fn failed_calls_are_recorded_and_chains_restart() {
     // Every call of candidate 1 fails in iteration 0.
@@ -364,8 +564,14 @@ fn failed_calls_are_recorded_and_chains_restart() {
 
 /// Mean share of right candidates per iteration over `ids`, on the simulator.
 fn sim_curve(kind: BaselineKind, ids: &[&str], t: u32) -> Vec<f64> {
+    sim_run(params(kind, 8, 2, 8, t), ids).0
+}
+
+/// [`sim_curve`] of `p`, and the bank items at the end summed over problems.
+fn sim_run(p: BaselineParams, ids: &[&str]) -> (Vec<f64>, usize) {
     let opts = SimOptions::default();
-    let mut sums = vec![0.0; t as usize];
+    let mut sums = vec![0.0; p.iterations as usize];
+    let mut bank_items = 0;
     for id in ids {
         let problem = Problem::derive(id, None, &opts.task);
         let reply = |spec: &CallSpec| {
@@ -381,9 +587,10 @@ fn sim_curve(kind: BaselineKind, ids: &[&str], t: u32) -> Vec<f64> {
             );
             ok(&r.content)
         };
-        let mut p = params(kind, 8, 2, 8, t);
+        let mut p = p.clone();
         p.answers = Arc::new(Exact);
         let run = drive_problem(id, p, 0, reply);
+        bank_items += run.outcome.experience.len();
         for (i, it) in run.outcome.iterations.iter().enumerate() {
             let right = it
                 .candidates
@@ -395,7 +602,8 @@ fn sim_curve(kind: BaselineKind, ids: &[&str], t: u32) -> Vec<f64> {
             sums[i] += right as f64 / it.candidates.len() as f64;
         }
     }
-    sums.iter().map(|s| s / ids.len() as f64).collect()
+    let curve = sums.iter().map(|s| s / ids.len() as f64).collect();
+    (curve, bank_items)
 }
 
 #[test]
@@ -423,5 +631,23 @@ fn on_the_simulator_feedback_and_shared_experience_pay_off() {
     assert!(
         last["VerifyRefine"] > last["SelfRefine"],
         "verified feedback beats self-feedback: {last:?}"
+    );
+}
+
+#[test]
+fn on_the_simulator_rse_with_embeddings_still_learns_from_a_smaller_bank() {
+    let ids: Vec<String> = (0..40).map(|i| format!("sim-{i}")).collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let (lexical, lexical_bank) = sim_run(params(BaselineKind::Rse, 8, 0, 0, 6), &ids);
+    let (embedded, embedded_bank) = sim_run(rse_embeddings(8, 6), &ids);
+    eprintln!(
+        "jaccard {lexical:?} ({lexical_bank} items), embeddings {embedded:?} ({embedded_bank} items)"
+    );
+    assert!(embedded[5] > embedded[0] + 0.05, "{embedded:?}");
+    // The simulated embeddings put a fact and its wrong variant (one number apart) at
+    // cosine ≈ 0.83: at 0.8 one of the two is dropped, which the lexical rule keeps.
+    assert!(
+        embedded_bank < lexical_bank,
+        "{embedded_bank} vs {lexical_bank}"
     );
 }

@@ -96,6 +96,7 @@ impl TmasStrategy {
                     attempts: 1,
                     proposed: false,
                     version: None,
+                    deduplicated: Vec::new(),
                 },
             });
             commands.push(self.call(it, role, None, None, 0, prompt));

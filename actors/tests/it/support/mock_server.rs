@@ -4,7 +4,10 @@
 //! is abrupt (the runtime is dropped: every connection is reset, like a crashed process)
 //! and [`MockServer::restart`] binds the same loopback port again. It counts requests in
 //! flight and records the peak, records each request's headers and JSON body, and
-//! answers according to a script of [`Reply`]s (then a default reply).
+//! answers according to a script of [`Reply`]s (then a default reply). Chat and
+//! embeddings requests (`/v1/embeddings`) take their replies from the same script; there
+//! [`Reply::Ok`] means a valid embeddings reply: input `i` of `text` gets the vector
+//! `[bytes of text, i]`.
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -131,6 +134,7 @@ pub struct MockState {
     pub shared: Option<Arc<InFlight>>,
     pub requests: Mutex<Vec<Recorded>>,
     pub chat_count: AtomicUsize,
+    pub embeddings_count: AtomicUsize,
     /// `/health` answers: 0 = 200, 1 = 503 (not ready), 2 = 404 (no such route).
     pub health_mode: AtomicU8,
     pub health_hits: AtomicUsize,
@@ -170,6 +174,7 @@ impl MockServer {
             shared,
             requests: Mutex::new(Vec::new()),
             chat_count: AtomicUsize::new(0),
+            embeddings_count: AtomicUsize::new(0),
             health_mode: AtomicU8::new(0),
             health_hits: AtomicUsize::new(0),
             models_hits: AtomicUsize::new(0),
@@ -202,6 +207,10 @@ impl MockServer {
         self.state.chat_count.load(Ordering::SeqCst)
     }
 
+    pub fn embeddings_count(&self) -> usize {
+        self.state.embeddings_count.load(Ordering::SeqCst)
+    }
+
     pub fn peak_in_flight(&self) -> usize {
         self.state.in_flight.peak()
     }
@@ -228,6 +237,7 @@ impl MockServer {
                 });
                 let app = Router::new()
                     .route("/v1/chat/completions", post(chat))
+                    .route("/v1/embeddings", post(embeddings))
                     .route("/health", get(health))
                     .route("/v1/models", get(models))
                     .with_state(state);
@@ -435,6 +445,78 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
             format!("rejected credentials: {auth}"),
         )
             .into_response(),
+    }
+}
+
+async fn embeddings(
+    State(state): State<Arc<MockState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let _guard = state.in_flight.enter();
+    state.embeddings_count.fetch_add(1, Ordering::SeqCst);
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+    let inputs: Vec<String> = json["input"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let header_map: HashMap<String, String> = headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                v.to_str().unwrap_or("<binary>").to_string(),
+            )
+        })
+        .collect();
+    state.requests.lock().unwrap().push(Recorded {
+        at: Instant::now(),
+        headers: header_map,
+        body: json,
+    });
+    match state.next_reply() {
+        Reply::Ok { delay, .. } => {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            let data: Vec<serde_json::Value> = inputs
+                .iter()
+                .enumerate()
+                .map(|(i, text)| {
+                    serde_json::json!({"object": "embedding", "index": i,
+                        "embedding": [text.len() as f32, i as f32]})
+                })
+                .collect();
+            axum::Json(
+                serde_json::json!({"object": "list", "data": data, "model": "mock",
+                "usage": {"prompt_tokens": 5, "total_tokens": 5}}),
+            )
+            .into_response()
+        }
+        Reply::Status {
+            code,
+            retry_after,
+            body,
+        } => {
+            let mut resp = (StatusCode::from_u16(code).expect("status code"), body).into_response();
+            if let Some(s) = retry_after {
+                resp.headers_mut()
+                    .insert("retry-after", s.to_string().parse().expect("header"));
+            }
+            resp
+        }
+        Reply::Hang => {
+            futures::future::pending::<()>().await;
+            unreachable!()
+        }
+        Reply::Raw { status, body } => {
+            (StatusCode::from_u16(status).expect("status code"), body).into_response()
+        }
+        other => panic!("{other:?} is a chat reply; an embeddings request cannot answer it"),
     }
 }
 

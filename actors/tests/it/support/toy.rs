@@ -11,10 +11,12 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tmas_actors::bank::{BankSink, BankSinkError};
 use tmas_actors::strategy::{
-    BankVersion, CallExecutor, CallKey, CallOutcome, CallSpec, Command, MergeOutcome, MergePolicy,
-    Rejection, Strategy,
+    BankVersion, CallExecutor, CallKey, CallOutcome, CallSpec, Command, EmbeddingSpec,
+    MergeOutcome, MergePolicy, Rejection, Strategy,
 };
-use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, ChatResponse, Sampling, Usage};
+use tmas_actors::wire::{
+    CallTags, ChatMessage, ChatRequest, ChatResponse, EmbeddingRequest, Sampling, Usage,
+};
 
 /// Current and highest value of a concurrency gauge.
 #[derive(Default)]
@@ -172,6 +174,43 @@ impl CallExecutor for Shared {
                 endpoint: group.clone(),
                 attempts: 1,
                 max_tokens_sent: 16,
+                embeddings: None,
+            })
+        }
+        .boxed()
+    }
+
+    /// One vector per input: (its length in bytes, 1).
+    fn execute_embeddings(
+        &self,
+        key: &CallKey,
+        group: Arc<str>,
+        request: EmbeddingRequest,
+    ) -> BoxFuture<'static, CallOutcome> {
+        let fake = self.0.clone();
+        let key = key.to_string();
+        async move {
+            let _inside = fake.gauge(&group).enter();
+            tokio::task::yield_now().await;
+            fake.completed.lock().unwrap().push(key);
+            let vectors: Vec<Vec<f32>> = request
+                .inputs
+                .iter()
+                .map(|i| vec![i.len() as f32, 1.0])
+                .collect();
+            Ok(ChatResponse {
+                content: "".into(),
+                reasoning: None,
+                usage: Usage {
+                    prompt_tokens: request.inputs.len() as u64,
+                    completion_tokens: 0,
+                },
+                finish_reason: None,
+                latency_ms: 0,
+                endpoint: group.clone(),
+                attempts: 1,
+                max_tokens_sent: 0,
+                embeddings: Some(vectors.into()),
             })
         }
         .boxed()
@@ -244,13 +283,16 @@ pub struct ToyPlan {
     pub panic_in_round: Option<u32>,
     /// Counts live strategies (start → finish).
     pub live: Option<Arc<Gauge>>,
+    /// The `review` call is an embeddings call of the round's answers.
+    pub embed_review: bool,
 }
 
 /// What the toy strategy returns: everything is keyed, so it cannot depend on the
 /// order in which calls complete.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToyOutput {
-    /// Call key (display form) → response content or failure kind.
+    /// Call key (display form) → response content (an embeddings reply's vectors as
+    /// `{:?}`) or failure kind.
     pub answers: BTreeMap<String, Result<String, String>>,
     pub bank_versions: Vec<u32>,
     pub rejected_per_round: Vec<Vec<String>>,
@@ -321,7 +363,12 @@ impl Strategy for Toy {
     }
 
     fn on_call(&mut self, key: CallKey, outcome: CallOutcome) -> Vec<Command> {
-        let value = outcome.map(|r| r.content.to_string()).map_err(|f| f.kind);
+        let value = outcome
+            .map(|r| match &r.embeddings {
+                Some(vectors) => format!("{vectors:?}"),
+                None => r.content.to_string(),
+            })
+            .map_err(|f| f.kind);
         let previous = self.out.answers.insert(key.to_string(), value);
         assert!(previous.is_none(), "call {key} reported twice");
         self.pending -= 1;
@@ -332,12 +379,24 @@ impl Strategy for Toy {
             Stage::Solve => {
                 self.stage = Stage::Review;
                 self.pending = 1;
-                vec![Command::Call(spec(
-                    &self.problem,
-                    self.round,
-                    "review",
-                    None,
-                ))]
+                let review = spec(&self.problem, self.round, "review", None);
+                if !self.plan.embed_review {
+                    return vec![Command::Call(review)];
+                }
+                let inputs = (0..self.plan.fan_out)
+                    .filter_map(|c| {
+                        let key = spec(&self.problem, self.round, "solve", Some(c)).key;
+                        self.out.answers.get(&key.to_string())?.clone().ok()
+                    })
+                    .map(Arc::from)
+                    .collect();
+                vec![Command::Embed(EmbeddingSpec {
+                    request: EmbeddingRequest {
+                        inputs,
+                        tags: review.request.tags,
+                    },
+                    key: review.key,
+                })]
             }
             Stage::Review => {
                 self.stage = Stage::Bank;

@@ -37,6 +37,7 @@ pub fn ok(content: impl Into<Arc<str>>) -> CallOutcome {
         endpoint: "fake".into(),
         attempts: 1,
         max_tokens_sent: 1000,
+        embeddings: None,
     })
 }
 
@@ -147,6 +148,7 @@ impl Driver {
                     Command::UpdateBank { bank, proposed, .. } => {
                         queue.push_back(Work::Bank { bank, proposed })
                     }
+                    Command::Embed(spec) => panic!("TMAS asked for embeddings: {}", spec.key),
                 }
             }
         };

@@ -1,0 +1,199 @@
+//! How many failed attempts one call may spend, by kind of failure (shared by chat and
+//! embeddings calls, so both give up by the same rules).
+//!
+//! Each kind has its own budget, so one kind cannot starve another:
+//! - overload (429, 503): back-pressure, bounded in time by the outage budget, not in
+//!   attempts;
+//! - timeouts: `max_timeout_attempts`, each attempt allowed `timeout_growth` times longer
+//!   than the one before;
+//! - malformed bodies: `max_malformed_attempts`;
+//! - a connection failure on an endpoint that is now marked down: not charged (the call
+//!   waits for a healthy endpoint instead, under the outage budget);
+//! - the rest: `max_attempts`.
+//!
+//! Whatever the mix, the charged attempts stay below a hard cap.
+
+use std::time::Instant;
+
+use super::breaker::Signal;
+use super::config::ResiliencePolicy;
+use super::error::ClientError;
+
+/// Longest a timed-out call's attempt may be stretched (`timeout_growth` compounds).
+const MAX_TIMEOUT_SCALE: f64 = 64.0;
+
+/// The budgets of one call.
+pub(crate) struct RetryBudget<'p> {
+    policy: &'p ResiliencePolicy,
+    counted: u32,
+    malformed: u32,
+    timeouts: u32,
+    /// Attempts charged to the call (overload answers are bounded in time instead).
+    charged: u32,
+    hard_cap: u32,
+    overloaded_since: Option<Instant>,
+}
+
+impl<'p> RetryBudget<'p> {
+    pub fn new(policy: &'p ResiliencePolicy) -> Self {
+        let hard_cap = policy
+            .max_attempts
+            .max(1)
+            .saturating_mul(4)
+            .saturating_add(policy.max_malformed_attempts)
+            .saturating_add(policy.max_timeout_attempts);
+        Self {
+            policy,
+            counted: 0,
+            malformed: 0,
+            timeouts: 0,
+            charged: 0,
+            hard_cap,
+            overloaded_since: None,
+        }
+    }
+
+    /// How much longer than the endpoint's timeout the next attempt may take: timeouts
+    /// so far compound `timeout_growth`, so a long generation can finish.
+    pub fn timeout_scale(&self) -> f64 {
+        self.policy
+            .timeout_growth
+            .max(1.0)
+            .powi(i32::try_from(self.timeouts).unwrap_or(i32::MAX))
+            .min(MAX_TIMEOUT_SCALE)
+    }
+
+    /// Whether another timeout would still leave the timeout budget unspent (a timed-out
+    /// attempt may then be hedged instead of abandoned).
+    pub fn may_hedge(&self) -> bool {
+        self.timeouts.saturating_add(1) < self.policy.max_timeout_attempts.max(1)
+    }
+
+    /// An attempt passed its timeout and goes on while a hedge attempt starts.
+    pub fn on_hedge(&mut self) {
+        self.timeouts += 1;
+        self.charged += 1;
+    }
+
+    /// Charges a retryable failure of an attempt sent at `started` to an endpoint that is
+    /// (`endpoint_healthy`) or is not marked healthy now. True when the call must give up.
+    pub fn exhausted_by(
+        &mut self,
+        error: &ClientError,
+        started: Instant,
+        endpoint_healthy: bool,
+    ) -> bool {
+        let policy = self.policy;
+        let overload = Signal::of(error) == Signal::Overload;
+        let exhausted = if overload {
+            let since = *self.overloaded_since.get_or_insert(started);
+            since.elapsed() >= policy.outage_budget
+        } else if matches!(error, ClientError::Malformed { .. }) {
+            self.malformed += 1;
+            self.malformed >= policy.max_malformed_attempts.max(1)
+        } else if matches!(
+            error,
+            ClientError::Connect { .. } | ClientError::Interrupted { .. }
+        ) && !endpoint_healthy
+        {
+            // The endpoint is unreachable and now marked down: the call waits for a
+            // healthy one (outage budget) instead of burning its attempts.
+            false
+        } else if matches!(error, ClientError::Timeout { .. }) {
+            self.timeouts += 1;
+            self.timeouts >= policy.max_timeout_attempts.max(1)
+        } else {
+            self.counted += 1;
+            self.counted >= policy.max_attempts.max(1)
+        };
+        if !overload {
+            self.charged += 1;
+        }
+        exhausted || self.charged >= self.hard_cap
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn policy() -> ResiliencePolicy {
+        ResiliencePolicy {
+            max_attempts: 3,
+            max_malformed_attempts: 2,
+            max_timeout_attempts: 2,
+            timeout_growth: 2.0,
+            outage_budget: Duration::from_secs(60),
+            ..ResiliencePolicy::default()
+        }
+    }
+
+    #[test]
+    fn each_kind_of_failure_spends_its_own_budget() {
+        let p = policy();
+        let mut b = RetryBudget::new(&p);
+        let now = Instant::now();
+        let malformed = ClientError::Malformed {
+            endpoint: "e".into(),
+            status: 200,
+            snippet: String::new(),
+        };
+        let status = ClientError::Status {
+            endpoint: "e".into(),
+            status: 500,
+            body_snippet: String::new(),
+        };
+        let connect = ClientError::Connect {
+            endpoint: "e".into(),
+            message: String::new(),
+        };
+        assert!(!b.exhausted_by(&status, now, true));
+        assert!(!b.exhausted_by(&malformed, now, true));
+        assert!(!b.exhausted_by(&status, now, true));
+        // A connection failure on a down endpoint is not charged to the attempts.
+        assert!(!b.exhausted_by(&connect, now, false));
+        assert!(b.exhausted_by(&malformed, now, true), "2 malformed bodies");
+        let mut b = RetryBudget::new(&p);
+        assert!(!b.exhausted_by(&status, now, true));
+        assert!(!b.exhausted_by(&status, now, true));
+        assert!(b.exhausted_by(&status, now, true), "3 attempts");
+    }
+
+    #[test]
+    fn timeouts_stretch_the_next_attempt_and_end_the_hedging() {
+        let p = policy();
+        let mut b = RetryBudget::new(&p);
+        assert_eq!(b.timeout_scale(), 1.0);
+        assert!(b.may_hedge());
+        b.on_hedge();
+        assert_eq!(b.timeout_scale(), 2.0);
+        assert!(!b.may_hedge(), "a second timeout would spend the budget");
+        let timeout = ClientError::Timeout {
+            endpoint: "e".into(),
+            after: Duration::from_secs(1),
+        };
+        assert!(b.exhausted_by(&timeout, Instant::now(), true));
+    }
+
+    #[test]
+    fn overload_is_bounded_in_time_not_attempts() {
+        let p = ResiliencePolicy {
+            outage_budget: Duration::from_millis(30),
+            ..policy()
+        };
+        let mut b = RetryBudget::new(&p);
+        let busy = ClientError::Status {
+            endpoint: "e".into(),
+            status: 429,
+            body_snippet: String::new(),
+        };
+        let first = Instant::now();
+        for _ in 0..50 {
+            assert!(!b.exhausted_by(&busy, first, true));
+        }
+        std::thread::sleep(Duration::from_millis(40));
+        assert!(b.exhausted_by(&busy, Instant::now(), true));
+    }
+}
