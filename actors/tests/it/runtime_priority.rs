@@ -161,7 +161,13 @@ impl CallExecutor for Executor {
         _: Arc<str>,
         _: EmbeddingRequest,
     ) -> BoxFuture<'static, CallOutcome> {
-        async { Err(CallFailure::new("test", "this test sends no embeddings calls")) }.boxed()
+        async {
+            Err(CallFailure::new(
+                "test",
+                "this test sends no embeddings calls",
+            ))
+        }
+        .boxed()
     }
 }
 
