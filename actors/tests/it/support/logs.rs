@@ -8,10 +8,11 @@
 use std::cell::RefCell;
 use std::future::Future;
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tracing::Dispatch;
 use tracing::dispatcher::DefaultGuard;
+use tracing::subscriber::NoSubscriber;
 
 thread_local! {
     /// A runtime thread's subscriber, set when the thread starts and reset when it stops.
@@ -24,6 +25,7 @@ where
     S: tracing::Subscriber + Send + Sync + 'static,
     F: Future,
 {
+    keep_interest_per_thread();
     let dispatch = Dispatch::new(subscriber);
     let on_start = dispatch.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -68,4 +70,19 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Capture {
     fn make_writer(&'a self) -> Self::Writer {
         self.clone()
     }
+}
+
+/// Keeps a second, never-dropped dispatcher registered, so that `tracing` asks every thread
+/// whether a callsite is enabled instead of caching one answer for the whole process.
+///
+/// `tracing-core` caches each callsite's interest, combined over the registered
+/// dispatchers. When exactly one is registered it consults the *global* dispatcher
+/// instead (none in this binary), so a callsite first hit while a test's scoped subscriber
+/// was the only one alive was cached as "never" for every thread: the DEBUG `call` spans
+/// of a test that ran beside other tests were missing at random. With a second
+/// dispatcher that is never interested, the combined interest of a callsite a test's
+/// subscriber wants is "sometimes", which is decided per thread and per call.
+fn keep_interest_per_thread() {
+    static SECOND: OnceLock<Dispatch> = OnceLock::new();
+    SECOND.get_or_init(|| Dispatch::new(NoSubscriber::default()));
 }
