@@ -14,7 +14,8 @@
 //! - `call`: one call's path — outage wait, global and endpoint slots, rate limits,
 //!   retries with exponential backoff and jitter, `Retry-After` (`retry_after`), a
 //!   budget per kind of failure (overload in time, timeouts, the rest in attempts).
-//! - `limit`: each endpoint's AIMD concurrency limit (overload is back-pressure).
+//! - `limit`: each endpoint's concurrency limit: AIMD (overload is back-pressure), or
+//!   also following the server's queue (gradient).
 //! - `breaker`: when an endpoint counts as unhealthy (consecutive hard failures, or a
 //!   failure ratio over a sliding window).
 //! - `router`: groups and their routing (fewest in flight, or prefix affinity by
