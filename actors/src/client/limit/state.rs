@@ -171,15 +171,20 @@ impl LimitState {
     }
 
     /// Back to the start (a restarted server's queue is empty again): the ceiling for
-    /// AIMD; for the gradient the search starts over, keeping the baseline (the server's
-    /// unloaded latency has not changed).
+    /// AIMD. For the gradient the search starts over from half the limit it had reached
+    /// (before any overload episode), so the first window without a queue doubles it back,
+    /// and the baseline is kept: the same server, restarted, has the same unloaded latency
+    /// and capacity, and a server that came back smaller shows a queue in that window.
     pub fn reset(&mut self) {
         let algorithm = self.algorithm();
+        let reached = self.limit.max(self.episode_start);
         let kept = self.gradient.take().map(|g| g.signal);
         *self = Self::with(algorithm, self.ceiling as usize, self.floor as usize);
         if let (Some(g), Some(mut signal)) = (self.gradient.as_mut(), kept) {
             signal.restart();
             g.signal = signal;
+            self.limit = (reached / 2.0).max(self.limit).min(self.ceiling);
+            self.episode_start = self.limit;
         }
     }
 

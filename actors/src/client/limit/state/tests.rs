@@ -129,15 +129,38 @@ fn the_gradient_search_ends_at_a_small_queue_before_the_tolerance() {
 }
 
 #[test]
-fn a_restarted_server_restarts_the_search_and_keeps_the_baseline() {
+fn a_restarted_server_restarts_the_search_from_half_the_limit_and_keeps_the_baseline() {
     let mut a = LimitState::with(LimitAlgorithm::Gradient, 100, 1);
     window(&mut a, 0.0);
     window(&mut a, 0.0);
     window(&mut a, 0.6);
     assert_eq!(a.slots(), 47);
     a.reset();
-    assert_eq!(a.slots(), GRADIENT_START);
+    assert_eq!(a.slots(), 23);
+    // Searching again: a window without a queue doubles it back.
+    window(&mut a, 0.0);
+    assert_eq!(a.slots(), 47);
     // The baseline is still the unloaded one: a queue is seen at once.
+    a.reset();
     window(&mut a, 0.6);
-    assert!(a.slots() < GRADIENT_START, "{}", a.slots());
+    assert!(a.slots() < 23, "{}", a.slots());
+    // A collapse to the floor during the outage (overload answers to everything) does
+    // not make the restart forget where the limit was.
+    let mut a = LimitState::with(LimitAlgorithm::Gradient, 100, 1);
+    window(&mut a, 0.0);
+    window(&mut a, 0.0);
+    window(&mut a, 0.0);
+    assert_eq!(a.slots(), 100);
+    let mut t = Instant::now();
+    for _ in 0..50 {
+        t += Duration::from_secs(1);
+        a.overload(t, t);
+    }
+    assert_eq!(a.slots(), 1);
+    a.reset();
+    assert_eq!(a.slots(), 50);
+    // A small ceiling caps the restart.
+    let mut a = LimitState::with(LimitAlgorithm::Gradient, 10, 1);
+    a.reset();
+    assert_eq!(a.slots(), 10);
 }
