@@ -200,12 +200,10 @@ impl Endpoint {
         };
         let host: Arc<str> = chat_url.host_str().unwrap_or_default().into();
         let port = chat_url.port_or_known_default().unwrap_or(0);
-        let limit = ConcurrencyLimit::with(policy.limit, spec.max_in_flight, policy.min_in_flight);
-        super::telemetry::initial_limit(&spec.name, limit.current());
         Ok(Self {
             host,
             port,
-            limit,
+            limit: ConcurrencyLimit::with(policy.limit, spec.max_in_flight, policy.min_in_flight),
             rpm: per_minute(spec.requests_per_minute),
             tpm: per_minute(spec.tokens_per_minute),
             spec,

@@ -136,9 +136,9 @@ pub(crate) fn on_success(
 
 /// A new endpoint's limit: the gauge starts there (and a second client in the same process
 /// does not show the first one's last value until its own limit first moves).
-pub(crate) fn initial_limit(endpoint: &str, slots: usize) {
-    metrics::gauge!("tmas_endpoint_concurrency_limit", "endpoint" => endpoint.to_string())
-        .set(slots as f64);
+pub(crate) fn initial_limit(ep: &Endpoint) {
+    metrics::gauge!("tmas_endpoint_concurrency_limit", "endpoint" => ep.name().to_string())
+        .set(ep.limit.current() as f64);
 }
 
 /// The endpoint's effective concurrency limit moved: the gauge follows.

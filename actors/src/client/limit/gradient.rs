@@ -9,21 +9,24 @@
 //! baseline is the lowest of those quantiles over the last [`BASELINE_WINDOWS`] windows,
 //! so a server that got slower for good is tracked after that many windows, and a window
 //! that ran unqueued brings it back down. The window's wait estimate is `w = low −
-//! baseline`; divided by the window's mean service time (`mean − w`) it is the **queue
-//! share**: by Little's law, the requests queued at the server over the requests it
-//! serves at once, for a saturated server (`in flight = capacity × (1 + share)`).
+//! baseline`; divided by the mean service time (the window's mean less `w`, smoothed over
+//! windows: one window's mean of a long-tailed latency varies by a quarter) it is the
+//! **queue share**: by Little's law, the requests queued at the server over the requests
+//! it serves at once, for a saturated server (`in flight = capacity × (1 + share)`).
 //!
 //! Why not the ratio of window medians (Vegas's RTT ratio): with a long-tailed latency
 //! (lognormal σ = 1) the median of 64 calls varies by ±16 % from window to window and a
 //! low percentile of such medians sits ~20 % under the true one, so one window in ten
 //! showed a 1.5 × "inflation" without any queue, and each cut a chain-bound run could not
-//! grow back from. The low quantile of a window varies by ~0.06 s there (a thirtieth of
-//! the mean service time), and a delay that hits only some calls (a client scheduled late
-//! now and then) hardly moves it.
+//! grow back from. The low quantile of a window varies by ~0.06–0.09 s there (a twentieth
+//! of the mean service time), and a delay that hits only some calls (a client scheduled
+//! late now and then) hardly moves it.
 //!
-//! What a window says is a [`Verdict`]; the limit's arithmetic acts on it. Samples of
-//! attempts sent before the limit last changed are skipped: they ran under the old limit
-//! and would measure it, not the new one (TCP's one reaction per round trip).
+//! Only successes that finished with every slot taken are collected (see
+//! [`Gradient::observe`]). What a full window says is a [`Verdict`]; the limit's
+//! arithmetic acts on it. A change of the limit starts a new window (the one in progress
+//! measured the old limit), and after a decrease the next full window is skipped too: it
+//! holds the calls that queued before the cut (TCP's one reaction per round trip).
 
 use std::collections::VecDeque;
 use std::time::Duration;

@@ -9,8 +9,10 @@ use super::gradient::{Gradient, Verdict};
 /// Factor applied to the limit on overload (Netflix's AIMD limit uses 0.9: gentle cuts
 /// keep a server with a fixed queue near its capacity; the sawtooth averages ~95 % of it).
 pub const DECREASE: f64 = 0.9;
-/// Where a gradient limit starts (below any server's capacity, so the first windows
-/// measure the unloaded latency), unless `max_in_flight` is lower.
+/// Where a gradient limit starts, unless `max_in_flight` is lower: low enough that the
+/// first windows measure the unloaded latency of the servers it is meant for (vLLM and
+/// SGLang serve dozens to hundreds of requests at once), high enough that doubling per
+/// window reaches 100 slots in three windows.
 pub const GRADIENT_START: usize = 16;
 /// A queue share that ends the gradient's search (doubling per window) before the
 /// tolerance is reached: from there, doubling could overrun a short server queue.
@@ -21,19 +23,19 @@ const SEARCH_SHARE: f64 = 0.15;
 pub(crate) struct LimitState {
     limit: f64,
     floor: f64,
-    pub(super) ceiling: f64,
+    ceiling: f64,
     last_decrease: Option<Instant>,
     /// The limit when the current overload episode began.
     episode_start: f64,
     successes_since_cut: f64,
     /// Set in gradient mode.
-    pub(super) gradient: Option<GradientMode>,
+    gradient: Option<GradientMode>,
 }
 
 /// The gradient's signal and whether it is still searching for the server's capacity.
 #[derive(Debug, Clone)]
-pub(crate) struct GradientMode {
-    pub(super) signal: Gradient,
+struct GradientMode {
+    signal: Gradient,
     /// Still doubling per window: no queue or overload seen yet.
     searching: bool,
 }
