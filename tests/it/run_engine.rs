@@ -443,7 +443,7 @@ async fn the_gradient_limit_settles_near_an_undeclared_capacity_before_the_queue
     let refused = stats.faults.get("overload").copied().unwrap_or(0);
     assert!(
         (refused as f64) < CALLS as f64 * 0.01,
-        "{refused} of {CALLS} calls refused (peak queue {})",
+        "{refused} of {CALLS} calls refused (peak queue {}); limit every 20 ms: {seen:?}",
         stats.peak_queued
     );
     // Near the capacity, far below the declared 200: the gradient's sawtooth runs from

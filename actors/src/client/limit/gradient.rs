@@ -25,8 +25,9 @@
 //! Only successes that finished with every slot taken are collected (see
 //! [`Gradient::observe`]). What a full window says is a [`Verdict`]; the limit's
 //! arithmetic acts on it. A change of the limit starts a new window (the one in progress
-//! measured the old limit), and after a decrease the next full window is skipped too: it
-//! holds the calls that queued before the cut (TCP's one reaction per round trip).
+//! measured the old limit), and after a cut or a doubling the next full window is skipped
+//! too: most of its calls were sent, and queued, under the old limit (TCP's one reaction
+//! per round trip).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -45,8 +46,8 @@ pub const TOLERANCE: f64 = 0.25;
 /// Weight of a window's mean service time in the smoothed one (about the last eight
 /// windows count).
 const SERVICE_SMOOTHING: f64 = 0.125;
-/// Full windows skipped after a decrease.
-const SKIP_AFTER_DECREASE: usize = 1;
+/// Full windows skipped after a cut or a doubling.
+const SKIP_AFTER_STEP: usize = 1;
 
 /// What one full window says about the limit.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -73,29 +74,47 @@ pub(crate) struct Gradient {
     window: Window,
     /// Low quantiles of the last windows, oldest first.
     lows: VecDeque<f64>,
-    /// Mean service time (window mean less its wait), smoothed over windows.
-    service: Option<f64>,
-    /// Full windows still to be skipped after a decrease.
+    /// Mean service time (window mean less its wait), smoothed over windows, and how many
+    /// windows it holds.
+    service: Option<(f64, u32)>,
+    /// The current window's calls started together (the first window, or the first after
+    /// a restart): its mean is not a service time.
+    batch_start: bool,
+    /// Full windows still to be skipped after a cut or a doubling.
     skip: usize,
     /// The last full window's queue share.
     pub last_share: Option<f64>,
 }
 
 impl Gradient {
-    /// The limit changed: the window in progress measured the old one. After a decrease
-    /// the next window is skipped too: it holds the calls that queued before the cut.
-    pub fn limit_changed(&mut self, decreased: bool) {
+    /// A gradient whose first full window does not count towards the service time: its
+    /// calls all started at once, and the first of them to finish are the shortest (that
+    /// window's mean read 0.4–0.7 of the true one in the closed-loop model, and the next
+    /// windows' shares read high enough to cut a server with no queue).
+    pub fn new() -> Self {
+        Self {
+            batch_start: true,
+            ..Self::default()
+        }
+    }
+
+    /// The limit changed: the window in progress measured the old one. After a large
+    /// step (`skip_next`: a cut or a doubling) the next full window is skipped too: most of
+    /// its calls were sent, and queued, under the old limit.
+    pub fn limit_changed(&mut self, skip_next: bool) {
         self.window = Window::default();
-        if decreased {
-            self.skip = SKIP_AFTER_DECREASE;
+        if skip_next {
+            self.skip = SKIP_AFTER_STEP;
         }
     }
 
     /// Forget the current window, keep the baseline (a restarted server's unloaded
-    /// latency has not changed).
+    /// latency has not changed); as at the start, the first window's calls started at
+    /// once.
     pub fn restart(&mut self) {
         self.window = Window::default();
         self.skip = 0;
+        self.batch_start = true;
         self.last_share = None;
     }
 
@@ -130,14 +149,20 @@ impl Gradient {
         let base = self.lows.iter().copied().fold(f64::INFINITY, f64::min);
         let wait = (low - base).max(0.0);
         // The mean of one window of a long-tailed latency varies by a quarter; smoothed,
-        // by a tenth.
+        // by a tenth. The first windows are averaged with equal weights, so the first
+        // one does not count eight times.
         let service = (mean - wait).max(low);
         let smoothed = match self.service {
-            Some(s) => s + SERVICE_SMOOTHING * (service - s),
-            None => service,
+            _ if std::mem::take(&mut self.batch_start) => self.service,
+            None => Some((service, 1)),
+            Some((s, k)) => {
+                let weight = (1.0 / f64::from(k + 1)).max(SERVICE_SMOOTHING);
+                Some((s + weight * (service - s), k.saturating_add(1)))
+            }
         };
-        self.service = Some(smoothed);
-        let share = wait / smoothed.max(f64::MIN_POSITIVE);
+        self.service = smoothed;
+        let scale = smoothed.map_or(service, |(s, _)| s);
+        let share = wait / scale.max(f64::MIN_POSITIVE);
         self.last_share = Some(share);
         if share > TOLERANCE {
             Verdict::Queued {
@@ -244,10 +269,40 @@ mod tests {
         // An increase: the ten slow samples were taken under the old limit.
         g.limit_changed(false);
         assert_eq!(window(&mut g, 0.0, 20), Verdict::Clear { share: 0.0 });
-        // A decrease: the next full window (calls queued before the cut) is skipped.
+        // A cut or a doubling: the next full window (calls sent before it) is skipped.
         g.limit_changed(true);
         assert_eq!(window(&mut g, 2.0, 20), Verdict::Pending);
         assert_eq!(window(&mut g, 0.0, 20), Verdict::Clear { share: 0.0 });
+    }
+
+    #[test]
+    fn the_first_window_sets_the_baseline_but_not_the_service_time() {
+        // The first calls all started at once: the first 32 to finish are the shortest
+        // (the same low quantile as later windows, 0.4 s, but no long tail: mean 0.71 s).
+        let first = |g: &mut Gradient| {
+            for i in 0..WINDOW_MIN {
+                let l = if i < 8 { 0.1 * (i + 1) as f64 } else { 0.8 };
+                g.observe(secs(l), 32, 32);
+            }
+        };
+        // Then every call waits 0.36 s: a share of 0.36 / 1.65 = 0.22 of the true service
+        // time, within the tolerance…
+        let mut g = Gradient::new();
+        first(&mut g);
+        assert!(
+            matches!(window(&mut g, 0.36, 32), Verdict::Clear { share } if (share - 0.36 / 1.65).abs() < 1e-9)
+        );
+        // …but 0.31 of one averaged with the first window's mean.
+        let mut g = Gradient::default();
+        first(&mut g);
+        assert!(matches!(window(&mut g, 0.36, 32), Verdict::Queued { .. }));
+        // A restart is a batch start too.
+        let mut g = Gradient::new();
+        first(&mut g);
+        window(&mut g, 0.0, 32);
+        g.restart();
+        first(&mut g);
+        assert!(matches!(window(&mut g, 0.36, 32), Verdict::Clear { .. }));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::LimitAlgorithm;
-use super::gradient::{Gradient, Verdict};
+use super::gradient::{Gradient, TOLERANCE, Verdict};
 
 /// Factor applied to the limit on overload (Netflix's AIMD limit uses 0.9: gentle cuts
 /// keep a server with a fixed queue near its capacity; the sawtooth averages ~95 % of it).
@@ -16,7 +16,7 @@ pub const DECREASE: f64 = 0.9;
 pub const GRADIENT_START: usize = 16;
 /// A queue share that ends the gradient's search (doubling per window) before the
 /// tolerance is reached: from there, doubling could overrun a short server queue.
-const SEARCH_SHARE: f64 = 0.15;
+const SEARCH_SHARE: f64 = 0.2;
 
 /// The limit of one endpoint, as a real number of slots.
 #[derive(Debug, Clone)]
@@ -54,7 +54,7 @@ impl LimitState {
             LimitAlgorithm::Gradient => (
                 (GRADIENT_START as f64).clamp(floor, ceiling),
                 Some(GradientMode {
-                    signal: Gradient::default(),
+                    signal: Gradient::new(),
                     searching: true,
                 }),
             ),
@@ -105,6 +105,7 @@ impl LimitState {
             return;
         };
         let before = self.limit;
+        let mut doubled = false;
         match g.signal.observe(latency, in_use, slots) {
             Verdict::Pending => {}
             Verdict::Queued { share, in_use } => {
@@ -121,17 +122,26 @@ impl LimitState {
                 // Far below where an overload episode began (a collapse to the floor
                 // while the server restarted): double back, as AIMD's fast recovery does.
                 let collapsed = self.limit < self.episode_start * DECREASE;
-                self.limit = if g.searching || collapsed {
+                doubled = g.searching || collapsed;
+                self.limit = if doubled {
                     self.limit * 2.0
                 } else {
-                    self.limit + self.limit.sqrt()
+                    // Toward the tolerance, by the room left under it: by √limit
+                    // (Netflix's step) far from it, by one slot close to it. On a small
+                    // server one √limit step is a large share of its capacity, and a
+                    // noisy window just under the tolerance would step past its queue.
+                    let room = (TOLERANCE - share).max(0.0) * self.limit;
+                    self.limit + room.clamp(1.0, self.limit.sqrt())
                 }
                 .min(self.ceiling);
                 self.episode_start = self.episode_start.max(self.limit);
             }
         }
         if self.limit != before {
-            g.signal.limit_changed(self.limit < before);
+            // After a cut or a doubling most of the next window's calls were sent under
+            // the old limit: judged, it would measure that one. (Doubling on such a
+            // window ran a server of 16 slots with a full queue of 16 to 64 slots.)
+            g.signal.limit_changed(self.limit < before || doubled);
         }
     }
 

@@ -99,7 +99,7 @@ const SETTLED: f64 = 20.0;
 fn a_server_queue_is_found_and_kept_short() {
     for capacity in [30, 70] {
         let (throughput, refused, outcomes) =
-            against_fixed(capacity, &Workload::Backlog(5_000), capacity, no_delay);
+            against_fixed(capacity, &Workload::Backlog(10_000), capacity, no_delay);
         assert!(
             throughput >= 0.95,
             "capacity {capacity}: throughput {throughput:.3}"
@@ -128,8 +128,8 @@ fn a_server_queue_is_found_and_kept_short() {
 #[test]
 fn latency_noise_alone_never_holds_the_limit_back() {
     let (throughput, refused, outcomes) =
-        against_fixed(UNBOUNDED, &Workload::Backlog(5_000), CEILING, no_delay);
-    // What it loses is the search from 16 slots (~7 s of a ~90 s backlog).
+        against_fixed(UNBOUNDED, &Workload::Backlog(10_000), CEILING, no_delay);
+    // What it loses is the search from 16 slots (~10 s of a ~180 s backlog).
     assert!(throughput >= 0.93, "throughput {throughput:.3}");
     assert_eq!(refused, 0.0);
     for o in &outcomes {
@@ -140,7 +140,7 @@ fn latency_noise_alone_never_holds_the_limit_back() {
 #[test]
 fn a_cpu_starved_client_does_not_talk_itself_down() {
     let (throughput, _, outcomes) =
-        against_fixed(UNBOUNDED, &Workload::Backlog(5_000), CEILING, starved);
+        against_fixed(UNBOUNDED, &Workload::Backlog(10_000), CEILING, starved);
     assert!(throughput >= 0.9, "throughput {throughput:.3}");
     for o in &outcomes {
         assert!(
@@ -157,7 +157,7 @@ fn a_cpu_starved_client_does_not_talk_itself_down() {
     // With a server queue too, the queue still decides.
     for capacity in [30, 70] {
         let (throughput, refused, _) =
-            against_fixed(capacity, &Workload::Backlog(5_000), capacity, starved);
+            against_fixed(capacity, &Workload::Backlog(10_000), capacity, starved);
         assert!(
             throughput >= 0.95,
             "capacity {capacity}: throughput {throughput:.3}"
