@@ -27,10 +27,11 @@
 //! the service time). Only successes with every slot taken count (with slots idle the
 //! limit holds nothing back). It starts at [`state::GRADIENT_START`] slots, so the
 //! baseline is measured unloaded, and doubles per window while no queue shows; after that
-//! a window whose queue share is within [`gradient::TOLERANCE`] grows it by `√limit`, and
-//! one whose share exceeds it cuts the limit to the server's capacity by Little's law
-//! (calls in flight ÷ (1 + share); at most halving it). Overload answers still cut as in
-//! AIMD. `model` (tests only) runs it in closed loop against a queueing server.
+//! a window whose queue share is within [`gradient::TOLERANCE`] grows it by the room left
+//! under the tolerance (at most `√limit`), and one whose share exceeds it cuts the limit
+//! to the server's capacity by Little's law (calls in flight ÷ (1 + share); at most
+//! halving it). Overload answers still cut as in AIMD. `model` (tests only) runs it in
+//! closed loop against a queueing server.
 //!
 //! The limit is enforced on the endpoint's semaphore: a decrease removes idle permits
 //! (`forget_permits`) and, for permits in use, records a debt that releases pay by
