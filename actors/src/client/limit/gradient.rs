@@ -156,7 +156,7 @@ impl Gradient {
             _ if std::mem::take(&mut self.batch_start) => self.service,
             None => Some((service, 1)),
             Some((s, k)) => {
-                let weight = (1.0 / f64::from(k + 1)).max(SERVICE_SMOOTHING);
+                let weight = (1.0 / (f64::from(k) + 1.0)).max(SERVICE_SMOOTHING);
                 Some((s + weight * (service - s), k.saturating_add(1)))
             }
         };
