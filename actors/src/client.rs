@@ -15,7 +15,8 @@
 //!   retries with exponential backoff and jitter, `Retry-After` (`retry_after`), a
 //!   budget per kind of failure (`retry_budget`: overload in time, timeouts, the rest in
 //!   attempts); `call/embeddings.rs` is the same path for an embeddings call.
-//! - `limit`: each endpoint's AIMD concurrency limit (overload is back-pressure).
+//! - `limit`: each endpoint's concurrency limit: AIMD (overload is back-pressure), or
+//!   also following the server's queue (gradient).
 //! - `breaker`: when an endpoint counts as unhealthy (consecutive hard failures, or a
 //!   failure ratio over a sliding window).
 //! - `router`: groups and their routing (fewest in flight, or prefix affinity by

@@ -20,9 +20,10 @@ pub enum BenchCommand {
     /// each admission policy, call priority and gate order reaches when calls cost nothing
     /// but their latency (the ceiling `bench eval` is measured against).
     Schedule(ScheduleBenchArgs),
-    /// The same run twice on two simulators, clean and under a fault schedule (overload
-    /// with 503 + Retry-After, timeouts, kills and restarts, errors): exits 1 if a call was
-    /// lost, any answer or the Pass@1 table differs, or the cap was exceeded.
+    /// The same run on two simulators, clean and under fault schedules (overload with
+    /// 503 and Retry-After, timeouts, kills and restarts, errors), repeated `--runs`
+    /// times: exits 1 if a call was lost, any answer or the Pass@1 table differs, or the
+    /// cap was exceeded, in any repetition.
     Soak(SoakArgs),
 }
 

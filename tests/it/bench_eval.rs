@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::support::cli::command;
+use crate::support::cli::{command, only_result};
 
 /// Runs `tmas bench eval ARGS` in `dir`, asserts it succeeded and returns its stdout.
 fn bench_eval(dir: &Path, args: &[&str]) -> String {
@@ -21,23 +21,6 @@ fn bench_eval(dir: &Path, args: &[&str]) -> String {
         out.status
     );
     stdout
-}
-
-/// The one JSON file under `dir/bench-results`: its name, text and value.
-fn only_result(dir: &Path) -> (String, String, serde_json::Value) {
-    let results: Vec<_> = std::fs::read_dir(dir.join("bench-results"))
-        .expect("bench-results written")
-        .map(|e| e.expect("dir entry").path())
-        .collect();
-    assert_eq!(results.len(), 1, "{results:?}");
-    let name = results[0]
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .to_string();
-    let text = std::fs::read_to_string(&results[0]).expect("read result");
-    let value = serde_json::from_str(&text).expect("well-formed JSON");
-    (name, text, value)
 }
 
 #[test]
@@ -298,66 +281,4 @@ fn bench_schedule_compares_every_policy_and_writes_its_json() {
         }
     }
     assert!(stdout.contains("critical-path (oracle)"), "{stdout}");
-}
-
-/// The soak, scaled down to seconds: two simulator processes behind one group, the run
-/// repeated under overload (503 + Retry-After), a request timeout, SIGKILL and restart of
-/// each simulator, 500s, dropped connections, hangs and malformed bodies. It must lose no
-/// call, give every answer and the Pass@1 table of the clean run, and keep the cap; the
-/// command exits 1 otherwise. No timing is asserted.
-#[test]
-fn bench_soak_under_the_full_fault_schedule_loses_nothing_and_matches_the_clean_run() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let out = command(&["--log", "warn", "bench", "soak"])
-        .current_dir(dir.path())
-        .args([
-            "--problems",
-            "10",
-            "--n",
-            "4",
-            "--m",
-            "2",
-            "--iterations",
-            "2",
-            "--in-flight",
-            "24",
-            "--latency",
-            "lognormal:100ms:0.8",
-            "--kill-every",
-            "3..5",
-            "--down-secs",
-            "1",
-            "--request-timeout-secs",
-            "2",
-        ])
-        .output()
-        .expect("run tmas bench soak");
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "exit {:?}\n{stdout}\n{stderr}",
-        out.status
-    );
-    for needle in [
-        "calls lost       0",
-        "0 differ, 0 only in the clean run, 0 only under faults",
-        "Pass@1 table     identical",
-        "verdict          PASS",
-    ] {
-        assert!(stdout.contains(needle), "missing {needle:?} in\n{stdout}");
-    }
-    let (name, _, v) = only_result(dir.path());
-    assert!(name.starts_with("soak-"), "{name}");
-    // The schedule really ran: faults of every kind asked for, kills, overload.
-    let faults = &v["faulty"]["sims"]["faults"];
-    assert!(faults["overload"].as_u64().unwrap_or(0) > 0, "{faults}");
-    assert!(faults["error_500"].as_u64().unwrap_or(0) > 0, "{faults}");
-    assert!(
-        v["faulty"]["sims"]["kills"].as_u64().unwrap_or(0) >= 1,
-        "{v}"
-    );
-    assert_eq!(v["comparison"]["lost_total"], 0);
-    assert_eq!(v["clean"]["problems_done"], 10);
-    assert_eq!(v["faulty"]["problems_done"], 10);
 }

@@ -11,6 +11,7 @@
 mod support;
 
 mod bench_eval;
+mod bench_soak;
 mod config_check;
 mod eval_dataset;
 mod eval_judging;

@@ -443,16 +443,17 @@ async fn the_gradient_limit_settles_near_an_undeclared_capacity_before_the_queue
     let refused = stats.faults.get("overload").copied().unwrap_or(0);
     assert!(
         (refused as f64) < CALLS as f64 * 0.01,
-        "{refused} of {CALLS} calls refused (peak queue {})",
+        "{refused} of {CALLS} calls refused (peak queue {}); limit every 20 ms: {seen:?}",
         stats.peak_queued
     );
-    // Near the capacity: within the gradient's sawtooth (the Vegas estimate just below
-    // it, up to TOLERANCE = 1.5 times it plus a step), far below the declared 200.
+    // Near the capacity, far below the declared 200: the gradient's sawtooth runs from
+    // the capacity (Little's law after a cut) to a queue of about a quarter of it, and
+    // never to the queue's end (twice the capacity) once settled.
     seen.sort_unstable();
     let median = seen[seen.len() / 2];
     let max = seen.last().copied().unwrap_or_default();
     assert!(
-        (CAPACITY / 2..=CAPACITY * 2).contains(&median) && max <= CAPACITY * 2,
+        (CAPACITY * 3 / 4..=CAPACITY * 3 / 2).contains(&median) && max <= CAPACITY * 2,
         "limit median {median}, max {max}, capacity {CAPACITY}"
     );
     assert!(stats.peak_queued > 0, "the server queued some requests");

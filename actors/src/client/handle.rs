@@ -26,6 +26,7 @@ use super::error::ClientError;
 use super::permanent::{PermanentErrors, PermanentStop};
 use super::router::Group;
 use super::supervisor::{ClientSupervisor, SupervisorArgs, SupervisorMsg, SupervisorStatus};
+use super::telemetry;
 use super::tokens::TokenCounter;
 
 /// One endpoint's counters at a point in time.
@@ -124,12 +125,9 @@ impl ModelClient {
         let counters = counters(&config)?;
         let mut endpoints = Vec::with_capacity(config.endpoints.len());
         for (spec, counter) in config.endpoints.iter().zip(counters) {
-            endpoints.push(Arc::new(Endpoint::new(
-                spec.clone(),
-                counter,
-                &config.policy,
-                health.clone(),
-            )?));
+            let endpoint = Endpoint::new(spec.clone(), counter, &config.policy, health.clone())?;
+            telemetry::initial_limit(&endpoint);
+            endpoints.push(Arc::new(endpoint));
         }
         let by_name: HashMap<&str, &Arc<Endpoint>> =
             endpoints.iter().map(|e| (&*e.spec.name, e)).collect();

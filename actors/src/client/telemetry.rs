@@ -9,13 +9,16 @@
 //! embeddings`, `gen_ai.usage.input_tokens`, `tmas.embedding.inputs` and, on success,
 //! `gen_ai.embeddings.dimension.count`.
 //! Events: `retry` (the delay before the next attempt), `circuit_breaker.open`,
-//! `concurrency_limit.change` (`tmas.limit.from`, `tmas.limit.to`: the AIMD limit moved).
+//! `concurrency_limit.change` (`tmas.limit.from`, `tmas.limit.to`, `tmas.limit.latency_ratio`:
+//! the limit moved).
 //!
 //! Metrics (no-ops until a recorder is installed): `tmas_request_duration_seconds`
 //! {role, endpoint, outcome}, `tmas_request_errors_total` {endpoint, kind},
 //! `tmas_request_retries_total` {role, endpoint}, `tmas_tokens_input_total` /
 //! `tmas_tokens_output_total` {role}, `tmas_endpoint_concurrency_limit` {endpoint} (gauge:
-//! the effective AIMD limit), `tmas_endpoint_overloads_total` {endpoint} (429/503 answers).
+//! the effective limit, from the endpoint's creation), `tmas_endpoint_latency_ratio`
+//! {endpoint} (gauge, gradient limit: the last window's latency over its unqueued part),
+//! `tmas_endpoint_overloads_total` {endpoint} (429/503 answers).
 
 use std::fmt;
 use std::sync::atomic::Ordering;
@@ -204,6 +207,13 @@ pub(crate) fn on_success(
         .increment(c.usage.prompt_tokens);
     metrics::counter!("tmas_tokens_output_total", "role" => role)
         .increment(c.usage.completion_tokens);
+}
+
+/// A new endpoint's limit: the gauge starts there (and a second client in the same process
+/// does not show the first one's last value until its own limit first moves).
+pub(crate) fn initial_limit(ep: &Endpoint) {
+    metrics::gauge!("tmas_endpoint_concurrency_limit", "endpoint" => ep.name().to_string())
+        .set(ep.limit.current() as f64);
 }
 
 /// The endpoint's effective concurrency limit moved: the gauge follows.

@@ -456,3 +456,20 @@ pub fn reset(sim: &Sim) {
     let _ = stream.read_to_string(&mut text);
     assert!(text.starts_with("HTTP/1.1 2"), "reset failed: {text}");
 }
+
+/// The one JSON file under `dir/bench-results`: its name, text and value.
+pub fn only_result(dir: &Path) -> (String, String, serde_json::Value) {
+    let results: Vec<_> = std::fs::read_dir(dir.join("bench-results"))
+        .expect("bench-results written")
+        .map(|e| e.expect("dir entry").path())
+        .collect();
+    assert_eq!(results.len(), 1, "{results:?}");
+    let name = results[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let text = std::fs::read_to_string(&results[0]).expect("read result");
+    let value = serde_json::from_str(&text).expect("well-formed JSON");
+    (name, text, value)
+}

@@ -1,0 +1,210 @@
+//! The pure limit arithmetic, apart from the semaphore: AIMD on overload answers, and in
+//! gradient mode the queue share's verdicts ([`super::gradient`]).
+
+use std::time::{Duration, Instant};
+
+use super::LimitAlgorithm;
+use super::gradient::{Gradient, TOLERANCE, Verdict};
+
+/// Factor applied to the limit on overload (Netflix's AIMD limit uses 0.9: gentle cuts
+/// keep a server with a fixed queue near its capacity; the sawtooth averages ~95 % of it).
+pub const DECREASE: f64 = 0.9;
+/// Where a gradient limit starts, unless `max_in_flight` is lower: low enough that the
+/// first windows measure the unloaded latency of the servers it is meant for (vLLM and
+/// SGLang serve dozens to hundreds of requests at once), high enough that doubling per
+/// window reaches 100 slots in three windows.
+pub const GRADIENT_START: usize = 16;
+/// A queue share that ends the gradient's search (doubling per window) before the
+/// tolerance is reached: from there, doubling could overrun a short server queue.
+const SEARCH_SHARE: f64 = 0.2;
+
+/// The limit of one endpoint, as a real number of slots.
+#[derive(Debug, Clone)]
+pub(crate) struct LimitState {
+    limit: f64,
+    floor: f64,
+    ceiling: f64,
+    last_decrease: Option<Instant>,
+    /// The limit when the current overload episode began.
+    episode_start: f64,
+    successes_since_cut: f64,
+    /// Set in gradient mode.
+    gradient: Option<GradientMode>,
+}
+
+/// The gradient's signal and whether it is still searching for the server's capacity.
+#[derive(Debug, Clone)]
+struct GradientMode {
+    signal: Gradient,
+    /// Still doubling per window: no queue or overload seen yet.
+    searching: bool,
+}
+
+impl LimitState {
+    #[cfg(test)]
+    pub fn new(ceiling: usize, floor: usize) -> Self {
+        Self::with(LimitAlgorithm::Aimd, ceiling, floor)
+    }
+
+    pub fn with(algorithm: LimitAlgorithm, ceiling: usize, floor: usize) -> Self {
+        let ceiling = ceiling.max(1) as f64;
+        let floor = (floor.max(1) as f64).min(ceiling);
+        let (limit, gradient) = match algorithm {
+            LimitAlgorithm::Aimd => (ceiling, None),
+            LimitAlgorithm::Gradient => (
+                (GRADIENT_START as f64).clamp(floor, ceiling),
+                Some(GradientMode {
+                    signal: Gradient::new(),
+                    searching: true,
+                }),
+            ),
+        };
+        Self {
+            limit,
+            floor,
+            ceiling,
+            last_decrease: None,
+            episode_start: limit,
+            successes_since_cut: 0.0,
+            gradient,
+        }
+    }
+
+    pub fn algorithm(&self) -> LimitAlgorithm {
+        if self.gradient.is_some() {
+            LimitAlgorithm::Gradient
+        } else {
+            LimitAlgorithm::Aimd
+        }
+    }
+
+    /// The last gradient window's latency over its unqueued part, `1 + queue share`
+    /// (gradient mode only): by Little's law, calls in flight over the server's capacity.
+    pub fn latency_ratio(&self) -> Option<f64> {
+        self.gradient
+            .as_ref()
+            .and_then(|g| g.signal.last_share)
+            .map(|s| 1.0 + s)
+    }
+
+    /// The whole number of slots the limit allows now.
+    pub fn slots(&self) -> usize {
+        self.limit.floor() as usize
+    }
+
+    /// A success that took `latency`, with `in_use` of this endpoint's slots taken: the
+    /// AIMD step, or in gradient mode one sample of the current window.
+    pub fn success_after(&mut self, latency: Duration, in_use: usize) {
+        if self.gradient.is_none() {
+            self.success();
+            return;
+        }
+        self.successes_since_cut += 1.0;
+        let slots = self.slots();
+        let Some(g) = self.gradient.as_mut() else {
+            return;
+        };
+        let before = self.limit;
+        let mut doubled = false;
+        match g.signal.observe(latency, in_use, slots) {
+            Verdict::Pending => {}
+            Verdict::Queued { share, in_use } => {
+                g.searching = false;
+                // Little's law: a saturated server with a queue share s holds
+                // capacity × (1 + s) calls, so in flight ÷ (1 + s) is its capacity. At
+                // most halved by one window (a burst of noise costs at most that).
+                let capacity = in_use.min(self.limit) / (1.0 + share);
+                self.limit = capacity.max(self.limit / 2.0).max(self.floor);
+                self.episode_start = self.limit;
+            }
+            Verdict::Clear { share } => {
+                g.searching &= share < SEARCH_SHARE;
+                // Far below where an overload episode began (a collapse to the floor
+                // while the server restarted): double back, as AIMD's fast recovery does.
+                let collapsed = self.limit < self.episode_start * DECREASE;
+                doubled = g.searching || collapsed;
+                self.limit = if doubled {
+                    self.limit * 2.0
+                } else {
+                    // Toward the tolerance, by the room left under it: by √limit
+                    // (Netflix's step) far from it, by one slot close to it. On a small
+                    // server one √limit step is a large share of its capacity, and a
+                    // noisy window just under the tolerance would step past its queue.
+                    let room = (TOLERANCE - share).max(0.0) * self.limit;
+                    self.limit + room.clamp(1.0, self.limit.sqrt())
+                }
+                .min(self.ceiling);
+                self.episode_start = self.episode_start.max(self.limit);
+            }
+        }
+        if self.limit != before {
+            // After a cut or a doubling most of the next window's calls were sent under
+            // the old limit: judged, it would measure that one. (Doubling on such a
+            // window ran a server of 16 slots with a full queue of 16 to 64 slots.)
+            g.signal.limit_changed(self.limit < before || doubled);
+        }
+    }
+
+    /// AIMD's success: one more slot per `limit` successes, or one per success while far
+    /// below where the overload episode began.
+    pub fn success(&mut self) {
+        self.successes_since_cut += 1.0;
+        let step = if self.limit < self.episode_start * DECREASE {
+            1.0
+        } else {
+            1.0 / self.limit
+        };
+        self.limit = (self.limit + step).min(self.ceiling);
+    }
+
+    /// An overload answer to an attempt sent at `sent`. True if the limit was cut.
+    pub fn overload(&mut self, sent: Instant, now: Instant) -> bool {
+        if self.last_decrease.is_some_and(|last| sent < last) {
+            return false;
+        }
+        if self.successes_since_cut >= self.limit {
+            self.episode_start = self.limit;
+        }
+        self.successes_since_cut = 0.0;
+        let cut = (self.limit * DECREASE).max(self.floor);
+        self.last_decrease = Some(now);
+        if let Some(g) = self.gradient.as_mut() {
+            g.searching = false;
+            if cut < self.limit {
+                g.signal.limit_changed(true);
+            }
+        }
+        if cut < self.limit {
+            self.limit = cut;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Back to the start (a restarted server's queue is empty again): the ceiling for
+    /// AIMD. For the gradient the search starts over from half the limit it had reached
+    /// (before any overload episode), so the first window without a queue doubles it back,
+    /// and the baseline is kept: the same server, restarted, has the same unloaded latency
+    /// and capacity, and a server that came back smaller shows a queue in that window.
+    pub fn reset(&mut self) {
+        let algorithm = self.algorithm();
+        let reached = self.limit.max(self.episode_start);
+        let kept = self.gradient.take().map(|g| g.signal);
+        *self = Self::with(algorithm, self.ceiling as usize, self.floor as usize);
+        if let (Some(g), Some(mut signal)) = (self.gradient.as_mut(), kept) {
+            signal.restart();
+            g.signal = signal;
+            self.limit = (reached / 2.0).max(self.limit).min(self.ceiling);
+            self.episode_start = self.limit;
+        }
+    }
+
+    #[cfg(test)]
+    pub fn forget_last_decrease(&mut self) {
+        self.last_decrease = None;
+    }
+}
+
+#[cfg(test)]
+mod tests;
