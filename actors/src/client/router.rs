@@ -1,5 +1,6 @@
 //! Endpoint groups and their routing policy ([`Routing`]): by default the healthy endpoint
-//! with the fewest calls in flight (sent + queued for a slot) wins; with prefix affinity a
+//! with the fewest calls in flight (sent + queued for a slot) for its concurrency limit
+//! wins; with prefix affinity a
 //! call goes to its key's preferred endpoint (bounded-load rendezvous hashing) unless
 //! that one is down or saturated. Pure reads of atomics, no locks on the hot path.
 
@@ -77,15 +78,15 @@ impl Group {
         self.least_loaded(avoid)
     }
 
-    /// The healthy endpoint with the lowest load. `avoid` is only chosen when no other
-    /// healthy endpoint exists.
+    /// The healthy endpoint with the lowest load for its concurrency limit
+    /// ([`lighter`]). `avoid` is only chosen when no other healthy endpoint exists.
     pub fn least_loaded(&self, avoid: Option<&Arc<Endpoint>>) -> Option<Arc<Endpoint>> {
         let n = self.members.len();
         if n == 0 {
             return None;
         }
         let start = self.rotor.fetch_add(1, Ordering::Relaxed) % n;
-        let mut best: Option<(&Arc<Endpoint>, usize)> = None;
+        let mut best: Option<(&Arc<Endpoint>, (usize, usize))> = None;
         let mut fallback = None;
         for i in 0..n {
             let ep = &self.members[(start + i) % n];
@@ -96,8 +97,8 @@ impl Group {
                 fallback = Some(ep);
                 continue;
             }
-            let load = ep.load();
-            if best.is_none_or(|(_, l)| load < l) {
+            let load = (ep.load(), ep.limit.current());
+            if best.is_none_or(|(_, l)| lighter(load, l)) {
                 best = Some((ep, load));
             }
         }
@@ -146,6 +147,17 @@ pub(crate) struct Candidate {
     /// is not saturation: with the global cap at the sum of the endpoints' limits, every
     /// endpoint is full all the time, and the load bound already keeps queues even).
     pub saturated: bool,
+}
+
+/// True when `a` = (load, limit) is less loaded than `b` for its limit: `a.0 ÷ a.1 <
+/// b.0 ÷ b.1`, compared without division. With equal limits this is the fewest calls;
+/// with unequal ones (servers of different sizes, or adaptive limits that settled apart)
+/// a call goes where a slot is nearest to free, instead of queueing for the small
+/// server's slots while the large one has free ones.
+pub(crate) fn lighter(a: (usize, usize), b: (usize, usize)) -> bool {
+    let (load_a, limit_a) = (a.0 as u128, a.1.max(1) as u128);
+    let (load_b, limit_b) = (b.0 as u128, b.1.max(1) as u128);
+    load_a * limit_b < load_b * limit_a
 }
 
 /// Bounded-load rendezvous hashing: the members ranked by hash(key, member), the first

@@ -91,3 +91,17 @@ fn a_down_or_saturated_preferred_endpoint_fails_over() {
         .collect();
     assert_eq!(affinity_choice(key, &saturated, AFFINITY_LOAD_BOUND), None);
 }
+
+#[test]
+fn least_load_compares_load_for_the_limit() {
+    // Equal limits: the fewest calls.
+    assert!(lighter((3, 10), (4, 10)));
+    assert!(!lighter((4, 10), (4, 10)));
+    // A 70-slot server with 50 calls is less loaded than a 30-slot one with 25.
+    assert!(lighter((50, 70), (25, 30)));
+    assert!(!lighter((25, 30), (50, 70)));
+    // Idle endpoints tie whatever their limits (the rotor breaks the tie).
+    assert!(!lighter((0, 70), (0, 30)) && !lighter((0, 30), (0, 70)));
+    // A limit of 0 counts as 1 rather than dividing by zero.
+    assert!(lighter((0, 0), (1, 0)));
+}
