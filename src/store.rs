@@ -7,7 +7,8 @@
 //!   [`lock`]: one process per run directory.
 //! - [`rows`] + `writer`: the facts and the single writer thread (group commit).
 //! - [`chunks`] + [`prompts`]: prompts stored as content-defined chunks, shared between
-//!   prompts that quote the same text.
+//!   prompts that quote the same text; [`record_texts`]: judged records stored without
+//!   the replies the `calls` table holds.
 //! - [`read`]: queries; [`executor`]: the replaying/recording call executor;
 //!   [`sink`]: bank versions (into the store and, through [`bank_files`], the run
 //!   directory's `banks/` JSON files); [`resume`]: which config changes a resume accepts;
@@ -18,6 +19,7 @@
 //! lookups) use a second connection; WAL lets them run while the writer commits.
 
 pub mod bank_files;
+mod by_allocation;
 pub mod chunks;
 pub mod executor;
 pub mod export;
@@ -25,6 +27,7 @@ pub mod lock;
 mod migrate;
 pub mod prompts;
 pub mod read;
+pub mod record_texts;
 pub mod resume;
 pub mod rows;
 pub mod schema;

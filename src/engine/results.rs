@@ -178,8 +178,9 @@ struct Storer {
 }
 
 impl Storer {
-    /// Encodes the record once (compact JSON: the store's `record_json`, the
-    /// `results.jsonl` line and `problems/<id>.json` are these same bytes), stores it, then
+    /// Encodes the record once (compact JSON: the `results.jsonl` line and
+    /// `problems/<id>.json` are these same bytes, and what the store's reader rebuilds
+    /// from `record_json` and the calls it quotes), stores it, then
     /// writes its files. Encoding and file writes run on the blocking pool, off the
     /// runtime's workers. A file that cannot be written fails this problem, not the run.
     async fn store(self: Arc<Self>, record: ProblemRecord) -> anyhow::Result<Stored> {
@@ -201,7 +202,6 @@ impl Storer {
         let encoded = started.elapsed();
         let fact = Fact::Done {
             record: record.clone(),
-            record_json: json.clone(),
             iterations: self.iterations,
         };
         if let Err(e) = self.store.write(fact).await {

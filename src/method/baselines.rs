@@ -30,7 +30,7 @@ use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, EmbeddingRequest};
 
 use crate::config::{Role, RseDedup};
 use crate::method::params::{RoleCall, RoleCalls};
-use crate::method::parse::strip_think;
+use crate::method::parse::visible_text;
 use crate::method::prompts::{PromptSet, TemplateKind};
 use crate::method::result::{
     BankUpdateRecord, Branch, CallCounts, CandidateResult, CandidateStatus, FailureRecord,
@@ -551,7 +551,7 @@ pub fn candidate(
     let (status, solution, truncated) = match outcome {
         Some(Ok(r)) => (
             CandidateStatus::Complete,
-            Some(Arc::<str>::from(strip_think(&r.content).as_ref())),
+            Some(visible_text(&r.content)),
             r.finish_reason.as_deref() == Some("length"),
         ),
         _ => (CandidateStatus::SolutionFailed, None, false),
@@ -603,8 +603,8 @@ pub fn embeddings_of(replies: &Replies) -> Option<&CallOutcome> {
 pub fn text_of(outcome: Option<&CallOutcome>) -> Option<Arc<str>> {
     match outcome {
         Some(Ok(r)) => {
-            let t = strip_think(&r.content);
-            (!t.trim().is_empty()).then(|| Arc::from(t.as_ref()))
+            let t = visible_text(&r.content);
+            (!t.trim().is_empty()).then_some(t)
         }
         _ => None,
     }

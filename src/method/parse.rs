@@ -6,6 +6,9 @@
 //! expected list is unparseable, so the strategy re-asks instead of guessing.
 
 use std::borrow::Cow;
+use std::sync::{Arc, LazyLock};
+
+use memchr::memmem::Finder;
 
 use serde_json::{Map, Value};
 
@@ -54,11 +57,32 @@ pub fn strip_think(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// Byte offset of `needle` in `hay`. memchr's SIMD search rather than `str::find`, whose
-/// two-way search over 40 KB solutions was ~1 % of the orchestrator's CPU samples.
-/// Both tags are ASCII, so a match starts on a character boundary.
+/// [`strip_think`] of a reply, as a shared text: the reply itself when there is nothing to
+/// remove (no reasoning inline, no surrounding whitespace: the common case with a
+/// reasoning parser on the endpoint), else a copy. A 40 KB solution is then one
+/// allocation for the reply and the candidate that quotes it, and the run store
+/// recognises a record's text as a call's reply by that allocation instead of reading
+/// the reply back (`crate::store::record_texts`).
+pub fn visible_text(reply: &Arc<str>) -> Arc<str> {
+    match strip_think(reply) {
+        Cow::Borrowed(text) if text.len() == reply.len() => reply.clone(),
+        other => other.as_ref().into(),
+    }
+}
+
+/// Byte offset of `needle` (one of the two tags) in `hay`. memchr's SIMD search rather
+/// than `str::find`, whose two-way search over 40 KB solutions was ~1 % of the
+/// orchestrator's CPU samples; its searchers are built once, not for every reply. Both
+/// tags are ASCII, so a match starts on a character boundary.
 fn find(hay: &str, needle: &str) -> Option<usize> {
-    memchr::memmem::find(hay.as_bytes(), needle.as_bytes())
+    static OPEN: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(THINK_OPEN));
+    static CLOSE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(THINK_CLOSE));
+    let finder = match needle {
+        THINK_OPEN => &*OPEN,
+        THINK_CLOSE => &*CLOSE,
+        other => return memchr::memmem::find(hay.as_bytes(), other.as_bytes()),
+    };
+    finder.find(hay.as_bytes())
 }
 
 /// The content of the last complete `\boxed{…}` (nested braces allowed), trimmed.

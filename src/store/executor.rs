@@ -1,9 +1,10 @@
 //! The store-backed call executor: replays stored outcomes, records new ones.
 //!
 //! Sits between the role pools (and the judge) and the model client. For a call whose key
-//! is in the store and whose prompt is byte-identical (same prompt id, a digest of the
-//! text: [`super::chunks::prompt_id`]) it returns the stored
-//! outcome without touching the network; otherwise it sends the call and waits until the
+//! is in the store and whose prompt is byte-identical (the same prompt id, a digest of the
+//! text's chunks, or else the same stored text:
+//! [`super::read::StoreReader::prompt_matches`]) it returns the stored outcome without
+//! touching the network; otherwise it sends the call and waits until the
 //! outcome is *committed* before handing it back. That order is what makes a SIGKILL
 //! cheap: anything the strategy has seen is on disk, so a resumed run re-sends only the
 //! calls that were in flight.
@@ -236,12 +237,23 @@ impl StoreExecutor {
                 let (k, asked) = (key_text.clone(), request.clone());
                 let lookup = store
                     .read(move |reader| {
-                        let stored = reader.call(&k)?;
-                        Ok(stored.map(|s| (s, prompt_id(&asked.prompt_text()))))
+                        let Some(stored) = reader.call(&k)? else {
+                            return Ok(None);
+                        };
+                        let same = match &asked {
+                            ModelRequest::Chat(r) => {
+                                reader.prompt_matches(&stored.prompt_id, &r.messages)?
+                            }
+                            // One segment: its id is the whole text's.
+                            ModelRequest::Embeddings(r) => {
+                                prompt_id(&r.prompt_text()) == stored.prompt_id
+                            }
+                        };
+                        Ok(Some((stored, same)))
                     })
                     .await;
                 match lookup {
-                    Ok(Some((stored, id))) if id == stored.prompt_id => {
+                    Ok(Some((stored, true))) => {
                         counts.replayed.fetch_add(1, Ordering::Relaxed);
                         return stored.outcome;
                     }

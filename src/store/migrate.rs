@@ -15,6 +15,14 @@
 //! Version 2 → 3: `problems` gains `reference_solution` and `grading_guidelines`
 //! (NULL in migrated rows: an older store never kept them, so its proof problems are
 //! graded against the reference answer, as that `tmas` did).
+//!
+//! Version 3 → 4: `problems` gains `record_texts`, and each stored record loses the texts
+//! its answered calls hold, as the version-4 writer stores it ([`super::record_texts`]).
+//! A record is slimmed only if encoding it again gives back its stored bytes: one
+//! written by an older `tmas` may encode differently today, and the run directory's
+//! `problems/<id>.json` is compared with the record byte for byte, so such a record stays
+//! whole. Prompts are not rewritten: their ids stay those of whole-text chunking, and
+//! resume recognises them by text ([`super::read::StoreReader::prompt_matches`]).
 
 use std::sync::Arc;
 
@@ -22,6 +30,7 @@ use rusqlite::{Transaction, params};
 
 use super::prompts::{self, PromptCache};
 use super::schema::{CALLS, CANDIDATE_SOLUTIONS_VIEW, PROMPT_TABLES, PROMPT_TEXTS_VIEW};
+use crate::record::ProblemRecord;
 
 /// Columns of `calls` other than the prompt reference, the same in versions 1 and 2.
 const CALL_COLUMNS: &str = "call_key, problem_id, iteration, role, candidate, idx, attempt, \
@@ -76,6 +85,38 @@ pub fn from_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         "ALTER TABLE problems ADD COLUMN reference_solution TEXT;
          ALTER TABLE problems ADD COLUMN grading_guidelines TEXT;",
     )
+}
+
+/// Adds `problems.record_texts` to a version-3 store and slims its records.
+pub fn from_v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch("ALTER TABLE problems ADD COLUMN record_texts TEXT;")?;
+    let ids: Vec<String> = tx
+        .prepare("SELECT problem_id FROM problems WHERE record_json IS NOT NULL")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    // One record in memory at a time (~2 MB each with 40 KB solutions at T = 5).
+    for id in ids {
+        let json: String = tx.query_row(
+            "SELECT record_json FROM problems WHERE problem_id = ?1",
+            [&id],
+            |r| r.get(0),
+        )?;
+        // A record that does not parse stays as it is: reading it reports it.
+        let Ok(record) = serde_json::from_str::<ProblemRecord>(&json) else {
+            continue;
+        };
+        if serde_json::to_string(&record).ok().as_deref() != Some(json.as_str()) {
+            continue;
+        }
+        drop(json);
+        if let (lean, Some(texts)) = super::writer::lean_record(tx, &record, &Default::default())? {
+            tx.execute(
+                "UPDATE problems SET record_json = ?2, record_texts = ?3 WHERE problem_id = ?1",
+                params![id, lean, texts],
+            )?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -224,6 +265,84 @@ CREATE TABLE IF NOT EXISTS judge_verdicts (
         )
         .unwrap();
         conn.pragma_update(None, "foreign_keys", true).unwrap();
+    }
+
+    /// A version-3 store as that `tmas` left it: the version-1 store migrated to exactly
+    /// version 3, with a done problem whose record is stored whole.
+    fn v3_store(conn: &mut Connection, record_json: &str) {
+        v1_store(conn, "a prompt");
+        let tx = conn.transaction().unwrap();
+        from_v1(&tx).unwrap();
+        from_v2(&tx).unwrap();
+        tx.pragma_update(None, "user_version", 3).unwrap();
+        tx.commit().unwrap();
+        conn.execute(
+            "INSERT INTO problems (problem_id, ordinal, question, reference_answer, status, \
+             iterations, record_json, updated_at_ms) VALUES ('p', 0, 'q?', '42', 'done', 1, ?1, 1)",
+            [record_json],
+        )
+        .unwrap();
+    }
+
+    fn stored_record(conn: &Connection) -> (String, Option<String>) {
+        conn.query_row(
+            "SELECT record_json, record_texts FROM problems WHERE problem_id = 'p'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_version_3_record_loses_the_texts_its_calls_hold_and_reads_back_the_same() {
+        // The calls of `v1_store` answered "reply to KEY"; its summary call is dropped by
+        // the migration to version 2 (its prompt was missing), so the summary stays.
+        let record = crate::store::record_texts::tests::small_record(
+            "p",
+            "reply to p/it0/solution/c0/a0",
+            &[
+                "reply to p/it0/verification/c0/v0/a0",
+                "reply to p/it0/verification/c0/v1/a0",
+            ],
+            "reply to p/it0/summary/c0/a0",
+        );
+        let json = serde_json::to_string(&record).unwrap();
+        let mut conn = Connection::open_in_memory().unwrap();
+        v3_store(&mut conn, &json);
+        crate::store::ensure_schema_for_tests(&mut conn);
+        let (lean, texts) = stored_record(&conn);
+        let texts = texts.expect("texts taken out");
+        assert_eq!(
+            crate::store::record_texts::decode(&texts).unwrap().len(),
+            3,
+            "{texts}"
+        );
+        assert!(!lean.contains("reply to p/it0/solution"), "{lean}");
+        assert!(lean.contains("reply to p/it0/summary/c0/a0"), "{lean}");
+        let reader =
+            crate::store::StoreReader::from_conn(conn, std::path::Path::new("mem")).unwrap();
+        assert_eq!(
+            reader.record_json("p").unwrap().as_deref(),
+            Some(json.as_str())
+        );
+        let back = reader.done_record("p").unwrap().unwrap();
+        assert_eq!(back.outcome, record.outcome);
+    }
+
+    #[test]
+    fn a_version_3_record_that_encodes_differently_today_stays_whole() {
+        let record = crate::store::record_texts::tests::small_record(
+            "p",
+            "reply to p/it0/solution/c0/a0",
+            &[],
+            "s",
+        );
+        // As an older tmas may have written it: same content, other bytes.
+        let json = serde_json::to_string_pretty(&record).unwrap();
+        let mut conn = Connection::open_in_memory().unwrap();
+        v3_store(&mut conn, &json);
+        crate::store::ensure_schema_for_tests(&mut conn);
+        assert_eq!(stored_record(&conn), (json, None));
     }
 
     fn long_text() -> String {

@@ -1,33 +1,37 @@
 //! Writing and reading prompts in the chunked tables (`prompt_chunks`, `prompts`).
 //!
 //! The writer stores a prompt as its chunk list plus each chunk it has not stored yet
-//! ([`super::chunks`]). [`PromptCache`] keeps it from redoing work: the M verification
-//! calls of a candidate share one `Arc<str>` (split and hashed once), and chunk and prompt
-//! digests already in the store are not inserted again. The database stays the truth:
-//! every insert is `INSERT OR IGNORE`, so an empty cache (a resumed run) is only slower.
+//! ([`super::chunks`]). A prompt is a list of shared segments ([`PromptText`]), and it is
+//! chunked segment by segment: the ~350 KB of rollouts that the N refine prompts and both
+//! bank prompts of an iteration quote are the same `Arc<str>` segments in each of them,
+//! so [`PromptCache`] cuts and hashes each segment once and a prompt costs a lookup per
+//! segment and a hash of its chunk digests. The database stays the truth: every insert
+//! is `INSERT OR IGNORE`, so an empty cache (a resumed run) is only slower.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Weak};
+use std::collections::HashSet;
+use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use tmas_actors::wire::{ChatMessage, prompt_text};
 
-use super::chunks::{self, Digest};
+use super::by_allocation::ByAllocation;
+use super::chunks::{self, Digest, PromptIdHasher};
+
+/// A segment's chunks as the writer needs them again for every prompt that quotes it.
+struct SegmentChunks {
+    digests: Box<[Digest]>,
+    /// The chunk hashes as they appear in `prompts.chunks`: `"h1","h2",…`.
+    list: String,
+}
 
 /// What the writer knows is committed (or in the open transaction).
 #[derive(Default)]
 pub struct PromptCache {
-    /// Prompt ids by the address of the shared text, for as long as anyone holds the
-    /// text. A fixed number of recent entries was not enough: with long-tailed latencies
-    /// the M verifications of one candidate finish seconds apart, thousands of other calls
-    /// in between, so their shared prompt was split and hashed again. The entry holds a
-    /// `Weak`: it keeps the allocation (so its address cannot be reused by another text
-    /// while the entry exists) but never keeps the text alive. A strong reference here
-    /// would make liveness depend on every other cache of the same text: the body
-    /// encoder's escape cache also keys segments by address, and two caches that each
-    /// count the other's reference as a user kept every such text until the run ended.
-    live: HashMap<usize, (Weak<str>, String)>,
-    /// Entries added since [`Self::sweep`] last ran.
-    added_since_sweep: usize,
+    /// Each segment's chunks by its allocation, for as long as anyone holds the text. A
+    /// fixed number of recent entries was not enough: with long-tailed latencies the M
+    /// verifications of one candidate finish seconds apart, thousands of other calls in
+    /// between, so their shared prompt was split and hashed again.
+    segments: ByAllocation<Arc<SegmentChunks>>,
     prompts: HashSet<Digest>,
     chunks: HashSet<Digest>,
 }
@@ -39,73 +43,109 @@ impl PromptCache {
         *self = Self::default();
     }
 
-    fn address(text: &Arc<str>) -> usize {
-        Arc::as_ptr(text).cast::<u8>() as usize
-    }
-
-    fn recent(&self, text: &Arc<str>) -> Option<String> {
-        self.live
-            .get(&Self::address(text))
-            .filter(|(t, _)| std::ptr::addr_eq(t.as_ptr(), Arc::as_ptr(text)))
-            .map(|(_, id)| id.clone())
-    }
-
-    fn remember(&mut self, text: &Arc<str>, id: &str) {
-        // Sweeping after a quarter more entries keeps the texts held only by this cache
-        // to a fraction of the live ones, at a constant cost per entry.
-        if self.added_since_sweep >= self.live.len() / 4 + 64 {
-            self.sweep();
+    /// The chunks of `segment`: cut, hashed and stored the first time this allocation is
+    /// seen, looked up after.
+    fn segment(
+        &mut self,
+        tx: &Transaction<'_>,
+        segment: &Arc<str>,
+    ) -> rusqlite::Result<Arc<SegmentChunks>> {
+        if let Some(known) = self.segments.get(segment) {
+            return Ok(known.clone());
         }
-        self.live
-            .insert(Self::address(text), (Arc::downgrade(text), id.to_owned()));
-        self.added_since_sweep += 1;
-    }
-
-    /// Drops the entries whose text nobody holds any more: no later call can share them
-    /// (a copy of the text is a different allocation).
-    fn sweep(&mut self) {
-        self.live.retain(|_, (text, _)| text.strong_count() > 0);
-        self.added_since_sweep = 0;
+        let pieces = chunks::cut(segment);
+        let mut list = String::with_capacity(pieces.len() * 35);
+        let mut stmt =
+            tx.prepare_cached("INSERT OR IGNORE INTO prompt_chunks (hash, text) VALUES (?1, ?2)")?;
+        for (i, chunk) in pieces.iter().enumerate() {
+            if i > 0 {
+                list.push(',');
+            }
+            list.push('"');
+            chunks::push_hex(&mut list, &chunk.digest);
+            list.push('"');
+            if self.chunks.insert(chunk.digest) {
+                stmt.execute(params![chunk.hash_hex(), chunk.text])?;
+            }
+        }
+        let entry = Arc::new(SegmentChunks {
+            digests: pieces.iter().map(|c| c.digest).collect(),
+            list,
+        });
+        self.segments.insert(segment, entry.clone());
+        Ok(entry)
     }
 
     #[cfg(test)]
     fn holds(&self, text: &Arc<str>) -> bool {
-        self.recent(text).is_some()
+        self.segments.get(text).is_some()
     }
 }
 
-/// Stores `text` (if new) in the open transaction and returns its prompt id.
+/// Stores the prompt made of `segments` (if new) in the open transaction and returns its
+/// prompt id ([`chunks::segmented_id`] of the segments).
+pub fn insert_segments(
+    tx: &Transaction<'_>,
+    segments: &[Arc<str>],
+    cache: &mut PromptCache,
+) -> rusqlite::Result<String> {
+    let mut parts = Vec::with_capacity(segments.len());
+    let mut ids = PromptIdHasher::new();
+    let mut bytes = 0;
+    for segment in segments {
+        let part = cache.segment(tx, segment)?;
+        ids.add_all(&part.digests);
+        bytes += segment.len();
+        parts.push(part);
+    }
+    let id = ids.finish();
+    let id_hex = chunks::hex(&id);
+    if cache.prompts.insert(id) {
+        let mut list =
+            String::with_capacity(2 + parts.iter().map(|p| p.list.len() + 1).sum::<usize>());
+        list.push('[');
+        for part in parts.iter().filter(|p| !p.list.is_empty()) {
+            if list.len() > 1 {
+                list.push(',');
+            }
+            list.push_str(&part.list);
+        }
+        list.push(']');
+        tx.prepare_cached("INSERT OR IGNORE INTO prompts (id, bytes, chunks) VALUES (?1, ?2, ?3)")?
+            .execute(params![id_hex, bytes as i64, list])?;
+    }
+    Ok(id_hex)
+}
+
+/// Stores `text` as a prompt of one segment (if new) and returns its prompt id
+/// ([`chunks::prompt_id`]).
 pub fn insert(
     tx: &Transaction<'_>,
     text: &Arc<str>,
     cache: &mut PromptCache,
 ) -> rusqlite::Result<String> {
-    if let Some(id) = cache.recent(text) {
-        return Ok(id);
+    insert_segments(tx, std::slice::from_ref(text), cache)
+}
+
+/// Stores the prompt of a request (if new) and returns its id ([`id_of_messages`]).
+pub fn insert_messages(
+    tx: &Transaction<'_>,
+    messages: &[ChatMessage],
+    cache: &mut PromptCache,
+) -> rusqlite::Result<String> {
+    match messages {
+        [only] => insert_segments(tx, only.content.segments(), cache),
+        many => insert(tx, &prompt_text(many), cache),
     }
-    let split = chunks::split(text);
-    let id = split.id_hex();
-    if !cache.prompts.contains(&split.id) {
-        let added = tx
-            .prepare_cached(
-                "INSERT OR IGNORE INTO prompts (id, bytes, chunks) VALUES (?1, ?2, ?3)",
-            )?
-            .execute(params![id, text.len() as i64, split.chunk_list_json()])?;
-        // A prompt already stored (by an earlier session) has all its chunks.
-        if added > 0 {
-            let mut stmt = tx.prepare_cached(
-                "INSERT OR IGNORE INTO prompt_chunks (hash, text) VALUES (?1, ?2)",
-            )?;
-            for chunk in &split.chunks {
-                if cache.chunks.insert(chunk.digest) {
-                    stmt.execute(params![chunk.hash_hex(), chunk.text])?;
-                }
-            }
-        }
-        cache.prompts.insert(split.id);
+}
+
+/// The prompt id the writer gives a request's prompt: one message is chunked by its
+/// segments, several as their JSON array (one segment).
+pub fn id_of_messages(messages: &[ChatMessage]) -> String {
+    match messages {
+        [only] => chunks::segmented_id(only.content.segments().iter().map(|s| &**s)),
+        many => chunks::prompt_id(&prompt_text(many)),
     }
-    cache.remember(text, &id);
-    Ok(id)
 }
 
 /// Why a stored prompt cannot be read back.
@@ -151,6 +191,8 @@ pub fn read(conn: &Connection, id: &str) -> Result<Option<String>, PromptReadErr
 
 #[cfg(test)]
 mod tests {
+    use tmas_actors::wire::PromptText;
+
     use super::*;
 
     fn db() -> Connection {
@@ -282,6 +324,75 @@ mod tests {
         );
     }
 
+    fn stored_bytes(conn: &Connection) -> i64 {
+        conn.query_row(
+            "SELECT COALESCE(SUM(length(CAST(text AS BLOB))), 0) FROM prompt_chunks",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    }
+
+    /// The rollouts that N refine prompts and both bank prompts quote are the same
+    /// segments in each: cut and hashed once, stored once with their edges, and every
+    /// prompt reads back as its flat text.
+    #[test]
+    fn a_segment_quoted_by_several_prompts_is_cut_once_and_stored_once() {
+        let mut conn = db();
+        let mut cache = PromptCache::default();
+        let rollout_a: Arc<str> = text(10, 40_000).into();
+        let rollout_b: Arc<str> = text(11, 40_000).into();
+        let heads: Vec<Arc<str>> = (0..4)
+            .map(|i| Arc::from(format!("Refine prompt {i}.\n").repeat(20 + i)))
+            .collect();
+        let prompts: Vec<PromptText> = heads
+            .iter()
+            .map(|head| {
+                PromptText::from_segments(vec![
+                    head.clone(),
+                    rollout_a.clone(),
+                    "\n## Rollout 2\n".into(),
+                    rollout_b.clone(),
+                ])
+            })
+            .collect();
+        let tx = conn.transaction().unwrap();
+        let ids: Vec<String> = prompts
+            .iter()
+            .map(|p| insert_messages(&tx, &[ChatMessage::user(p.clone())], &mut cache).unwrap())
+            .collect();
+        tx.commit().unwrap();
+        // 4 heads, 2 rollouts and 4 separators (each a fresh allocation).
+        assert_eq!(cache.segments.len(), 4 + 2 + 4);
+        let distinct: usize = heads.iter().map(|h| h.len()).sum::<usize>()
+            + rollout_a.len()
+            + rollout_b.len()
+            + "\n## Rollout 2\n".len();
+        assert_eq!(
+            stored_bytes(&conn),
+            distinct as i64,
+            "each text stored exactly once"
+        );
+        for (p, id) in prompts.iter().zip(&ids) {
+            assert_eq!(*id, id_of_messages(&[ChatMessage::user(p.clone())]));
+            assert_eq!(read(&conn, id).unwrap().as_deref(), Some(&*p.to_string()));
+            assert_eq!(via_view(&conn, id), (p.len() as i64, p.to_string()));
+        }
+        // A prompt of several messages is stored as their JSON array, one segment.
+        let many = [
+            ChatMessage::system("s"),
+            ChatMessage::user(prompts[0].clone()),
+        ];
+        let tx = conn.transaction().unwrap();
+        let id = insert_messages(&tx, &many, &mut cache).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(id, id_of_messages(&many));
+        assert_eq!(
+            read(&conn, &id).unwrap().as_deref(),
+            Some(&*prompt_text(&many))
+        );
+    }
+
     #[test]
     fn a_shared_prompt_stays_cached_while_held_elsewhere_and_is_dropped_after() {
         let mut conn = db();
@@ -302,14 +413,18 @@ mod tests {
             "still held by the test, so still cached"
         );
         assert!(
-            cache.live.len() < 1_000,
+            cache.segments.len() < 1_000,
             "dropped one-off prompts are swept: {} entries",
-            cache.live.len()
+            cache.segments.len()
         );
         let last = last_one_off.unwrap();
         drop(shared);
-        cache.sweep();
-        assert_eq!(cache.live.len(), 1, "only the prompt still held elsewhere");
+        cache.segments.sweep();
+        assert_eq!(
+            cache.segments.len(),
+            1,
+            "only the prompt still held elsewhere"
+        );
         assert!(cache.holds(&last));
     }
 
@@ -333,8 +448,8 @@ mod tests {
             watch.upgrade().is_none(),
             "the prompt cache and the escape cache together kept a dropped text alive"
         );
-        cache.sweep();
-        assert!(cache.live.is_empty());
+        cache.segments.sweep();
+        assert!(cache.segments.is_empty());
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! Queries over a run store: what resume, the final outputs and `tmas export` read.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use tmas_actors::strategy::{BankVersion, CallFailure, CallOutcome};
-use tmas_actors::wire::{ChatResponse, Usage};
+use tmas_actors::wire::{ChatMessage, ChatResponse, Usage, prompt_text};
 
 use super::StoreError;
+use super::record_texts;
 use super::schema::EMBEDDINGS_KIND;
 use crate::eval::dataset::Problem;
 use crate::record::ProblemRecord;
@@ -81,6 +83,9 @@ pub struct LostCallsRow {
 pub struct StoreReader {
     conn: Connection,
     path: PathBuf,
+    /// Whether `problems` has `record_texts` (schema version 4; a store opened read-only
+    /// is not migrated), looked up once.
+    record_texts: OnceCell<bool>,
 }
 
 impl StoreReader {
@@ -117,6 +122,7 @@ impl StoreReader {
         Ok(Self {
             conn,
             path: path.to_path_buf(),
+            record_texts: OnceCell::new(),
         })
     }
 
@@ -180,22 +186,49 @@ impl StoreReader {
             .map_err(|e| self.err("listing problems", e))
     }
 
+    /// The column holding the text references of a record, or `NULL` in a store from
+    /// before schema version 4 (whose records are whole).
+    fn record_texts_column(&self) -> Result<&'static str, StoreError> {
+        if let Some(has) = self.record_texts.get() {
+            return Ok(if *has { "record_texts" } else { "NULL" });
+        }
+        let has = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('problems') WHERE name = 'record_texts'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(|e| self.err("inspecting the problems table", e))?
+            > 0;
+        let _ = self.record_texts.set(has);
+        Ok(if has { "record_texts" } else { "NULL" })
+    }
+
     /// The judged records of every `done` problem, in dataset order.
     pub fn records(&self) -> Result<Vec<ProblemRecord>, StoreError> {
+        let what = "reading problem records";
         let mut stmt = self
             .conn
-            .prepare(
-                "SELECT problem_id, record_json FROM problems \
+            .prepare(&format!(
+                "SELECT problem_id, record_json, {} FROM problems \
                  WHERE status = 'done' AND record_json IS NOT NULL ORDER BY ordinal",
-            )
-            .map_err(|e| self.err("reading problem records", e))?;
+                self.record_texts_column()?
+            ))
+            .map_err(|e| self.err(what, e))?;
         let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-            .map_err(|e| self.err("reading problem records", e))?;
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                ))
+            })
+            .map_err(|e| self.err(what, e))?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, text) = row.map_err(|e| self.err("reading problem records", e))?;
-            out.push(self.parse_record(&id, &text)?);
+            let (id, text, texts) = row.map_err(|e| self.err(what, e))?;
+            out.push(self.parse_record(&id, &text, texts.as_deref())?);
         }
         Ok(out)
     }
@@ -204,27 +237,57 @@ impl StoreReader {
     /// would return for it), read alone: exports walk a long run's records one at a time
     /// instead of holding hundreds of MB of them.
     pub fn done_record(&self, problem_id: &str) -> Result<Option<ProblemRecord>, StoreError> {
-        let text = self
+        let row = self
             .conn
-            .prepare_cached(
-                "SELECT record_json FROM problems \
+            .prepare_cached(&format!(
+                "SELECT record_json, {} FROM problems \
                  WHERE problem_id = ?1 AND status = 'done' AND record_json IS NOT NULL",
-            )
+                self.record_texts_column()?
+            ))
             .and_then(|mut stmt| {
-                stmt.query_row([problem_id], |r| r.get::<_, String>(0))
-                    .optional()
+                stmt.query_row([problem_id], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+                })
+                .optional()
             })
             .map_err(|e| self.err("reading a problem record", e))?;
-        text.map(|text| self.parse_record(problem_id, &text))
+        row.map(|(text, texts)| self.parse_record(problem_id, &text, texts.as_deref()))
             .transpose()
     }
 
-    fn parse_record(&self, problem_id: &str, text: &str) -> Result<ProblemRecord, StoreError> {
-        serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
-            path: self.path.clone(),
-            what: format!("problems.record_json of `{problem_id}`"),
-            reason: e.to_string(),
-        })
+    /// A stored record, with the texts `record_texts` names put back from the calls.
+    fn parse_record(
+        &self,
+        problem_id: &str,
+        text: &str,
+        texts: Option<&str>,
+    ) -> Result<ProblemRecord, StoreError> {
+        let mut record: ProblemRecord =
+            serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+                path: self.path.clone(),
+                what: format!("problems.record_json of `{problem_id}`"),
+                reason: e.to_string(),
+            })?;
+        if let Some(texts) = texts {
+            record_texts::decode(texts)
+                .and_then(|refs| {
+                    record_texts::restore(&mut record, &refs, |key| self.answered_reply(key))
+                })
+                .map_err(|e| StoreError::Corrupt {
+                    path: self.path.clone(),
+                    what: format!("problems.record_texts of `{problem_id}`"),
+                    reason: e.to_string(),
+                })?;
+        }
+        Ok(record)
+    }
+
+    /// `calls.content` of an answered call.
+    fn answered_reply(&self, key: &str) -> rusqlite::Result<Option<String>> {
+        self.conn
+            .prepare_cached("SELECT content FROM calls WHERE call_key = ?1 AND ok = 1")?
+            .query_row([key], |r| r.get(0))
+            .optional()
     }
 
     /// Ids of the problems [`StoreReader::records`] returns, in the same (dataset) order,
@@ -237,17 +300,42 @@ impl StoreReader {
         )
     }
 
-    /// The stored record of one problem as its compact JSON text, unparsed (`None`: no
-    /// such problem or no record).
+    /// The stored record of one problem as its compact JSON text (`None`: no such problem
+    /// or no record): the bytes the run directory's files hold. A record stored whole is
+    /// returned as it is; one stored without its calls' texts is rebuilt and encoded
+    /// again, which gives the bytes it was stored from (the texts are put back exactly,
+    /// and encoding a decoded record is a fixed point).
     pub fn record_json(&self, problem_id: &str) -> Result<Option<String>, StoreError> {
-        self.conn
-            .prepare_cached("SELECT record_json FROM problems WHERE problem_id = ?1")
+        let row = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT record_json, {} FROM problems WHERE problem_id = ?1",
+                self.record_texts_column()?
+            ))
             .and_then(|mut stmt| {
-                stmt.query_row([problem_id], |r| r.get::<_, Option<String>>(0))
-                    .optional()
+                stmt.query_row([problem_id], |r| {
+                    Ok((
+                        r.get::<_, Option<String>>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                    ))
+                })
+                .optional()
             })
-            .map(Option::flatten)
-            .map_err(|e| self.err("reading a problem record", e))
+            .map_err(|e| self.err("reading a problem record", e))?;
+        let Some((Some(text), texts)) = row else {
+            return Ok(None);
+        };
+        let Some(texts) = texts else {
+            return Ok(Some(text));
+        };
+        let record = self.parse_record(problem_id, &text, Some(&texts))?;
+        serde_json::to_string(&record)
+            .map(Some)
+            .map_err(|e| StoreError::Corrupt {
+                path: self.path.clone(),
+                what: format!("the record of `{problem_id}`"),
+                reason: format!("cannot be encoded again: {e}"),
+            })
     }
 
     /// Keys of every stored call (to skip the lookup for calls never made).
@@ -374,6 +462,24 @@ impl StoreReader {
                 what: "prompt text".into(),
                 reason: corrupt.to_string(),
             },
+        })
+    }
+
+    /// Whether the stored prompt `id` is the prompt of `messages`, byte for byte. The ids
+    /// are compared first; when they differ the texts are, because equal texts can have
+    /// different ids: a version 2–3 store chunked each prompt whole, version 4 chunks it
+    /// by segments ([`super::chunks`]), so a migrated store's multi-segment prompts (and a
+    /// prompt whose segmentation changed between builds) only match by text.
+    pub fn prompt_matches(&self, id: &str, messages: &[ChatMessage]) -> Result<bool, StoreError> {
+        if super::prompts::id_of_messages(messages) == id {
+            return Ok(true);
+        }
+        let Some(stored) = self.prompt_text(id)? else {
+            return Ok(false);
+        };
+        Ok(match messages {
+            [only] => only.content == *stored,
+            many => *prompt_text(many) == *stored,
         })
     }
 

@@ -56,13 +56,12 @@ pub enum Fact {
     },
     Problems(Vec<ProblemRow>),
     Status(StatusRow),
-    /// A judged problem and the iteration count T it was run with. `record_json` is the
-    /// record's compact JSON, encoded once by the engine and shared with the run
-    /// directory's files (stored as `problems.record_json`); `record` is shared, not
-    /// copied, for the per-candidate tables.
+    /// A judged problem and the iteration count T it was run with. The writer stores it
+    /// as `problems.record_json` without the texts its calls hold
+    /// ([`super::record_texts`]) and spreads it over the per-candidate tables; `record`
+    /// is shared with the engine, which writes the run directory's files, not copied.
     Done {
         record: Arc<ProblemRecord>,
-        record_json: Arc<str>,
         iterations: u32,
     },
     Meta(Vec<(String, String)>),

@@ -20,8 +20,10 @@ pub const META_ITERATIONS: &str = "iterations";
 /// any change. 2: prompts as content-defined chunks (`prompt_chunks`, `prompts.chunks`,
 /// view `prompt_texts`), `calls.prompt_id` instead of `calls.prompt_sha256`, no
 /// `candidates.solution`, no `calls_by_problem` index. 3: `problems.reference_solution`
-/// and `problems.grading_guidelines` (proof mode's grading material, for resume).
-pub const SCHEMA_VERSION: i64 = 3;
+/// and `problems.grading_guidelines` (proof mode's grading material, for resume). 4:
+/// `problems.record_texts` (`record_json` without the replies `calls` holds:
+/// [`super::record_texts`]) and prompts chunked by segment ([`super::chunks`]).
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Page size of a new store, set explicitly because it was measured (docs/run-store.md):
 /// on `tmas bench eval --problems 40 --iterations 3`, 8 KiB and 16 KiB pages made a larger
@@ -44,7 +46,7 @@ FROM prompts AS p;
 "#;
 
 /// Each candidate's solution reply: the `content` of its solution call (the solution the
-/// method used is that text without `<think>` blocks, trimmed: `problems.record_json`).
+/// method used is that text without `<think>` blocks, trimmed).
 pub const CANDIDATE_SOLUTIONS_VIEW: &str = r#"
 CREATE VIEW IF NOT EXISTS candidate_solutions AS
 SELECT d.problem_id AS problem_id, d.iteration AS iteration, d.candidate AS candidate,
@@ -119,6 +121,7 @@ CREATE TABLE IF NOT EXISTS problems (
     iterations       INTEGER,
     error            TEXT,
     record_json      TEXT,
+    record_texts     TEXT,
     updated_at_ms    INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS bank_versions (

@@ -413,3 +413,71 @@ async fn a_version_2_store_reads_as_it_is_and_gains_the_proof_columns_when_resum
     );
     store.close().await.unwrap();
 }
+
+/// A judged record is stored without the replies its calls hold: the solution (the same
+/// allocation as the stored reply), a verification text (a think-stripped copy), but not
+/// a summary that differs from its call's reply; it reads back whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_done_record_is_stored_without_the_replies_its_calls_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RunStore::create(dir.path()).unwrap();
+    store.send(Fact::Problems(vec![ProblemRow {
+        problem_id: "p".into(),
+        ordinal: 0,
+        question: "q?".into(),
+        reference_answer: "42".into(),
+        reference_solution: None,
+        grading_guidelines: None,
+    }]));
+    let solution: Arc<str> = "the solution \\boxed{42}".repeat(100).into();
+    let reply = |content: Arc<str>| ChatResponse {
+        content,
+        ..response("")
+    };
+    let call = |role: &str, v: Option<u32>, content: Arc<str>| {
+        let mut k = key("p", role, Some(0), v);
+        k.iteration = 0;
+        Fact::Call(Box::new(row(k, "prompt".into(), Ok(reply(content)))))
+    };
+    store.send(call("solution", None, solution.clone()));
+    store.send(call(
+        "verification",
+        Some(0),
+        "<think>hmm</think> fine \\boxed{1}".into(),
+    ));
+    store.send(call("summary", None, "the summary as sent".into()));
+    let mut record = record_texts::tests::small_record("p", "", &["fine \\boxed{1}"], "edited");
+    record.outcome.iterations[0].candidates[0].solution = Some(solution.clone());
+    let json = serde_json::to_string(&record).unwrap();
+    store
+        .write(Fact::Done {
+            record: Arc::new(record.clone()),
+            iterations: 1,
+        })
+        .await
+        .unwrap();
+    let (lean, texts, whole, back) = store
+        .read(|r| {
+            let (lean, texts): (String, String) = r
+                .conn_for_tests()
+                .query_row(
+                    "SELECT record_json, record_texts FROM problems WHERE problem_id = 'p'",
+                    [],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .unwrap();
+            Ok((lean, texts, r.record_json("p")?, r.done_record("p")?))
+        })
+        .await
+        .unwrap();
+    let refs = record_texts::decode(&texts).unwrap();
+    assert_eq!(
+        refs.iter().map(|r| r.3.as_str()).collect::<Vec<_>>(),
+        ["p/it0/solution/c0/a0", "p/it0/verification/c0/v0/a0"]
+    );
+    assert!(!lean.contains("the solution"), "{lean}");
+    assert!(lean.contains("edited"), "{lean}");
+    assert_eq!(whole.as_deref(), Some(json.as_str()));
+    assert_eq!(back.unwrap().outcome, record.outcome);
+    store.close().await.unwrap();
+}

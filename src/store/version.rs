@@ -54,11 +54,15 @@ pub fn ensure(conn: &mut Connection, path: &str) -> Result<(), SchemaError> {
                 tx.execute_batch(part).map_err(sql("creating the tables"))?;
             }
         }
-        1 => {
-            super::migrate::from_v1(&tx).map_err(sql("migrating from schema version 1"))?;
-            super::migrate::from_v2(&tx).map_err(sql("migrating from schema version 2"))?;
+        1..=3 => {
+            if found == 1 {
+                super::migrate::from_v1(&tx).map_err(sql("migrating from schema version 1"))?;
+            }
+            if found <= 2 {
+                super::migrate::from_v2(&tx).map_err(sql("migrating from schema version 2"))?;
+            }
+            super::migrate::from_v3(&tx).map_err(sql("migrating from schema version 3"))?;
         }
-        2 => super::migrate::from_v2(&tx).map_err(sql("migrating from schema version 2"))?,
         other => {
             return Err(SchemaError::Unknown {
                 path: path.to_owned(),

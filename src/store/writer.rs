@@ -19,13 +19,16 @@ use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use rusqlite::{Connection, Transaction, params};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use serde::Serialize;
 use tmas_actors::wire::ModelRequest;
 
+use super::by_allocation::ByAllocation;
 use super::prompts::{self, PromptCache};
+use super::record_texts;
+use super::rows::now_ms;
 use super::rows::{CallRow, Envelope, Fact, ProblemRow, StatusRow, WriteResult};
-use super::rows::{now_ms, prompt_text};
 use super::schema::EMBEDDINGS_KIND;
 use crate::record::ProblemRecord;
 
@@ -49,7 +52,7 @@ pub fn run(conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn(&str)) ->
 
 /// The writer's loop; returns how many batches it committed or tried to.
 fn write_batches(mut conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn(&str)) -> u64 {
-    let mut cache = PromptCache::default();
+    let mut cache = WriterCache::default();
     let mut batches: u64 = 0;
     loop {
         let Ok(first) = rx.recv() else { break };
@@ -66,8 +69,8 @@ fn write_batches(mut conn: Connection, rx: Receiver<Envelope>, on_error: impl Fn
         batches += 1;
         let closing = ends_with_close(&batch);
         let result: WriteResult = commit(&mut conn, &batch, &mut cache).map_err(|e| {
-            // The batch was rolled back: the cache may name prompts it never committed.
-            cache.clear();
+            // The batch was rolled back: the cache may name rows it never committed.
+            cache = WriterCache::default();
             let text: Arc<str> = describe(&e).into();
             on_error(&text);
             text
@@ -122,10 +125,22 @@ fn describe(err: &rusqlite::Error) -> String {
     }
 }
 
+/// What the writer remembers between batches, all of it about committed rows.
+#[derive(Default)]
+pub(super) struct WriterCache {
+    prompts: PromptCache,
+    /// The key of each answered call by the allocation of its reply, while the reply is
+    /// in use: the strategy quotes a reply without think blocks as that same allocation
+    /// ([`crate::method::parse::visible_text`]), so a record's text found here is that
+    /// call's stored reply without reading it back (a call key is answered at most once
+    /// in a session, so the entry cannot name a reply that was replaced).
+    replies: ByAllocation<Arc<str>>,
+}
+
 fn commit(
     conn: &mut Connection,
     batch: &[Envelope],
-    cache: &mut PromptCache,
+    cache: &mut WriterCache,
 ) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     for envelope in batch {
@@ -152,11 +167,9 @@ fn commit(
             }
             Fact::Problems(rows) => insert_problems(&tx, rows)?,
             Fact::Status(row) => update_status(&tx, row)?,
-            Fact::Done {
-                record,
-                record_json,
-                iterations,
-            } => insert_done(&tx, record, record_json, *iterations)?,
+            Fact::Done { record, iterations } => {
+                insert_done(&tx, record, *iterations, &cache.replies)?
+            }
             Fact::Meta(pairs) => {
                 for (k, v) in pairs {
                     tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?
@@ -192,37 +205,23 @@ pub fn variant_name<T: Serialize>(value: &T) -> String {
 fn insert_call(
     tx: &Transaction<'_>,
     row: &CallRow,
-    cache: &mut PromptCache,
+    cache: &mut WriterCache,
 ) -> rusqlite::Result<()> {
-    let (prompt, request) = match &row.request {
+    let (prompt_id, request) = match &row.request {
         ModelRequest::Chat(r) => (
-            prompt_text(&r.messages),
-            serde_json::json!({
-                "group": &*row.group,
-                "messages": r.messages.iter().map(|m| serde_json::json!({
-                    "role": &*m.role,
-                    "bytes": m.content.len(),
-                    "head": m.content.chars().take(160).collect::<String>(),
-                })).collect::<Vec<_>>(),
-                "temperature": r.sampling.temperature,
-                "top_p": r.sampling.top_p,
-                "max_tokens": r.sampling.max_tokens,
-                "stream": r.stream,
-            }),
+            prompts::insert_messages(tx, &r.messages, &mut cache.prompts)?,
+            request_summary(&row.group, r),
         ),
         ModelRequest::Embeddings(r) => (
-            r.prompt_text(),
-            serde_json::json!({
-                "group": &*row.group,
-                "kind": EMBEDDINGS_KIND,
-                "inputs": r.inputs.iter().map(|i| serde_json::json!({
-                    "bytes": i.len(),
-                    "head": i.chars().take(160).collect::<String>(),
-                })).collect::<Vec<_>>(),
-            }),
+            prompts::insert(tx, &r.prompt_text(), &mut cache.prompts)?,
+            embeddings_summary(&row.group, r),
         ),
     };
-    let prompt_id = prompts::insert(tx, &prompt, cache)?;
+    if let Ok(r) = &row.outcome
+        && r.embeddings.is_none()
+    {
+        cache.replies.insert(&r.content, row.key_text.clone());
+    }
     let k = &row.key;
     let mut stmt = tx.prepare_cached(
         "INSERT OR REPLACE INTO calls (call_key, problem_id, iteration, role, candidate, idx, \
@@ -249,7 +248,7 @@ fn insert_call(
             k.index,
             k.attempt,
             prompt_id,
-            request.to_string(),
+            request,
             1,
             content.as_deref(),
             r.reasoning.as_deref(),
@@ -273,7 +272,7 @@ fn insert_call(
             k.index,
             k.attempt,
             prompt_id,
-            request.to_string(),
+            request,
             0,
             None::<String>,
             None::<String>,
@@ -290,6 +289,87 @@ fn insert_call(
         ])?,
     };
     Ok(())
+}
+
+/// `calls.request_json`: group, sampling, stream and, per message, its role, length and
+/// first 160 characters. Keys in alphabetical order and the sampling values widened to
+/// f64, as the `serde_json::Value` this once was printed them; written straight from the
+/// row instead of through a `Value` tree (one map and a few strings per call).
+fn request_summary(group: &str, r: &tmas_actors::wire::ChatRequest) -> String {
+    #[derive(Serialize)]
+    struct Message<'a> {
+        bytes: usize,
+        head: std::borrow::Cow<'a, str>,
+        role: &'a str,
+    }
+    #[derive(Serialize)]
+    struct Request<'a> {
+        group: &'a str,
+        max_tokens: u32,
+        messages: Vec<Message<'a>>,
+        stream: bool,
+        temperature: f64,
+        top_p: f64,
+    }
+    const HEAD_CHARS: usize = 160;
+    fn head(text: &tmas_actors::wire::PromptText) -> std::borrow::Cow<'_, str> {
+        // Usually the first segment holds the head: borrow it.
+        if let Some(first) = text.segments().first()
+            && let Some((end, _)) = first.char_indices().nth(HEAD_CHARS)
+        {
+            return first[..end].into();
+        }
+        text.chars().take(HEAD_CHARS).collect::<String>().into()
+    }
+    json(&Request {
+        group,
+        max_tokens: r.sampling.max_tokens,
+        messages: r
+            .messages
+            .iter()
+            .map(|m| Message {
+                bytes: m.content.len(),
+                head: head(&m.content),
+                role: &m.role,
+            })
+            .collect(),
+        stream: r.stream,
+        temperature: f64::from(r.sampling.temperature),
+        top_p: f64::from(r.sampling.top_p),
+    })
+}
+
+/// `calls.request_json` of an embeddings call: group, the kind (which replay reads) and,
+/// per input, its length and first 160 characters. Keys in alphabetical order, as for a
+/// chat call.
+fn embeddings_summary(group: &str, r: &tmas_actors::wire::EmbeddingRequest) -> String {
+    #[derive(Serialize)]
+    struct Input<'a> {
+        bytes: usize,
+        head: std::borrow::Cow<'a, str>,
+    }
+    #[derive(Serialize)]
+    struct Request<'a> {
+        group: &'a str,
+        inputs: Vec<Input<'a>>,
+        kind: &'a str,
+    }
+    const HEAD_CHARS: usize = 160;
+    json(&Request {
+        group,
+        inputs: r
+            .inputs
+            .iter()
+            .map(|i| Input {
+                bytes: i.len(),
+                head: match i.char_indices().nth(HEAD_CHARS) {
+                    Some((end, _)) => i[..end].into(),
+                    None => (&**i).into(),
+                },
+            })
+            .collect(),
+        kind: EMBEDDINGS_KIND,
+    })
 }
 
 fn insert_problems(tx: &Transaction<'_>, rows: &[ProblemRow]) -> rusqlite::Result<()> {
@@ -324,8 +404,8 @@ fn update_status(tx: &Transaction<'_>, row: &StatusRow) -> rusqlite::Result<()> 
 fn insert_done(
     tx: &Transaction<'_>,
     record: &ProblemRecord,
-    record_json: &str,
     iterations: u32,
+    replies: &ByAllocation<Arc<str>>,
 ) -> rusqlite::Result<()> {
     let p = record.problem_id.as_str();
     for table in ["candidates", "verifications", "summaries", "judge_verdicts"] {
@@ -400,12 +480,55 @@ fn insert_done(
             }
         }
     }
+    let (record_json, record_texts) = lean_record(tx, record, replies)?;
     tx.prepare_cached(
         "UPDATE problems SET status = 'done', error = NULL, iterations = ?2, \
-         record_json = ?3, updated_at_ms = ?4 WHERE problem_id = ?1",
+         record_json = ?3, record_texts = ?4, updated_at_ms = ?5 WHERE problem_id = ?1",
     )?
-    .execute(params![p, iterations, record_json, now_ms()])?;
+    .execute(params![p, iterations, record_json, record_texts, now_ms()])?;
     Ok(())
+}
+
+/// `record` as `problems.record_json` holds it: without the texts its answered calls hold
+/// (`record_texts`, NULL when none was taken out; [`record_texts`]). A text that is a
+/// reply `replies` knows is taken as that call's; any other is compared with the stored
+/// reply.
+pub(super) fn lean_record(
+    tx: &Transaction<'_>,
+    record: &ProblemRecord,
+    replies: &ByAllocation<Arc<str>>,
+) -> rusqlite::Result<(String, Option<String>)> {
+    let mut lean = record.clone();
+    let refs = record_texts::strip(&mut lean, |key, text| {
+        if replies.get(text).is_some_and(|k| **k == *key) {
+            return Ok(true);
+        }
+        stored_reply_is(tx, key, text)
+    })?;
+    let encode_failed = |e: serde_json::Error| rusqlite::Error::ToSqlConversionFailure(e.into());
+    let texts = if refs.is_empty() {
+        None
+    } else {
+        Some(record_texts::encode(&refs).map_err(encode_failed)?)
+    };
+    let json = serde_json::to_string(&lean).map_err(encode_failed)?;
+    Ok((json, texts))
+}
+
+/// Whether the answered call `key` is stored with a reply that, think-stripped, is `text`
+/// (read in place: the reply is not copied out of SQLite).
+fn stored_reply_is(tx: &Transaction<'_>, key: &str, text: &str) -> rusqlite::Result<bool> {
+    tx.prepare_cached("SELECT content FROM calls WHERE call_key = ?1 AND ok = 1")?
+        .query_row([key], |r| {
+            Ok(match r.get_ref(0)? {
+                ValueRef::Text(bytes) => {
+                    std::str::from_utf8(bytes).is_ok_and(|c| record_texts::reply_is(c, text))
+                }
+                _ => false,
+            })
+        })
+        .optional()
+        .map(|found| found.unwrap_or(false))
 }
 
 #[cfg(test)]
@@ -420,11 +543,82 @@ mod tests {
         }
     }
 
+    /// What `calls.request_json` was when it was built as a `serde_json::Value`.
+    fn request_as_value(group: &str, r: &tmas_actors::wire::ChatRequest) -> String {
+        serde_json::json!({
+            "group": group,
+            "messages": r.messages.iter().map(|m| serde_json::json!({
+                "role": &*m.role,
+                "bytes": m.content.len(),
+                "head": m.content.chars().take(160).collect::<String>(),
+            })).collect::<Vec<_>>(),
+            "temperature": r.sampling.temperature,
+            "top_p": r.sampling.top_p,
+            "max_tokens": r.sampling.max_tokens,
+            "stream": r.stream,
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn the_request_summary_is_what_the_value_tree_printed() {
+        use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, PromptText, Sampling};
+        let long = "ü\"\\ line\n".repeat(40);
+        let texts: Vec<PromptText> = vec![
+            "".into(),
+            "short \"quoted\"".into(),
+            long.as_str().into(),
+            PromptText::from_segments(vec!["é".repeat(100).into(), long.clone().into()]),
+        ];
+        for (i, text) in texts.into_iter().enumerate() {
+            for messages in [
+                vec![ChatMessage::user(text.clone())],
+                vec![ChatMessage::system("sys"), ChatMessage::user(text.clone())],
+            ] {
+                let request = ChatRequest {
+                    messages,
+                    sampling: Sampling {
+                        temperature: 0.7 + i as f32 / 10.0,
+                        top_p: 0.95,
+                        max_tokens: 65_536,
+                    },
+                    tags: CallTags::default(),
+                    stream: i % 2 == 0,
+                };
+                assert_eq!(
+                    request_summary("default", &request),
+                    request_as_value("default", &request),
+                    "text {i}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_embeddings_summary_is_what_the_value_tree_printed() {
+        use tmas_actors::wire::{CallTags, EmbeddingRequest};
+        let long = "ü\"\\ line\n".repeat(40);
+        let request = EmbeddingRequest {
+            inputs: vec!["".into(), "short".into(), long.as_str().into()],
+            tags: CallTags::default(),
+        };
+        let as_value = serde_json::json!({
+            "group": "emb",
+            "kind": EMBEDDINGS_KIND,
+            "inputs": request.inputs.iter().map(|i| serde_json::json!({
+                "bytes": i.len(),
+                "head": i.chars().take(160).collect::<String>(),
+            })).collect::<Vec<_>>(),
+        })
+        .to_string();
+        assert_eq!(embeddings_summary("emb", &request), as_value);
+    }
+
     #[test]
     fn a_full_disk_fails_the_batch_with_a_clear_message_and_keeps_earlier_commits() {
         let mut conn = Connection::open_in_memory().unwrap();
         crate::store::ensure_schema_for_tests(&mut conn);
-        let mut cache = PromptCache::default();
+        let mut cache = WriterCache::default();
         commit(&mut conn, &[meta("kept", "yes".into())], &mut cache).unwrap();
         // A page limit makes SQLite report SQLITE_FULL, as a full disk does.
         let pages: i64 = conn

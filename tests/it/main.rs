@@ -35,3 +35,4 @@ mod sim_http;
 mod sim_task;
 mod sim_throughput;
 mod store_errors;
+mod store_versions;

@@ -71,7 +71,6 @@ async fn store_done(store: &RunStore, record: &ProblemRecord) -> Arc<str> {
     store
         .write(Fact::Done {
             record: Arc::new(record.clone()),
-            record_json: json.clone(),
             iterations: 3,
         })
         .await
@@ -273,7 +272,6 @@ async fn records_sent_without_waiting_are_committed_before_a_later_flush_returns
     for i in 0..3 {
         let record = make(i);
         store.send(Fact::Done {
-            record_json: serde_json::to_string(&record).unwrap().into(),
             record: Arc::new(record),
             iterations: 3,
         });

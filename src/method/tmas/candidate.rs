@@ -5,7 +5,7 @@
 use tmas_actors::strategy::CallOutcome;
 use tmas_actors::wire::PromptText;
 
-use crate::method::parse::{parse_score, strip_think};
+use crate::method::parse::{parse_score, visible_text};
 use crate::method::result::{
     Branch, CandidateResult, CandidateStatus, PromptMode, VerificationRecord, VerificationStatus,
     is_fully_verified,
@@ -100,7 +100,7 @@ impl CandidateState {
                 return Next::Done;
             }
         };
-        self.result.solution = Some(strip_think(&response.content).into());
+        self.result.solution = Some(visible_text(&response.content));
         self.result.truncated = response.finish_reason.as_deref() == Some("length");
         if m == 0 {
             self.phase = Phase::Summarizing;
@@ -138,7 +138,7 @@ impl CandidateState {
         let mut note = None;
         match outcome {
             Ok(response) => {
-                slot.text = Some(strip_think(&response.content).into());
+                slot.text = Some(visible_text(&response.content));
                 match parse_score(&response.content) {
                     Some(score) => {
                         slot.score = Some(score);
@@ -197,14 +197,14 @@ impl CandidateState {
         self.phase = Phase::Done;
         self.result.status = CandidateStatus::SummaryFailed;
         let response = outcome.as_ref().ok()?;
-        let text = strip_think(&response.content);
+        let text = visible_text(&response.content);
         if text.is_empty() {
             return Some((
                 "empty_summary".to_string(),
                 "summary reply had no visible text".to_string(),
             ));
         }
-        self.result.summary = Some(text.into());
+        self.result.summary = Some(text);
         self.result.status = CandidateStatus::Complete;
         None
     }
