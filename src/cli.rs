@@ -79,7 +79,7 @@ pub fn main() -> ExitCode {
     // Benchmarks print warnings and their figures, not the INFO lines of the runs they
     // drive; their spans stay at the usual level so they measure what a run does.
     let bench_quiet = matches!(&cli.command, Command::Bench(_)) && cli.log.is_none();
-    tmas_observability::init_logging_with(filter, bench_quiet);
+    let console = tmas_observability::init_logging_with(filter, bench_quiet);
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
     if let Some(n) = cli.worker_threads {
@@ -94,8 +94,8 @@ pub fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
-            Command::Run(args) => run::run(args).await,
-            Command::Experiment(args) => experiment::run(args).await,
+            Command::Run(args) => run::run(args, console).await,
+            Command::Experiment(args) => experiment::run(args, console).await,
             Command::Report(args) => report::run(args).await,
             Command::Export(args) => export::run(args).await,
             Command::Judge(args) => judge::run(args).await,

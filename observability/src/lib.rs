@@ -43,6 +43,6 @@ pub use logging::{init_logging, init_logging_with, log_filter};
 #[cfg(feature = "exporters")]
 pub use otlp::{ObservabilityConfig, OtlpError, OtlpSettings, Protocol, TracingGuard};
 #[cfg(feature = "exporters")]
-pub use progress::{ProgressDisplay, ProgressMode, ProgressSnapshot, ProgressSource};
+pub use progress::{Console, ProgressDisplay, ProgressMode, ProgressSnapshot, ProgressSource};
 #[cfg(feature = "exporters")]
 pub use prometheus::{MetricsError, MetricsServer};

@@ -12,7 +12,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
 
 use crate::otel_slot::SlotHandle;
-use crate::progress::StderrWriter;
+use crate::progress::{Console, StderrWriter};
 
 /// Filled by [`init_logging`]; [`crate::otlp::install`] puts the exporter's layer in it.
 static SLOT: OnceLock<SlotHandle> = OnceLock::new();
@@ -46,23 +46,26 @@ pub fn log_filter(filter: Option<&str>) -> EnvFilter {
 
 /// Installs the global subscriber: formatted log lines on stderr selected by `filter`
 /// (or `RUST_LOG`, or `info`), and an empty OpenTelemetry slot that
-/// [`crate::otlp::install`] fills. Calling it again (or after another subscriber was
-/// installed, as tests do) changes nothing.
-pub fn init_logging(filter: Option<&str>) {
-    init_logging_with(filter, false);
+/// [`crate::otlp::install`] fills. Returns the console its log lines are written through,
+/// for the progress display ([`crate::ProgressMode::for_stderr`]). Calling it again (or
+/// after another subscriber was installed, as tests do) changes nothing and returns a
+/// console no subscriber writes through.
+pub fn init_logging(filter: Option<&str>) -> Console {
+    init_logging_with(filter, false)
 }
 
 /// [`init_logging`], and with `warnings_only` set, only WARN and ERROR lines are printed
 /// while spans stay enabled at the filter's level: a benchmark prints its figures, not
 /// its runs' INFO lines, yet measures the same per-call span work a `tmas run` does
 /// (whether a span exists at all depends on the level the subscriber enables).
-pub fn init_logging_with(filter: Option<&str>, warnings_only: bool) {
+pub fn init_logging_with(filter: Option<&str>, warnings_only: bool) -> Console {
     let handle = SlotHandle::default();
+    let console = Console::default();
     let printed = tracing_subscriber::filter::filter_fn(move |m| {
         !warnings_only || m.is_span() || *m.level() <= tracing::Level::WARN
     });
     let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(StderrWriter)
+        .with_writer(StderrWriter(console.clone()))
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_filter(log_filter(filter).and(printed));
     let installed = Registry::default()
@@ -71,5 +74,8 @@ pub fn init_logging_with(filter: Option<&str>, warnings_only: bool) {
         .try_init();
     if installed.is_ok() {
         let _ = SLOT.set(handle);
+        console
+    } else {
+        Console::default()
     }
 }

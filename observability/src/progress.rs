@@ -9,15 +9,64 @@
 
 use std::collections::VecDeque;
 use std::io::Write;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// The bars being drawn, if any: log lines are printed above them (see [`StderrWriter`]).
-static BARS: RwLock<Option<MultiProgress>> = RwLock::new(None);
+/// The process's stderr as log lines and progress bars share it: the bars being drawn,
+/// if any, so that a log line is printed above them instead of tearing them.
+/// [`crate::init_logging`] returns the one its subscriber writes through; the command
+/// hands it to the display it starts (in [`ProgressMode::Bars`]). A console that no
+/// subscriber writes through (a test's, or when another subscriber was installed first)
+/// draws the same bars, and log lines may then cross them.
+#[derive(Clone, Default)]
+pub struct Console(Arc<RwLock<Option<MultiProgress>>>);
+
+impl std::fmt::Debug for Console {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Console").finish_non_exhaustive()
+    }
+}
+
+/// Two handles are equal when they are the same console.
+impl PartialEq for Console {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Console {}
+
+impl Console {
+    /// Log lines are printed above `bars` from now on.
+    fn show(&self, bars: &MultiProgress) {
+        if let Ok(mut slot) = self.0.write() {
+            *slot = Some(bars.clone());
+        }
+    }
+
+    fn hide(&self) {
+        if let Ok(mut slot) = self.0.write() {
+            *slot = None;
+        }
+    }
+
+    /// Writes one whole log line (nothing sensible to do if stderr itself fails).
+    fn print(&self, line: &[u8]) {
+        let bars = self.0.read().ok().and_then(|b| b.clone());
+        match bars {
+            Some(multi) => multi.suspend(|| {
+                let _ = std::io::stderr().lock().write_all(line);
+            }),
+            None => {
+                let _ = std::io::stderr().lock().write_all(line);
+            }
+        }
+    }
+}
 
 /// Counters the display shows; all are totals since the run started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -48,10 +97,10 @@ pub struct ProgressSnapshot {
 }
 
 /// How progress is shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProgressMode {
-    /// `indicatif` bars, redrawn every second.
-    Bars,
+    /// `indicatif` bars, redrawn every second, on this console.
+    Bars(Console),
     /// A plain line this often.
     Lines {
         every: Duration,
@@ -62,11 +111,11 @@ pub enum ProgressMode {
 impl ProgressMode {
     /// Bars when stderr is a terminal, plain lines every `every` otherwise; nothing when
     /// `quiet` (or when `every` is zero and stderr is not a terminal).
-    pub fn for_stderr(quiet: bool, every: Duration) -> Self {
+    pub fn for_stderr(quiet: bool, every: Duration, console: &Console) -> Self {
         if quiet {
             ProgressMode::Off
         } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-            ProgressMode::Bars
+            ProgressMode::Bars(console.clone())
         } else if every.is_zero() {
             ProgressMode::Off
         } else {
@@ -91,7 +140,7 @@ impl ProgressDisplay {
         let task = match mode {
             ProgressMode::Off => None,
             ProgressMode::Lines { every } => Some(tokio::spawn(lines(every, source, stopped))),
-            ProgressMode::Bars => Some(tokio::spawn(bars(source, stopped))),
+            ProgressMode::Bars(console) => Some(tokio::spawn(bars(console, source, stopped))),
         };
         Self { stop, task }
     }
@@ -104,7 +153,7 @@ impl ProgressDisplay {
         let task = match mode {
             ProgressMode::Off => None,
             ProgressMode::Lines { every } => Some(tokio::spawn(many_lines(every, runs, stopped))),
-            ProgressMode::Bars => Some(tokio::spawn(many_bars(runs, stopped))),
+            ProgressMode::Bars(console) => Some(tokio::spawn(many_bars(console, runs, stopped))),
         };
         Self { stop, task }
     }
@@ -260,7 +309,7 @@ fn style(template: &str) -> ProgressStyle {
         .progress_chars("=> ")
 }
 
-async fn bars(source: ProgressSource, mut stopped: watch::Receiver<bool>) {
+async fn bars(console: Console, source: ProgressSource, mut stopped: watch::Receiver<bool>) {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
     let problems = multi.add(ProgressBar::new(0));
     problems.set_style(style("{prefix:>10} [{bar:32}] {pos}/{len} {msg}"));
@@ -276,9 +325,7 @@ async fn bars(source: ProgressSource, mut stopped: watch::Receiver<bool>) {
     let status = multi.add(ProgressBar::new(0));
     status.set_style(style("{prefix:>10} {msg}"));
     status.set_prefix("calls");
-    if let Ok(mut slot) = BARS.write() {
-        *slot = Some(multi.clone());
-    }
+    console.show(&multi);
     let mut rate = Rate::default();
     let started = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -319,9 +366,7 @@ async fn bars(source: ProgressSource, mut stopped: watch::Receiver<bool>) {
             break;
         }
     }
-    if let Ok(mut slot) = BARS.write() {
-        *slot = None;
-    }
+    console.hide();
     for bar in [&problems, &iterations, &judged, &status] {
         bar.finish();
     }
@@ -387,7 +432,11 @@ async fn many_lines(
     }
 }
 
-async fn many_bars(runs: Vec<(String, ProgressSource)>, mut stopped: watch::Receiver<bool>) {
+async fn many_bars(
+    console: Console,
+    runs: Vec<(String, ProgressSource)>,
+    mut stopped: watch::Receiver<bool>,
+) {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
     let width = runs
         .iter()
@@ -405,9 +454,7 @@ async fn many_bars(runs: Vec<(String, ProgressSource)>, mut stopped: watch::Rece
             bar
         })
         .collect();
-    if let Ok(mut slot) = BARS.write() {
-        *slot = Some(multi.clone());
-    }
+    console.show(&multi);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         let done = tokio::select! {
@@ -424,9 +471,7 @@ async fn many_bars(runs: Vec<(String, ProgressSource)>, mut stopped: watch::Rece
             break;
         }
     }
-    if let Ok(mut slot) = BARS.write() {
-        *slot = None;
-    }
+    console.hide();
     for bar in &bars {
         bar.finish();
     }
@@ -435,18 +480,18 @@ async fn many_bars(runs: Vec<(String, ProgressSource)>, mut stopped: watch::Rece
 
 /// `MakeWriter` for log lines: each formatted line is written whole, above the progress
 /// bars when they are drawn.
-pub(crate) struct StderrWriter;
+pub(crate) struct StderrWriter(pub(crate) Console);
 
 impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for StderrWriter {
-    type Writer = LineWriter;
-    fn make_writer(&'a self) -> LineWriter {
-        LineWriter(Vec::with_capacity(256))
+    type Writer = LineWriter<'a>;
+    fn make_writer(&'a self) -> LineWriter<'a> {
+        LineWriter(Vec::with_capacity(256), &self.0)
     }
 }
 
-pub(crate) struct LineWriter(Vec<u8>);
+pub(crate) struct LineWriter<'a>(Vec<u8>, &'a Console);
 
-impl Write for LineWriter {
+impl Write for LineWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0.extend_from_slice(buf);
         Ok(buf.len())
@@ -456,20 +501,10 @@ impl Write for LineWriter {
     }
 }
 
-impl Drop for LineWriter {
+impl Drop for LineWriter<'_> {
     fn drop(&mut self) {
-        if self.0.is_empty() {
-            return;
-        }
-        let bars = BARS.read().ok().and_then(|b| b.clone());
-        // Nothing sensible to do if stderr itself fails.
-        match bars {
-            Some(multi) => multi.suspend(|| {
-                let _ = std::io::stderr().lock().write_all(&self.0);
-            }),
-            None => {
-                let _ = std::io::stderr().lock().write_all(&self.0);
-            }
+        if !self.0.is_empty() {
+            self.1.print(&self.0);
         }
     }
 }
@@ -584,7 +619,7 @@ mod tests {
     #[test]
     fn quiet_turns_the_display_off() {
         assert_eq!(
-            ProgressMode::for_stderr(true, Duration::from_secs(10)),
+            ProgressMode::for_stderr(true, Duration::from_secs(10), &Console::default()),
             ProgressMode::Off
         );
     }

@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Subcommand;
+use tmas_observability::Console;
 
 use crate::config::CliOverride;
 use crate::config::resolve::process_env;
-use crate::engine::experiment::{self, ExperimentResult, report};
+use crate::engine::experiment::{self, ExperimentDisplay, ExperimentResult, report};
 use crate::engine::{RunControl, shutdown};
 
 #[derive(Debug, clap::Args)]
@@ -50,18 +51,21 @@ pub enum ExperimentCommand {
     },
 }
 
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
     if let Some(ExperimentCommand::Report { dir }) = &args.command {
         print_report(dir)?;
         return Ok(ExitCode::SUCCESS);
     }
     let control = RunControl::default();
     shutdown::install(control.stop.clone()).context("installing signal handlers")?;
-    let status_every = (args.status_every > 0).then(|| Duration::from_secs(args.status_every));
+    let display = ExperimentDisplay {
+        status_every: (args.status_every > 0).then(|| Duration::from_secs(args.status_every)),
+        console,
+    };
     let cli: Vec<CliOverride> = args.set.iter().map(CliOverride::set).collect();
     let env = process_env();
     let result = match (&args.resume, &args.file) {
-        (Some(dir), _) => experiment::resume(dir, env, cli, control, status_every).await?,
+        (Some(dir), _) => experiment::resume(dir, env, cli, control, display).await?,
         (None, Some(file)) => {
             let out = match &args.out {
                 Some(o) => o.clone(),
@@ -85,7 +89,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 plan.max_in_flight,
                 out.display()
             );
-            experiment::run_new(plan, &out, env, control, status_every).await?
+            experiment::run_new(plan, &out, env, control, display).await?
         }
         (None, None) => anyhow::bail!("give an experiment file or --resume DIR"),
     };

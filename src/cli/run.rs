@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
+use tmas_observability::Console;
 
 use crate::config::ConfigArgs;
 use crate::config::loader::load_str;
@@ -90,7 +91,7 @@ pub struct Args {
     pub progress_every: Option<u64>,
 }
 
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
     let control = RunControl::default();
     // Installed before anything is started, so even a slow start can be interrupted.
     shutdown::install(control.stop.clone()).context("installing signal handlers")?;
@@ -100,6 +101,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         trace_content: args.trace_content,
         quiet: args.quiet,
         progress_every: args.progress_every.map(Duration::from_secs),
+        console,
     };
     let result = match &args.resume {
         Some(dir) => {

@@ -31,7 +31,9 @@ use crate::config::loader::load_str;
 use crate::config::{CliOverride, ConfigErrors};
 use crate::eval::dataset::{DatasetSpec, load_dataset};
 use crate::store::DB_FILE;
-use tmas_observability::{ProgressDisplay, ProgressMode, ProgressSnapshot, ProgressSource};
+use tmas_observability::{
+    Console, ProgressDisplay, ProgressMode, ProgressSnapshot, ProgressSource,
+};
 
 use super::observe::ProgressSlot;
 
@@ -195,18 +197,26 @@ fn unique_slug(name: &str, used: &mut std::collections::BTreeSet<String>) -> Str
     slug
 }
 
+/// How an experiment shows its progress: one bar per variant on a terminal (drawn on
+/// `console`), plain lines every `status_every` otherwise (`None`: no lines).
+#[derive(Debug, Clone, Default)]
+pub struct ExperimentDisplay {
+    pub status_every: Option<Duration>,
+    pub console: Console,
+}
+
 /// Writes the plan and runs every variant (see the module documentation).
 pub async fn run_new(
     plan: ExperimentPlan,
     dir: &Path,
     env: Vec<(String, String)>,
     control: RunControl,
-    status_every: Option<Duration>,
+    display: ExperimentDisplay,
 ) -> anyhow::Result<ExperimentResult> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create experiment directory {}", dir.display()))?;
     write_atomic(&dir.join(PLAN_FILE), &serde_json::to_vec_pretty(&plan)?)?;
-    execute(plan, dir, env, Vec::new(), control, status_every).await
+    execute(plan, dir, env, Vec::new(), control, display).await
 }
 
 /// Resumes the experiment in `dir`: `cli` overrides may change operational settings of
@@ -216,10 +226,10 @@ pub async fn resume(
     env: Vec<(String, String)>,
     cli: Vec<CliOverride>,
     control: RunControl,
-    status_every: Option<Duration>,
+    display: ExperimentDisplay,
 ) -> anyhow::Result<ExperimentResult> {
     let plan = ExperimentPlan::read(dir)?;
-    execute(plan, dir, env, cli, control, status_every).await
+    execute(plan, dir, env, cli, control, display).await
 }
 
 async fn execute(
@@ -228,7 +238,7 @@ async fn execute(
     env: Vec<(String, String)>,
     cli: Vec<CliOverride>,
     mut control: RunControl,
-    status_every: Option<Duration>,
+    display: ExperimentDisplay,
 ) -> anyhow::Result<ExperimentResult> {
     let permits = Arc::new(tokio::sync::Semaphore::new(plan.max_in_flight.max(1)));
     control.shared_in_flight = Some(permits);
@@ -330,7 +340,11 @@ async fn execute(
     }
     // One bar per variant on a terminal; plain lines every `status_every` otherwise.
     // (The variants' runs are quiet: this display is the only one.)
-    let mode = ProgressMode::for_stderr(false, status_every.unwrap_or(Duration::ZERO));
+    let mode = ProgressMode::for_stderr(
+        false,
+        display.status_every.unwrap_or(Duration::ZERO),
+        &display.console,
+    );
     let display = ProgressDisplay::start_many(mode, displayed);
     let runs = futures::future::join_all(runs).await;
     display.finish().await;

@@ -22,7 +22,7 @@ use tmas_actors::runner::RuntimeStats;
 use tmas_observability::otlp::{self, OtlpSettings, TracingGuard};
 use tmas_observability::prometheus::{MetricsServer, Refresh};
 use tmas_observability::{
-    ProgressDisplay, ProgressMode, ProgressSnapshot, ProgressSource, span_ext,
+    Console, ProgressDisplay, ProgressMode, ProgressSnapshot, ProgressSource, span_ext,
 };
 
 use crate::config::Config;
@@ -41,6 +41,9 @@ pub struct ObserveOptions {
     /// Plain status lines this often when stderr is not a terminal (`None`: the engine's
     /// `status_every`).
     pub progress_every: Option<Duration>,
+    /// The stderr the process's log lines share with progress bars
+    /// ([`tmas_observability::init_logging`]).
+    pub console: Console,
 }
 
 impl ObserveOptions {
@@ -195,7 +198,7 @@ impl RunObserver {
         };
         let mode = match (opts.quiet, opts.progress_every.or(status_every)) {
             (true, _) | (false, None) => ProgressMode::Off,
-            (false, Some(every)) => ProgressMode::for_stderr(false, every),
+            (false, Some(every)) => ProgressMode::for_stderr(false, every, &opts.console),
         };
         let s = sources.clone();
         let progress = ProgressDisplay::start(mode, Box::new(move || snapshot(&s)));
