@@ -1,8 +1,10 @@
 //! One supervised worker pool per agent role.
 //!
-//! A [`RolePool`] is a supervisor actor with a fixed number of worker children
-//! (`pool/worker.rs`); the number of workers is the role's concurrency limit. Jobs wait in
-//! the supervisor's priority queue (`pool/queue.rs`) and go to idle workers one at a time.
+//! A [`RolePool`] is a supervisor actor with up to a fixed number of worker children
+//! (`pool/worker.rs`); that number is the role's concurrency limit. Jobs wait in the
+//! supervisor's priority queue (`pool/queue.rs`) and go to idle workers one at a time.
+//! Workers start as jobs need them (one at first), so a pool's size costs nothing until
+//! its calls use it.
 //!
 //! # Why a hand-written supervisor rather than `ractor::factory`
 //! The pool must guarantee that a job survives the panic of the worker running it, and
@@ -146,7 +148,8 @@ impl Drop for Job {
 #[derive(Debug, Clone)]
 pub struct PoolSettings {
     pub role: Arc<str>,
-    /// Number of workers = the most calls this role runs at once. At least 1.
+    /// Most workers = the most calls this role runs at once. At least 1. They start as
+    /// calls queue, not all at once.
     pub workers: usize,
     /// A job that has crashed this many workers is failed with kind `worker_panic`.
     /// At least 1 (1 = never retried after a crash).
@@ -272,6 +275,22 @@ impl PoolState {
         Ok(())
     }
 
+    /// Starts workers for the queued jobs no idle worker can take, up to the pool's
+    /// size. Workers start when calls need them, not all at once: a pool sized for
+    /// 10,000 calls in flight holds only as many workers (each a task with its mailboxes)
+    /// as its calls have ever run at once, and a role a method never calls holds one.
+    async fn grow(&mut self, myself: &ActorRef<PoolMsg>) {
+        while self.queue.len() > self.idle.len()
+            && self.idle.len() + self.busy.len() < self.settings.workers
+        {
+            if let Err(err) = self.spawn_worker(myself).await {
+                tracing::error!(role = %self.settings.role, error = %err,
+                    "could not start another worker; queued calls wait for a running one");
+                return;
+            }
+        }
+    }
+
     /// Hands queued jobs to idle workers until one side runs out.
     fn dispatch(&mut self) {
         while !self.queue.is_empty() {
@@ -355,22 +374,22 @@ impl Actor for PoolSupervisor {
         args: PoolArgs,
     ) -> Result<PoolState, ActorProcessingErr> {
         let mut state = PoolState {
-            idle: Vec::with_capacity(args.settings.workers),
-            busy: HashMap::with_capacity(args.settings.workers),
+            idle: Vec::new(),
+            busy: HashMap::new(),
             queue: JobQueue::default(),
             settings: args.settings,
             executor: args.executor,
             counters: args.counters,
         };
-        for _ in 0..state.settings.workers {
-            state.spawn_worker(&myself).await?;
-        }
+        // One worker now, so that a pool that cannot start any fails here; the rest
+        // start as calls queue (`grow`).
+        state.spawn_worker(&myself).await?;
         Ok(state)
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<PoolMsg>,
+        myself: ActorRef<PoolMsg>,
         msg: PoolMsg,
         state: &mut PoolState,
     ) -> Result<(), ActorProcessingErr> {
@@ -386,6 +405,7 @@ impl Actor for PoolSupervisor {
                 }
                 let priority = job.priority;
                 state.queue.push(priority, Held { job, crashes: 0 });
+                state.grow(&myself).await;
             }
             PoolMsg::WorkerDone(WorkerReport { worker, outcome }) => {
                 if let Some((worker, mut held, _)) = state.busy.remove(&worker) {

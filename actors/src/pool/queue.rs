@@ -82,7 +82,6 @@ impl<T> JobQueue<T> {
         self.heap.pop().map(|e| (e.ticket, e.item))
     }
 
-    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.heap.len()
     }
