@@ -1,14 +1,16 @@
 //! The OpenAI-compatible JSON on the wire: the request body we send and the
 //! non-streaming response we parse. Pure functions, no IO.
 //!
-//! The body is serialized once per (call, endpoint) into [`Bytes`] and reused across
-//! retries: a 350 KB rollout context is not re-encoded on every attempt.
+//! The body is serialized once per (call, endpoint) into a [`RequestBody`] and reused
+//! across retries: a 350 KB rollout context is not re-encoded on every attempt, and its
+//! long segments' escapes are shared with every other body that quotes them.
 
 use bytes::Bytes;
 use serde::Deserialize;
 
 use super::escape_cache::EscapeCache;
 use super::json_string::write_escaped;
+use super::request_body::RequestBody;
 use crate::wire::{ChatRequest, Usage};
 
 /// What a finished completion contains, before the client adds endpoint/latency data.
@@ -25,19 +27,17 @@ pub struct Completion {
 /// The bytes are exactly what `serde_json` writes for the OpenAI request object (the
 /// tests compare them with a serialized struct of its fields), written by hand so that
 /// the message texts go through the word-at-a-time escaper of [`super::json_string`]
-/// instead of `serde_json`'s byte loop. A message's segments are written one by one, the
-/// long ones through `escapes` (escaped once for every body that quotes them).
+/// instead of `serde_json`'s byte loop. A message's segments are written one by one; the
+/// long ones are escaped once by `escapes` and their escaped bytes become pieces of the
+/// body shared with every other body that quotes them (no copy).
 pub fn encode_request(
     model: &str,
     request: &ChatRequest,
     max_tokens: u32,
     escapes: &EscapeCache,
-) -> Result<Bytes, serde_json::Error> {
-    // Sized up front: growing a Vec by doubling to hold a 350 KB prompt copies it ~7
-    // times and, above glibc's mmap threshold, faults every new block in page by page
-    // (tmas bench eval profile, docs/performance-log.md). Escaping rarely adds more than 1/16.
-    let prompt = request.prompt_bytes();
-    let mut buf = Vec::with_capacity(prompt + prompt / 16 + 256 + model.len());
+) -> Result<RequestBody, serde_json::Error> {
+    let mut pieces: Vec<Bytes> = Vec::new();
+    let mut buf = Vec::with_capacity(256 + model.len());
     buf.extend_from_slice(b"{\"model\":");
     write_escaped(&mut buf, model);
     buf.extend_from_slice(b",\"messages\":[");
@@ -49,7 +49,15 @@ pub fn encode_request(
         write_escaped(&mut buf, &message.role);
         buf.extend_from_slice(b",\"content\":\"");
         for segment in message.content.segments() {
-            escapes.write(&mut buf, segment);
+            match escapes.shared(segment) {
+                Some(escaped) => {
+                    if !buf.is_empty() {
+                        pieces.push(Bytes::from(std::mem::take(&mut buf)));
+                    }
+                    pieces.push(escaped);
+                }
+                None => super::json_string::write_escaped_inner(&mut buf, segment),
+            }
         }
         buf.extend_from_slice(b"\"}");
     }
@@ -66,7 +74,8 @@ pub fn encode_request(
     } else {
         b",\"stream\":false}".as_slice()
     });
-    Ok(Bytes::from(buf))
+    pieces.push(Bytes::from(buf));
+    Ok(RequestBody::from_pieces(pieces))
 }
 
 #[derive(Deserialize, Default)]
@@ -232,8 +241,9 @@ mod tests {
                     r.sampling.temperature = temperature;
                     r.sampling.top_p = top_p;
                     for (model, max_tokens) in [("m1", 42), ("Qwen/Qwen3-8B \"q\"", u32::MAX)] {
-                        let ours =
-                            encode_request(model, &r, max_tokens, &EscapeCache::new()).unwrap();
+                        let ours = encode_request(model, &r, max_tokens, &EscapeCache::new())
+                            .unwrap()
+                            .to_bytes();
                         assert_eq!(
                             String::from_utf8_lossy(&ours),
                             String::from_utf8_lossy(&reference(model, &r, max_tokens)),
@@ -245,7 +255,9 @@ mod tests {
         let mut empty = request(false);
         empty.messages.clear();
         assert_eq!(
-            encode_request("m", &empty, 1, &EscapeCache::new()).unwrap(),
+            encode_request("m", &empty, 1, &EscapeCache::new())
+                .unwrap()
+                .to_bytes(),
             reference("m", &empty, 1)
         );
     }
@@ -265,6 +277,7 @@ mod tests {
         assert!(segmented.segments().len() > 1);
         let flat = PromptText::from(segmented.to_string());
         let cache = EscapeCache::new();
+        let mut bodies = Vec::new();
         for escapes in [&cache, &cache, &EscapeCache::disabled()] {
             let mut r = request(false);
             r.messages = vec![
@@ -273,13 +286,30 @@ mod tests {
             ];
             let ours = encode_request("m", &r, 7, escapes).unwrap();
             r.messages[1] = ChatMessage::user(flat.clone());
-            assert_eq!(ours, reference("m", &r, 7));
+            assert_eq!(ours.to_bytes(), reference("m", &r, 7));
+            bodies.push(ours);
         }
+        // The long segment's escape is one allocation, shared within and across the
+        // bodies of one cache; without a cache the body is one buffer.
+        let long = |b: &RequestBody| -> Vec<*const u8> {
+            b.pieces()
+                .iter()
+                .filter(|p| p.len() >= solution.len())
+                .map(|p| p.as_ptr())
+                .collect()
+        };
+        let (first, second) = (long(&bodies[0]), long(&bodies[1]));
+        assert_eq!(first.len(), 2, "{:?}", bodies[0]);
+        assert!(first.iter().all(|p| *p == first[0]));
+        assert_eq!(first, second);
+        assert_eq!(bodies[2].pieces().len(), 1);
     }
 
     #[test]
     fn request_body_has_model_and_fitted_max_tokens() {
-        let body = encode_request("m1", &request(true), 42, &EscapeCache::new()).unwrap();
+        let body = encode_request("m1", &request(true), 42, &EscapeCache::new())
+            .unwrap()
+            .to_bytes();
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["model"], "m1");
         assert_eq!(v["max_tokens"], 42);
@@ -287,7 +317,9 @@ mod tests {
         assert_eq!(v["stream_options"]["include_usage"], true);
         assert_eq!(v["messages"][1]["content"], "hi");
         let plain: serde_json::Value = serde_json::from_slice(
-            &encode_request("m", &request(false), 1, &EscapeCache::new()).unwrap(),
+            &encode_request("m", &request(false), 1, &EscapeCache::new())
+                .unwrap()
+                .to_bytes(),
         )
         .unwrap();
         assert!(plain.get("stream_options").is_none());

@@ -4,7 +4,7 @@
 //! prompt (`Arc<str>` messages) and are dispatched together. Without this cache each of
 //! them counts the prompt's tokens and JSON-escapes the whole prompt into its own body:
 //! at N = M = 8 that is ~40 % of all request bytes encoded 8 times over. Here the first
-//! call encodes and the others reuse the same [`Bytes`] (a reference count, no copy).
+//! call encodes and the others reuse the same [`RequestBody`] (a reference count, no copy).
 //!
 //! A hit requires the *same* message allocations (pointer identity, not text equality,
 //! so a lookup costs a few pointer compares, never a scan of 350 KB). Each entry holds
@@ -15,7 +15,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
+use super::request_body::RequestBody;
 
 use super::escape_cache::EscapeCache;
 use crate::wire::{ChatMessage, ChatRequest, PromptText, Sampling};
@@ -23,7 +23,7 @@ use crate::wire::{ChatMessage, ChatRequest, PromptText, Sampling};
 /// What a call needs from an encoded body besides the bytes.
 #[derive(Debug, Clone)]
 pub(crate) struct EncodedBody {
-    pub body: Bytes,
+    pub body: RequestBody,
     /// `max_tokens` as fitted for the endpoint's context window (written in the body).
     pub max_tokens: u32,
     /// The prompt's token count (estimate or tokenizer).
@@ -149,7 +149,7 @@ mod tests {
 
     fn encoded(tag: &'static [u8]) -> EncodedBody {
         EncodedBody {
-            body: Bytes::from_static(tag),
+            body: RequestBody::from(bytes::Bytes::from_static(tag)),
             max_tokens: 100,
             prompt_tokens: 7,
         }
@@ -166,7 +166,7 @@ mod tests {
         // A second call sharing the Arc (the M verifications of a candidate).
         let second = request(&prompt);
         let hit = cache.get(&ep, &second).expect("shared prompt hits");
-        assert_eq!(&hit.body[..], b"one");
+        assert_eq!(&hit.body.to_bytes()[..], b"one");
         assert_eq!((hit.max_tokens, hit.prompt_tokens), (100, 7));
     }
 

@@ -34,7 +34,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use backon::BackoffBuilder;
-use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -48,6 +47,7 @@ use super::config::ResiliencePolicy;
 use super::endpoint::{AttemptError, Endpoint, Health, Limiter, take};
 use super::error::ClientError;
 use super::permanent::PermanentErrors;
+use super::request_body::RequestBody;
 use super::retry_budget::RetryBudget;
 use super::router::Group;
 use super::telemetry;
@@ -164,7 +164,7 @@ enum Step {
 /// A request body ready for one endpoint (serialized once, reused on retries).
 struct Prepared {
     endpoint: Arc<Endpoint>,
-    body: Bytes,
+    body: RequestBody,
     max_tokens: u32,
     /// Estimated prompt + `max_tokens`, charged to the token rate limits.
     budget_tokens: u32,

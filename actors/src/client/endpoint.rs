@@ -25,6 +25,7 @@ use super::breaker::{Breaker, BreakerSettings, Signal};
 use super::config::{EndpointSpec, ResiliencePolicy};
 use super::error::{ClientError, snippet};
 use super::limit::{ConcurrencyLimit, LimitChange};
+use super::request_body::RequestBody;
 use super::sse::StreamError;
 use super::tokens::TokenCounter;
 /// Bound on reading an error body or a probe.
@@ -401,7 +402,7 @@ impl Endpoint {
     /// attempts timed out.
     pub async fn attempt(
         &self,
-        body: Bytes,
+        body: RequestBody,
         headers: HeaderMap,
         stream: bool,
         timeout_scale: f64,
@@ -412,7 +413,7 @@ impl Endpoint {
             .request(&self.chat_url, reqwest::Method::POST)
             .header(CONTENT_TYPE, "application/json")
             .headers(headers)
-            .body(body);
+            .body(body.http_body());
         if stream {
             self.attempt_streaming(req, scale(self.spec.stream_idle_timeout))
                 .await

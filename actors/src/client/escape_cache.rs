@@ -61,35 +61,43 @@ impl EscapeCache {
 
     /// Appends `segment` JSON-escaped (no quotes) to `out`.
     pub fn write(&self, out: &mut Vec<u8>, segment: &Arc<str>) {
-        let Some(inner) = self
+        match self.shared(segment) {
+            Some(bytes) => out.extend_from_slice(&bytes),
+            None => write_escaped_inner(out, segment),
+        }
+    }
+
+    /// `segment` JSON-escaped (no quotes) as bytes every body that quotes it shares, or
+    /// `None` when it is short (escape it in place: a lookup would cost about as much) or
+    /// the cache is disabled.
+    pub fn shared(&self, segment: &Arc<str>) -> Option<Bytes> {
+        let inner = self
             .inner
             .as_ref()
-            .filter(|_| segment.len() >= MIN_CACHED_BYTES)
-        else {
-            write_escaped_inner(out, segment);
-            return;
-        };
+            .filter(|_| segment.len() >= MIN_CACHED_BYTES)?;
         let key = Arc::as_ptr(segment).cast::<u8>() as usize;
         let hit = {
             let guard = inner.lock().unwrap_or_else(|p| p.into_inner());
             guard.entries.get(&key).map(|(_, bytes)| bytes.clone())
         };
-        if let Some(bytes) = hit {
-            out.extend_from_slice(&bytes);
-            return;
+        if hit.is_some() {
+            return hit;
         }
         let mut escaped = Vec::with_capacity(segment.len() + segment.len() / 16);
         write_escaped_inner(&mut escaped, segment);
-        out.extend_from_slice(&escaped);
         let mut guard = inner.lock().unwrap_or_else(|p| p.into_inner());
-        guard
+        // Another body may have escaped the same segment meanwhile: both use the first.
+        let bytes = guard
             .entries
             .entry(key)
-            .or_insert_with(|| (Arc::downgrade(segment), Bytes::from(escaped)));
+            .or_insert_with(|| (Arc::downgrade(segment), Bytes::from(escaped)))
+            .1
+            .clone();
         if guard.entries.len() >= guard.sweep_at {
             guard.entries.retain(|_, (text, _)| text.strong_count() > 0);
             guard.sweep_at = (guard.entries.len() * 2).max(FIRST_SWEEP);
         }
+        Some(bytes)
     }
 
     /// Entries held (tests).

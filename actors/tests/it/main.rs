@@ -6,6 +6,7 @@
 
 mod support;
 
+mod client_body;
 mod client_burst;
 mod client_embeddings;
 mod client_failover;

@@ -98,6 +98,8 @@ pub struct Recorded {
     pub at: Instant,
     pub headers: HashMap<String, String>,
     pub body: serde_json::Value,
+    /// Bytes of the body as received.
+    pub body_len: usize,
 }
 
 /// Counter shared between servers (e.g. to watch a global cap across endpoints).
@@ -395,6 +397,7 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
         at: Instant::now(),
         headers: header_map,
         body: json,
+        body_len: body.len(),
     });
     match state.next_reply() {
         Reply::Ok {
@@ -477,6 +480,7 @@ async fn embeddings(
         at: Instant::now(),
         headers: header_map,
         body: json,
+        body_len: body.len(),
     });
     match state.next_reply() {
         Reply::Ok { delay, .. } => {

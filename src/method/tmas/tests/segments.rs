@@ -191,6 +191,7 @@ fn body(text: PromptText, escapes: &EscapeCache) -> Vec<u8> {
     let stored = prompt_text(&request.messages);
     let body = encode_request("Qwen/Qwen3-8B", &request, 4000, escapes)
         .expect("encodable")
+        .to_bytes()
         .to_vec();
     // The run store records the flat text.
     assert_eq!(*stored, *request.messages[0].content.flatten());
