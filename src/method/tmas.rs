@@ -341,7 +341,10 @@ impl TmasStrategy {
                 ));
             }
             Next::Summarize => {
-                let cand = &it.candidates[c as usize];
+                let cand = &mut it.candidates[c as usize];
+                // Every verification slot is settled: its prompt (the question and the
+                // solution, quoted) is not needed again.
+                cand.verification_prompt = None;
                 let solution = cand.result.solution.clone().unwrap_or_else(|| "".into());
                 let prompt = render::summary(
                     &self.prompts,
