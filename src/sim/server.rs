@@ -34,6 +34,24 @@ pub struct SimServer {
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
+/// Connections the kernel queues before the accept loop takes them (the kernel caps it at
+/// `net.core.somaxconn`). At 10,000 calls in flight a client opens thousands of
+/// connections at once; with tokio's default of 1,024 the queue overflowed and, with SYN
+/// cookies, some connections were reset after the client had sent its request.
+const LISTEN_BACKLOG: u32 = 16_384;
+
+/// A listener on `addr` (address reuse on, so a restarted simulator takes its port back).
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 impl SimServer {
     /// Validates `opts`, binds `addr` (use `127.0.0.1:0` for a free port) and starts
     /// serving. `dataset` gives reference answers by problem id; problems not in it get
@@ -44,9 +62,8 @@ impl SimServer {
         dataset: Option<Vec<(String, String)>>,
     ) -> anyhow::Result<SimServer> {
         opts.validate()?;
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("simulator cannot listen on {addr}"))?;
+        let listener =
+            listen(addr).with_context(|| format!("simulator cannot listen on {addr}"))?;
         let addr = listener
             .local_addr()
             .context("simulator listener has no local address")?;
