@@ -43,7 +43,7 @@ use crate::wire::{CallTags, ChatRequest, ChatResponse};
 
 use super::body::{Completion, encode_request};
 use super::body_cache::{BodyCache, EncodedBody};
-use super::config::ResiliencePolicy;
+use super::config::{ResiliencePolicy, Routing};
 use super::endpoint::{AttemptError, Endpoint, Health, Limiter, take};
 use super::error::ClientError;
 use super::permanent::PermanentErrors;
@@ -260,9 +260,18 @@ impl Shared {
             let Some(ep) = group.pick(avoid, affinity) else {
                 continue;
             };
+            let mut global = Some(global);
             let permit = match ep.limit.permits().clone().try_acquire_owned() {
                 Ok(p) => p,
                 Err(_) => {
+                    // Under prefix affinity a call queues for its preferred endpoint while
+                    // others may have free slots. Holding a global slot meanwhile would
+                    // leave one of theirs idle (the global cap is usually the sum of the
+                    // endpoints' limits): it is given back while the call queues and taken
+                    // again once the endpoint has room.
+                    if group.routing == Routing::PrefixAffinity {
+                        global = None;
+                    }
                     let _queued = Queued::new(&ep);
                     let mut rx = self.health.subscribe();
                     let acquire = ep.limit.permits().clone().acquire_owned();
@@ -284,6 +293,14 @@ impl Shared {
                         }
                     }
                 }
+            };
+            let global = match global {
+                Some(g) => g,
+                None => tokio::select! {
+                    biased;
+                    _ = self.cancel.cancelled() => return Err(self.shutdown_error()),
+                    p = self.global.clone().acquire_owned() => p.map_err(|_| self.shutdown_error())?,
+                },
             };
             ep.in_flight.fetch_add(1, Ordering::Relaxed);
             self.global_in_flight.fetch_add(1, Ordering::Relaxed);

@@ -253,3 +253,57 @@ async fn prefix_affinity_keeps_a_problem_on_one_endpoint_and_fails_over() {
     }
     client.shutdown().await;
 }
+
+/// Prefix affinity: a call queued for its preferred endpoint holds no global slot, so a
+/// call that can go elsewhere is not held back by it. The global cap (2) is the sum of the
+/// endpoints' limits (1 each): a hung call A and a call B of the same problem queued
+/// behind it on one endpoint; a call C of another problem must still run on the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_prefix_affinity_a_queued_call_leaves_its_global_slot_to_others() {
+    let servers: Vec<MockServer> = (0..2).map(|_| MockServer::start(Reply::Hang)).collect();
+    let specs = servers
+        .iter()
+        .enumerate()
+        .map(|(i, s)| endpoint(&format!("e{i}"), &s.base_url(), 1))
+        .collect();
+    let mut cfg = config(specs, 2);
+    cfg.routing = vec![("g".into(), tmas_actors::client::Routing::PrefixAffinity)];
+    let client = ModelClient::start(cfg).await.unwrap();
+    let for_problem = |problem: &str| {
+        let mut r = request(problem, false);
+        r.tags.problem = problem.into();
+        r
+    };
+    let a = {
+        let client = client.clone();
+        tokio::spawn(async move { client.chat("g", for_problem("p-1")).await })
+    };
+    // A hangs on its endpoint; the other one answers from now on.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let busy = loop {
+        if let Some(i) = servers.iter().position(|s| s.chat_count() > 0) {
+            break i;
+        }
+        assert!(std::time::Instant::now() < deadline, "A never arrived");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    servers[1 - busy].set_default(Reply::ok("elsewhere"));
+    let b = {
+        let client = client.clone();
+        tokio::spawn(async move { client.chat("g", for_problem("p-1")).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let c = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.chat("g", for_problem("q-2")),
+    )
+    .await
+    .expect("C waited for a global slot that a queued call held")
+    .expect("C is answered");
+    assert_eq!(&*c.content, "elsewhere");
+    assert_eq!(&*c.endpoint, format!("e{}", 1 - busy));
+    assert_eq!(servers[busy].chat_count(), 1, "B stays queued behind A");
+    a.abort();
+    b.abort();
+    client.shutdown().await;
+}
