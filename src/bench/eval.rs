@@ -213,6 +213,11 @@ pub struct PrefixFigures {
     pub cached_prompt_tokens: u64,
     pub prefill_tokens_computed: u64,
     pub hit_rate: f64,
+    /// Of the refine and verification calls (which quote a shared context) alone.
+    #[serde(default)]
+    pub shared_context_prompt_tokens: u64,
+    #[serde(default)]
+    pub shared_context_hit_rate: f64,
     pub peak_queue_depth: u64,
     pub rejected_queue_full: u64,
 }
@@ -426,7 +431,17 @@ async fn run_in(
         };
         let total = |k: &str| model(k).iter().sum::<f64>() as u64;
         let (prompt, cached) = (total("prompt_tokens"), total("cached_prompt_tokens"));
+        let (shared, shared_cached) = (
+            total("shared_context_prompt_tokens"),
+            total("shared_context_cached_tokens"),
+        );
         PrefixFigures {
+            shared_context_prompt_tokens: shared,
+            shared_context_hit_rate: if shared > 0 {
+                shared_cached as f64 / shared as f64
+            } else {
+                0.0
+            },
             prompt_tokens: prompt,
             cached_prompt_tokens: cached,
             prefill_tokens_computed: total("prefill_tokens_computed"),
@@ -640,9 +655,11 @@ fn print_result(r: &EvalBenchResult) {
     }
     if let Some(p) = &r.prefix {
         println!(
-            "  prefix cache     {:.3} of {} prompt tokens cached; {} prefilled; peak queue {}; {} rejected (queue full)",
+            "  prefix cache     {:.3} of {} prompt tokens cached ({:.3} of the {} of refine and verification calls); {} prefilled; peak queue {}; {} rejected (queue full)",
             p.hit_rate,
             p.prompt_tokens,
+            p.shared_context_hit_rate,
+            p.shared_context_prompt_tokens,
             p.prefill_tokens_computed,
             p.peak_queue_depth,
             p.rejected_queue_full

@@ -296,6 +296,7 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
                 &prompt,
                 completion_tokens,
                 rng.next_u64(),
+                shares_context(role, &headers),
             );
             (base, per_token, Some(running))
         }
@@ -442,15 +443,25 @@ fn model_timing(
     prompt: &str,
     completion_tokens: u64,
     call_draw: u64,
+    shared_context: bool,
 ) -> (Duration, Duration) {
     let o = &model.opts;
-    let hit = model.prefill(prompt.as_bytes());
+    let hit = model.prefill(prompt.as_bytes(), shared_context);
     let output = o.output_tokens(seed, problem, role.as_str(), call_draw, completion_tokens);
     let prefill_secs = o.service_secs(hit.computed_tokens, 0, running.running_at_start);
     let decode_secs = o.service_secs(0, output, running.running_at_start);
     model.served(output, prefill_secs + decode_secs);
     let per_reply_token = decode_secs / completion_tokens.max(1) as f64;
     (o.wall(prefill_secs), o.wall(per_reply_token))
+}
+
+/// Whether a call quotes a context other calls share: a refine prompt (a solution call
+/// after the first iteration, quoting the previous rollouts) or a verification.
+fn shares_context(role: Role, headers: &HeaderMap) -> bool {
+    let iteration = header_str(headers, "x-tmas-iteration")
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    matches!(role, Role::Verification) || (matches!(role, Role::Solution) && iteration > 0)
 }
 
 /// A generation cut off half-way (see `FaultRates::interrupted_stream`).

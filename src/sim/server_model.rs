@@ -191,6 +191,14 @@ pub struct ServerModelStats {
     pub prefill_tokens_computed: u64,
     /// cached ÷ prompt tokens (0 without requests).
     pub prefix_cache_hit_rate: f64,
+    /// Prompt tokens, and of them cached, of the calls that quote a context other calls
+    /// share: refine prompts (solution calls after the first iteration, quoting the
+    /// previous rollouts) and verifications (quoting their candidate, as their M
+    /// siblings do). What prefix-affinity routing can save is in these.
+    #[serde(default)]
+    pub shared_context_prompt_tokens: u64,
+    #[serde(default)]
+    pub shared_context_cached_tokens: u64,
     /// Modelled output tokens decoded.
     pub output_tokens: u64,
     /// Requests waiting for a running slot now, and the most at once.
@@ -215,6 +223,8 @@ pub struct ServerModel {
     requests: AtomicU64,
     prompt_tokens: AtomicU64,
     cached_tokens: AtomicU64,
+    shared_prompt_tokens: AtomicU64,
+    shared_cached_tokens: AtomicU64,
     output_tokens: AtomicU64,
     waiting: AtomicU64,
     peak_waiting: AtomicU64,
@@ -260,6 +270,8 @@ impl ServerModel {
             requests: AtomicU64::new(0),
             prompt_tokens: AtomicU64::new(0),
             cached_tokens: AtomicU64::new(0),
+            shared_prompt_tokens: AtomicU64::new(0),
+            shared_cached_tokens: AtomicU64::new(0),
             output_tokens: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
             peak_waiting: AtomicU64::new(0),
@@ -298,8 +310,9 @@ impl ServerModel {
         })
     }
 
-    /// Prefix-cache lookup of a prompt that starts running now.
-    pub fn prefill(&self, prompt: &[u8]) -> PrefixHit {
+    /// Prefix-cache lookup of a prompt that starts running now; `shared_context` says
+    /// whether the call quotes a context other calls share (see [`ServerModelStats`]).
+    pub fn prefill(&self, prompt: &[u8], shared_context: bool) -> PrefixHit {
         let hit = self
             .cache
             .lock()
@@ -309,6 +322,12 @@ impl ServerModel {
         self.prompt_tokens
             .fetch_add(hit.cached_tokens + hit.computed_tokens, Relaxed);
         self.cached_tokens.fetch_add(hit.cached_tokens, Relaxed);
+        if shared_context {
+            self.shared_prompt_tokens
+                .fetch_add(hit.cached_tokens + hit.computed_tokens, Relaxed);
+            self.shared_cached_tokens
+                .fetch_add(hit.cached_tokens, Relaxed);
+        }
         hit
     }
 
@@ -325,6 +344,8 @@ impl ServerModel {
             &self.requests,
             &self.prompt_tokens,
             &self.cached_tokens,
+            &self.shared_prompt_tokens,
+            &self.shared_cached_tokens,
             &self.output_tokens,
             &self.rejected,
             &self.service_micros,
@@ -353,6 +374,8 @@ impl ServerModel {
             } else {
                 0.0
             },
+            shared_context_prompt_tokens: self.shared_prompt_tokens.load(Relaxed),
+            shared_context_cached_tokens: self.shared_cached_tokens.load(Relaxed),
             output_tokens: self.output_tokens.load(Relaxed),
             queue_depth: self.waiting.load(Relaxed),
             peak_queue_depth: self.peak_waiting.load(Relaxed),

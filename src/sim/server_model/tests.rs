@@ -141,11 +141,25 @@ fn a_full_queue_rejects_and_counts() {
         let second = model.run(queued).await.expect("runs after the first");
         assert_eq!(model.stats().queue_depth, 0);
         drop(second);
-        model.prefill(b"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
-        model.prefill(b"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+        model.prefill(
+            b"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            false,
+        );
+        model.prefill(
+            b"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            true,
+        );
         let s = model.stats();
         assert_eq!((s.prompt_tokens, s.cached_prompt_tokens), (32, 16));
         assert!((s.prefix_cache_hit_rate - 0.5).abs() < 1e-9);
+        // Only the second call quotes a shared context; it was served from the cache.
+        assert_eq!(
+            (
+                s.shared_context_prompt_tokens,
+                s.shared_context_cached_tokens
+            ),
+            (16, 16)
+        );
         model.reset();
         assert_eq!(model.stats().cached_blocks, 0);
     });
