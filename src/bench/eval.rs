@@ -435,21 +435,21 @@ async fn run_in(
             total("shared_context_prompt_tokens"),
             total("shared_context_cached_tokens"),
         );
-        PrefixFigures {
-            shared_context_prompt_tokens: shared,
-            shared_context_hit_rate: if shared > 0 {
-                shared_cached as f64 / shared as f64
+        // Cached share of a token count (0 without tokens).
+        let share = |cached: u64, of: u64| {
+            if of > 0 {
+                cached as f64 / of as f64
             } else {
                 0.0
-            },
+            }
+        };
+        PrefixFigures {
+            shared_context_prompt_tokens: shared,
+            shared_context_hit_rate: share(shared_cached, shared),
             prompt_tokens: prompt,
             cached_prompt_tokens: cached,
             prefill_tokens_computed: total("prefill_tokens_computed"),
-            hit_rate: if prompt > 0 {
-                cached as f64 / prompt as f64
-            } else {
-                0.0
-            },
+            hit_rate: share(cached, prompt),
             peak_queue_depth: model("peak_queue_depth").into_iter().fold(0.0, f64::max) as u64,
             rejected_queue_full: total("rejected_queue_full"),
         }

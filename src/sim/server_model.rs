@@ -318,13 +318,12 @@ impl ServerModel {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .lookup_and_insert(prompt);
+        let prompt_tokens = hit.cached_tokens + hit.computed_tokens;
         self.requests.fetch_add(1, Relaxed);
-        self.prompt_tokens
-            .fetch_add(hit.cached_tokens + hit.computed_tokens, Relaxed);
+        self.prompt_tokens.fetch_add(prompt_tokens, Relaxed);
         self.cached_tokens.fetch_add(hit.cached_tokens, Relaxed);
         if shared_context {
-            self.shared_prompt_tokens
-                .fetch_add(hit.cached_tokens + hit.computed_tokens, Relaxed);
+            self.shared_prompt_tokens.fetch_add(prompt_tokens, Relaxed);
             self.shared_cached_tokens
                 .fetch_add(hit.cached_tokens, Relaxed);
         }

@@ -239,6 +239,15 @@ impl Shared {
         Ok(())
     }
 
+    /// One slot of the global in-flight cap (or the shutdown error).
+    async fn global_slot(&self) -> Result<OwnedSemaphorePermit, ClientError> {
+        tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Err(self.shutdown_error()),
+            p = self.global.clone().acquire_owned() => p.map_err(|_| self.shutdown_error()),
+        }
+    }
+
     /// Obtain a global slot and a slot on the best healthy endpoint.
     async fn acquire(
         &self,
@@ -252,11 +261,7 @@ impl Shared {
                 self.wait_for_health(group, waited).await?;
                 continue;
             }
-            let global = tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => return Err(self.shutdown_error()),
-                p = self.global.clone().acquire_owned() => p.map_err(|_| self.shutdown_error())?,
-            };
+            let global = self.global_slot().await?;
             let Some(ep) = group.pick(avoid, affinity) else {
                 continue;
             };
@@ -296,11 +301,7 @@ impl Shared {
             };
             let global = match global {
                 Some(g) => g,
-                None => tokio::select! {
-                    biased;
-                    _ = self.cancel.cancelled() => return Err(self.shutdown_error()),
-                    p = self.global.clone().acquire_owned() => p.map_err(|_| self.shutdown_error())?,
-                },
+                None => self.global_slot().await?,
             };
             ep.in_flight.fetch_add(1, Ordering::Relaxed);
             self.global_in_flight.fetch_add(1, Ordering::Relaxed);

@@ -205,6 +205,30 @@ async fn a_down_endpoint_is_probed_via_health_then_models_and_readmitted() {
     client.shutdown().await;
 }
 
+/// A client whose group `g` routes by prefix affinity over `servers` (endpoints `e0`,
+/// `e1`, …, each with `per_endpoint` slots) under a global cap of `global`.
+async fn prefix_affinity_client(
+    servers: &[MockServer],
+    per_endpoint: usize,
+    global: usize,
+) -> ModelClient {
+    let specs = servers
+        .iter()
+        .enumerate()
+        .map(|(i, s)| endpoint(&format!("e{i}"), &s.base_url(), per_endpoint))
+        .collect();
+    let mut cfg = config(specs, global);
+    cfg.routing = vec![("g".into(), tmas_actors::client::Routing::PrefixAffinity)];
+    ModelClient::start(cfg).await.unwrap()
+}
+
+/// A request of `problem` (its affinity key) saying `text`.
+fn for_problem(problem: &str, text: &str) -> tmas_actors::wire::ChatRequest {
+    let mut r = request(text, false);
+    r.tags.problem = problem.into();
+    r
+}
+
 /// Prefix affinity: a problem's calls meet on one endpoint while it has room, and move
 /// to the others when it dies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,29 +236,20 @@ async fn prefix_affinity_keeps_a_problem_on_one_endpoint_and_fails_over() {
     let mut servers: Vec<MockServer> = (0..4)
         .map(|i| MockServer::start(Reply::ok(&format!("from {i}"))))
         .collect();
-    let specs = servers
-        .iter()
-        .enumerate()
-        .map(|(i, s)| endpoint(&format!("e{i}"), &s.base_url(), 8))
-        .collect();
-    let mut cfg = config(specs, 32);
-    cfg.routing = vec![("g".into(), tmas_actors::client::Routing::PrefixAffinity)];
-    let client = ModelClient::start(cfg).await.unwrap();
-    let for_problem = |problem: &str, i: usize| {
-        let mut r = request(&format!("call {i}"), false);
-        r.tags.problem = problem.into();
-        r
-    };
+    let client = prefix_affinity_client(&servers, 8, 32).await;
     let mut home = None;
     for i in 0..10 {
-        let resp = client.chat("g", for_problem("p-7", i)).await.unwrap();
+        let resp = client
+            .chat("g", for_problem("p-7", &format!("call {i}")))
+            .await
+            .unwrap();
         let home = home.get_or_insert(resp.endpoint.clone());
         assert_eq!(&resp.endpoint, home, "call {i} left its problem's endpoint");
     }
     let mut used = std::collections::BTreeSet::new();
     for p in 0..24 {
         let resp = client
-            .chat("g", for_problem(&format!("q-{p}"), 0))
+            .chat("g", for_problem(&format!("q-{p}"), "call 0"))
             .await
             .unwrap();
         used.insert(resp.endpoint.to_string());
@@ -246,7 +261,7 @@ async fn prefix_affinity_keeps_a_problem_on_one_endpoint_and_fails_over() {
     servers[index].kill();
     for i in 0..10 {
         let resp = client
-            .chat("g", for_problem("p-7", 100 + i))
+            .chat("g", for_problem("p-7", &format!("call {}", 100 + i)))
             .await
             .expect("calls finish on the other endpoints");
         assert_ne!(resp.endpoint, home);
@@ -261,22 +276,10 @@ async fn prefix_affinity_keeps_a_problem_on_one_endpoint_and_fails_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_prefix_affinity_a_queued_call_leaves_its_global_slot_to_others() {
     let servers: Vec<MockServer> = (0..2).map(|_| MockServer::start(Reply::Hang)).collect();
-    let specs = servers
-        .iter()
-        .enumerate()
-        .map(|(i, s)| endpoint(&format!("e{i}"), &s.base_url(), 1))
-        .collect();
-    let mut cfg = config(specs, 2);
-    cfg.routing = vec![("g".into(), tmas_actors::client::Routing::PrefixAffinity)];
-    let client = ModelClient::start(cfg).await.unwrap();
-    let for_problem = |problem: &str| {
-        let mut r = request(problem, false);
-        r.tags.problem = problem.into();
-        r
-    };
+    let client = prefix_affinity_client(&servers, 1, 2).await;
     let a = {
         let client = client.clone();
-        tokio::spawn(async move { client.chat("g", for_problem("p-1")).await })
+        tokio::spawn(async move { client.chat("g", for_problem("p-1", "p-1")).await })
     };
     // A hangs on its endpoint; the other one answers from now on.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -290,12 +293,12 @@ async fn under_prefix_affinity_a_queued_call_leaves_its_global_slot_to_others() 
     servers[1 - busy].set_default(Reply::ok("elsewhere"));
     let b = {
         let client = client.clone();
-        tokio::spawn(async move { client.chat("g", for_problem("p-1")).await })
+        tokio::spawn(async move { client.chat("g", for_problem("p-1", "p-1")).await })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
     let c = tokio::time::timeout(
         Duration::from_secs(10),
-        client.chat("g", for_problem("q-2")),
+        client.chat("g", for_problem("q-2", "q-2")),
     )
     .await
     .expect("C waited for a global slot that a queued call held")
