@@ -21,6 +21,7 @@
 //!   failure ratio over a sliding window).
 //! - `router`: groups and their routing (fewest in flight, or prefix affinity by
 //!   bounded-load rendezvous hashing).
+//! - `connect_limit`: how many connections an endpoint's client opens at once.
 //! - `endpoint`: an endpoint's shared state (atomics, semaphore, limiters, HTTP client)
 //!   and one HTTP attempt (plain or streaming).
 //! - [`health`] / [`supervisor`]: the actors — one per endpoint owning breaker recovery
@@ -38,6 +39,7 @@ mod body_cache;
 mod breaker;
 mod call;
 pub mod config;
+mod connect_limit;
 pub mod embeddings_body;
 mod endpoint;
 pub mod error;
@@ -59,6 +61,7 @@ mod validate;
 
 pub use body::encode_request;
 pub use config::{ApiKey, ClientConfig, EndpointSpec, ResiliencePolicy, Routing, TokenEstimate};
+pub use connect_limit::connect_limit_layer;
 pub use embeddings_body::{EmbeddingsReply, encode_embeddings_request, parse_embeddings_response};
 pub use error::ClientError;
 pub use escape_cache::EscapeCache;

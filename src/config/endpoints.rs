@@ -31,6 +31,13 @@ pub struct EndpointConfig {
     /// Cap on requests in flight to this endpoint.
     #[serde(default = "default_endpoint_max_in_flight")]
     pub max_in_flight: usize,
+    /// Connections opened to this endpoint at once (handshakes in progress); the others
+    /// wait their turn. Over HTTP/1.1 each call in flight holds a connection, so a run
+    /// opens up to `max_in_flight` of them in its first second: a burst larger than the
+    /// server's listen backlog (uvicorn's default 2,048) has connections refused, which
+    /// count as connection failures.
+    #[serde(default = "default_max_connecting")]
+    pub max_connecting: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests_per_minute: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,6 +66,9 @@ pub struct EndpointConfig {
 fn default_endpoint_max_in_flight() -> usize {
     800
 }
+fn default_max_connecting() -> usize {
+    64
+}
 fn default_request_timeout_secs() -> u64 {
     7200
 }
@@ -80,6 +90,7 @@ impl EndpointConfig {
             model: model.into(),
             api_key_env: None,
             max_in_flight: default_endpoint_max_in_flight(),
+            max_connecting: default_max_connecting(),
             requests_per_minute: None,
             tokens_per_minute: None,
             request_timeout_secs: default_request_timeout_secs(),

@@ -297,6 +297,7 @@ fn endpoint_spec(name: &str, e: &EndpointConfig, api_key: Option<ApiKey>) -> End
         model: e.model.clone(),
         api_key,
         max_in_flight: e.max_in_flight,
+        max_connecting: e.max_connecting,
         requests_per_minute: e.requests_per_minute,
         tokens_per_minute: e.tokens_per_minute,
         request_timeout: Duration::from_secs(e.request_timeout_secs),

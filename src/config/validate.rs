@@ -232,6 +232,7 @@ fn endpoint_rules(c: &Config, s: &mut Sink) {
             );
         }
         s.at_least_one(p.key("max_in_flight"), e.max_in_flight as u64);
+        s.at_least_one(p.key("max_connecting"), e.max_connecting as u64);
         s.some_positive(
             p.key("requests_per_minute"),
             e.requests_per_minute.map(u64::from),

@@ -26,6 +26,7 @@ const OPERATIONAL: &[&str] = &[
     "endpoints.*.base_url",
     "endpoints.*.api_key_env",
     "endpoints.*.max_in_flight",
+    "endpoints.*.max_connecting",
     "endpoints.*.requests_per_minute",
     "endpoints.*.tokens_per_minute",
     "endpoints.*.request_timeout_secs",

@@ -607,6 +607,7 @@ async fn one_endpoint_client(
         requests_per_minute: None,
         tokens_per_minute: None,
         request_timeout: Duration::from_secs(120),
+        max_connecting: 64,
         stream_idle_timeout: Duration::from_secs(60),
         context_window: 131_072,
         token_estimate: TokenEstimate::Bytes {

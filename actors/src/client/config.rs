@@ -54,6 +54,10 @@ pub struct EndpointSpec {
     pub api_key: Option<ApiKey>,
     /// Hard cap on requests in flight to this endpoint; also sizes the connection pool.
     pub max_in_flight: usize,
+    /// Connections being established to this endpoint at once (handshakes in progress);
+    /// the others wait their turn, so a run's first burst of calls does not overflow the
+    /// server's listen backlog.
+    pub max_connecting: usize,
     pub requests_per_minute: Option<u32>,
     pub tokens_per_minute: Option<u32>,
     /// Whole-request timeout for non-streaming calls.

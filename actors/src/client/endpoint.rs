@@ -23,6 +23,7 @@ use tokio::sync::watch;
 use super::body::{Completion, parse_response};
 use super::breaker::{Breaker, BreakerSettings, Signal};
 use super::config::{EndpointSpec, ResiliencePolicy};
+use super::connect_limit::connect_limit_layer;
 use super::error::{ClientError, snippet};
 use super::limit::{ConcurrencyLimit, LimitChange};
 use super::request_body::RequestBody;
@@ -183,7 +184,10 @@ impl Endpoint {
             .tcp_nodelay(true)
             // Python clients stop at a pool of 100; ours keeps one connection per slot.
             .pool_max_idle_per_host(spec.max_in_flight)
-            .connect_timeout(spec.request_timeout.min(SIDE_READ_TIMEOUT))
+            .connector_layer(connect_limit_layer(
+                spec.max_connecting,
+                spec.request_timeout.min(SIDE_READ_TIMEOUT),
+            ))
             .build()
             .map_err(|e| config(format!("cannot build HTTP client: {e}")))?;
         let chat_url = join(&spec.base_url, "chat/completions", &name)?;

@@ -33,6 +33,9 @@ impl ClientConfig {
             if e.max_in_flight == 0 {
                 return bad(format!("endpoint `{n}`: max_in_flight must be at least 1"));
             }
+            if e.max_connecting == 0 {
+                return bad(format!("endpoint `{n}`: max_connecting must be at least 1"));
+            }
             if e.request_timeout.is_zero() || e.stream_idle_timeout.is_zero() {
                 return bad(format!(
                     "endpoint `{n}`: request_timeout and stream_idle_timeout must be > 0"
@@ -130,6 +133,7 @@ mod tests {
                 requests_per_minute: None,
                 tokens_per_minute: None,
                 request_timeout: Duration::from_secs(1),
+                max_connecting: 64,
                 stream_idle_timeout: Duration::from_secs(1),
                 context_window: 4096,
                 token_estimate: TokenEstimate::Bytes {
@@ -165,5 +169,13 @@ mod tests {
         let mut c = config();
         c.endpoints[0].max_in_flight = 0;
         assert!(c.validate().is_err());
+        let mut c = config();
+        c.endpoints[0].max_connecting = 0;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("max_connecting")
+        );
     }
 }
