@@ -27,16 +27,15 @@
 //! - a **coordinator** per problem: the strategy is a synchronous state machine, and the
 //!   actor's one-message-at-a-time handling feeds it call and bank outcomes in order; its
 //!   bank actors are linked children that stop with it;
-//! - a **pool** per role: a supervisor actor running up to a fixed number of calls at
-//!   once (the role's concurrency limit), each in a worker task. The supervisor keeps
-//!   every job, so a call that panics loses nothing: its job is queued again;
+//! - a **pool** per role: a supervisor actor with a fixed number of worker actors (the
+//!   role's concurrency limit). The supervisor keeps every job, so a worker that panics
+//!   mid-call loses nothing: its job is queued again;
 //! - a **bank** per (problem, bank): two memory agents finishing together cannot
 //!   interleave a read-merge-write, and the merge policy is enforced in code;
 //! - in the client, one **endpoint actor** per endpoint, under a restarting supervisor,
 //!   owns breaker recovery (probing a down endpoint until it may be used again).
 //!
-//! The model client is plain async code, not actors. A pool's worker task awaits its
-//! executor;
+//! The model client is plain async code, not actors. A pool worker awaits its executor;
 //! [`client::ModelClient`]'s executor spawns one tokio task per call, and in that task the
 //! call routes, waits for its global and endpoint slots and rate limits, sends, retries
 //! and opens the breaker against shared state (atomics, semaphores, limiters). Inside the

@@ -1,19 +1,19 @@
 //! One supervised worker pool per agent role.
 //!
-//! A [`RolePool`] is a supervisor actor that runs up to a fixed number of calls at once
-//! (`PoolSettings::workers`, the role's concurrency limit), each in a worker task of its
-//! own (`pool/worker.rs`). Jobs wait in the supervisor's priority queue (`pool/queue.rs`)
-//! and start one at a time as running ones finish. A worker lives for one call, so a
-//! pool's size costs nothing until its calls use it.
+//! A [`RolePool`] is a supervisor actor with up to a fixed number of worker children
+//! (`pool/worker.rs`); that number is the role's concurrency limit. Jobs wait in the
+//! supervisor's priority queue (`pool/queue.rs`) and go to idle workers one at a time.
+//! Workers start as jobs need them (one at first), so a pool's size costs nothing until
+//! its calls use it.
 //!
 //! # Why a hand-written supervisor rather than `ractor::factory`
-//! The pool must guarantee that a job survives a panic of the call running it, and that a
-//! job which keeps panicking ends as a failure instead of looping. A factory restarts a
-//! crashed worker but drops the job it held, and has no per-job crash count. Here the
-//! supervisor keeps every job (the worker only gets a copy of the request) and records
-//! which worker runs which job, so when a worker reports a panic it knows exactly what to
-//! re-queue and how often that job has crashed. That is a few dozen lines on top of one
-//! actor and plain tasks, simpler than bolting the same bookkeeping onto a factory.
+//! The pool must guarantee that a job survives the panic of the worker running it, and
+//! that a job which keeps crashing workers ends as a failure instead of looping. A factory
+//! restarts a crashed worker but drops the job it held, and has no per-job crash count.
+//! Here the supervisor keeps every job (the worker only gets a copy of the request) and
+//! records which worker runs which job, so on `ActorFailed` it knows exactly what to re-queue
+//! and how often that job has crashed. That is a few dozen lines on top of plain actors,
+//! simpler than bolting the same bookkeeping onto a factory.
 //!
 //! Jobs never vanish: each ends in exactly one reply — the call's outcome, a
 //! `worker_panic` failure after [`PoolSettings::job_crash_limit`] crashes, or a
@@ -28,16 +28,16 @@ mod worker;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef};
-use tokio::task::{AbortHandle, JoinHandle};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
+use tokio::task::JoinHandle;
 
 pub use counters::{PoolCounters, PoolSnapshot};
 pub use queue::{JobQueue, Ticket};
-pub use worker::{WorkerId, WorkerReport};
+pub use worker::WorkerReport;
 
 use crate::strategy::{CallExecutor, CallFailure, CallKey, CallOutcome, CallSpec, EmbeddingSpec};
 use crate::wire::ModelRequest;
-use worker::RunCall;
+use worker::{PoolWorker, RunCall, WorkerArgs};
 
 /// Where a job's outcome goes. Called exactly once.
 pub type JobReply = Box<dyn FnOnce(CallKey, CallOutcome) + Send + 'static>;
@@ -148,9 +148,10 @@ impl Drop for Job {
 #[derive(Debug, Clone)]
 pub struct PoolSettings {
     pub role: Arc<str>,
-    /// The most calls this role runs at once (each in a worker task). At least 1.
+    /// Most workers = the most calls this role runs at once. At least 1. They start as
+    /// calls queue, not all at once.
     pub workers: usize,
-    /// A job whose call has panicked this many times is failed with kind `worker_panic`.
+    /// A job that has crashed this many workers is failed with kind `worker_panic`.
     /// At least 1 (1 = never retried after a crash).
     pub job_crash_limit: u32,
 }
@@ -159,13 +160,8 @@ pub struct PoolSettings {
 /// directly: it keeps the counters right and fails the job if the pool is gone.
 pub enum PoolMsg {
     Submit(Job),
-    /// Sent by a worker whose call finished.
+    /// Sent by workers.
     WorkerDone(WorkerReport),
-    /// Sent by a worker whose call panicked.
-    WorkerLost {
-        worker: WorkerId,
-        why: String,
-    },
 }
 
 /// Errors starting a pool.
@@ -188,7 +184,7 @@ pub struct RolePool {
 }
 
 impl RolePool {
-    /// Starts the supervisor. The pool is unlinked (it outlives any one
+    /// Starts the supervisor and its workers. The pool is unlinked (it outlives any one
     /// problem); stop it with [`RolePool::stop`].
     pub async fn spawn(
         settings: PoolSettings,
@@ -261,17 +257,46 @@ struct PoolState {
     settings: PoolSettings,
     executor: Arc<dyn CallExecutor>,
     counters: Arc<PoolCounters>,
-    /// Worker id → (the job it runs, the job's place in line, the worker's task).
-    busy: HashMap<WorkerId, (Held, Ticket, AbortHandle)>,
-    next_worker: WorkerId,
+    idle: Vec<ActorRef<RunCall>>,
+    /// Worker id → (worker, job it is running, the job's place in line).
+    busy: HashMap<ActorId, (ActorRef<RunCall>, Held, Ticket)>,
     queue: JobQueue<Held>,
 }
 
 impl PoolState {
-    /// Starts queued jobs, each in a worker of its own, while fewer than the pool's size
-    /// run.
-    fn dispatch(&mut self, myself: &ActorRef<PoolMsg>) {
-        while self.busy.len() < self.settings.workers {
+    async fn spawn_worker(&mut self, myself: &ActorRef<PoolMsg>) -> Result<(), ractor::SpawnErr> {
+        let args = WorkerArgs {
+            executor: self.executor.clone(),
+            supervisor: myself.clone(),
+        };
+        let (worker, _join) =
+            Actor::spawn_linked(None, PoolWorker, args, myself.get_cell()).await?;
+        self.idle.push(worker);
+        Ok(())
+    }
+
+    /// Starts workers for the queued jobs no idle worker can take, up to the pool's
+    /// size. Workers start when calls need them, not all at once: a pool sized for
+    /// 10,000 calls in flight holds only as many workers (each a task with its mailboxes)
+    /// as its calls have ever run at once, and a role a method never calls holds one.
+    async fn grow(&mut self, myself: &ActorRef<PoolMsg>) {
+        while self.queue.len() > self.idle.len()
+            && self.idle.len() + self.busy.len() < self.settings.workers
+        {
+            if let Err(err) = self.spawn_worker(myself).await {
+                tracing::error!(role = %self.settings.role, error = %err,
+                    "could not start another worker; queued calls wait for a running one");
+                return;
+            }
+        }
+    }
+
+    /// Hands queued jobs to idle workers until one side runs out.
+    fn dispatch(&mut self) {
+        while !self.queue.is_empty() {
+            let Some(worker) = self.idle.pop() else {
+                return;
+            };
             let Some((ticket, mut held)) = self.queue.pop() else {
                 return;
             };
@@ -282,46 +307,57 @@ impl PoolState {
                 span: held.job.span.clone(),
             };
             held.job.mark_running(true);
-            let id = self.next_worker;
-            self.next_worker += 1;
-            let task = worker::spawn(id, run, self.executor.clone(), myself.clone());
-            self.busy.insert(id, (held, ticket, task));
+            if worker.send_message(run).is_err() {
+                // The worker died between reporting idle and now; its supervision event
+                // will replace it. The job goes back to its place.
+                held.job.mark_running(false);
+                self.queue.requeue(ticket, held);
+                continue;
+            }
+            self.busy.insert(worker.get_id(), (worker, held, ticket));
         }
     }
 
-    /// A worker's call panicked: re-queue or fail its job.
-    fn on_worker_lost(&mut self, id: WorkerId, why: String) {
+    /// A worker died (panic or unexpected stop): re-queue or fail its job, replace it.
+    async fn on_worker_lost(&mut self, myself: &ActorRef<PoolMsg>, id: ActorId, why: String) {
+        self.idle.retain(|w| w.get_id() != id);
         // Counted before any reply goes out, so whoever sees the reply sees the restart.
         self.counters.on_worker_restart();
-        let Some((mut held, ticket, _)) = self.busy.remove(&id) else {
-            return;
-        };
-        held.crashes += 1;
-        let key = held.job.key.clone();
-        if held.crashes >= self.settings.job_crash_limit {
-            tracing::error!(call = %key, crashes = held.crashes, error = %why,
-                "call crashed its worker too often; failing it");
-            let msg = format!(
-                "call {key} crashed a `{}` worker {} times; last: {why}",
-                self.settings.role, held.crashes
-            );
-            held.job.fail("worker_panic", msg);
-        } else {
-            tracing::warn!(call = %key, crashes = held.crashes, error = %why,
-                "worker crashed; re-queueing its call");
-            held.job.mark_running(false);
-            self.queue.requeue(ticket, held);
+        if let Some((_, mut held, ticket)) = self.busy.remove(&id) {
+            held.crashes += 1;
+            let key = held.job.key.clone();
+            if held.crashes >= self.settings.job_crash_limit {
+                tracing::error!(call = %key, crashes = held.crashes, error = %why,
+                    "call crashed its worker too often; failing it");
+                let msg = format!(
+                    "call {key} crashed a `{}` worker {} times; last: {why}",
+                    self.settings.role, held.crashes
+                );
+                held.job.fail("worker_panic", msg);
+            } else {
+                tracing::warn!(call = %key, crashes = held.crashes, error = %why,
+                    "worker crashed; re-queueing its call");
+                held.job.mark_running(false);
+                self.queue.requeue(ticket, held);
+            }
+        }
+        if let Err(err) = self.spawn_worker(myself).await {
+            tracing::error!(role = %self.settings.role, error = %err,
+                "could not replace a crashed worker; the pool runs with one fewer");
+        }
+        if self.idle.is_empty() && self.busy.is_empty() {
+            self.fail_all(&format!(
+                "role `{}`: every worker of the pool is gone and none could be restarted",
+                self.settings.role
+            ));
         }
     }
 
-    /// Fails every queued and running job; running workers are stopped (their outcome
-    /// would have nowhere to go).
     fn fail_all(&mut self, why: &str) {
         for held in self.queue.drain() {
             held.job.fail("pool_stopped", why.to_owned());
         }
-        for (_, (held, _, task)) in self.busy.drain() {
-            task.abort();
+        for (_, (_, held, _)) in self.busy.drain() {
             held.job.fail("pool_stopped", why.to_owned());
         }
     }
@@ -334,17 +370,21 @@ impl Actor for PoolSupervisor {
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<PoolMsg>,
+        myself: ActorRef<PoolMsg>,
         args: PoolArgs,
     ) -> Result<PoolState, ActorProcessingErr> {
-        Ok(PoolState {
+        let mut state = PoolState {
+            idle: Vec::new(),
             busy: HashMap::new(),
-            next_worker: 0,
             queue: JobQueue::default(),
             settings: args.settings,
             executor: args.executor,
             counters: args.counters,
-        })
+        };
+        // One worker now, so that a pool that cannot start any fails here; the rest
+        // start as calls queue (`grow`).
+        state.spawn_worker(&myself).await?;
+        Ok(state)
     }
 
     async fn handle(
@@ -355,17 +395,48 @@ impl Actor for PoolSupervisor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             PoolMsg::Submit(job) => {
+                if state.idle.is_empty() && state.busy.is_empty() {
+                    let why = format!(
+                        "role `{}`: the pool has no workers left",
+                        state.settings.role
+                    );
+                    job.fail("pool_stopped", why);
+                    return Ok(());
+                }
                 let priority = job.priority;
                 state.queue.push(priority, Held { job, crashes: 0 });
+                state.grow(&myself).await;
             }
             PoolMsg::WorkerDone(WorkerReport { worker, outcome }) => {
-                if let Some((mut held, _, _)) = state.busy.remove(&worker) {
+                if let Some((worker, mut held, _)) = state.busy.remove(&worker) {
                     held.job.complete(outcome);
+                    state.idle.push(worker);
                 }
             }
-            PoolMsg::WorkerLost { worker, why } => state.on_worker_lost(worker, why),
         }
-        state.dispatch(&myself);
+        state.dispatch();
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<PoolMsg>,
+        event: SupervisionEvent,
+        state: &mut PoolState,
+    ) -> Result<(), ActorProcessingErr> {
+        match event {
+            SupervisionEvent::ActorFailed(cell, err) => {
+                state
+                    .on_worker_lost(&myself, cell.get_id(), err.to_string())
+                    .await;
+            }
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                let why = reason.unwrap_or_else(|| "worker stopped".into());
+                state.on_worker_lost(&myself, cell.get_id(), why).await;
+            }
+            _ => {}
+        }
+        state.dispatch();
         Ok(())
     }
 
