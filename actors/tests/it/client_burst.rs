@@ -1,5 +1,5 @@
 //! In-flight caps hold at the server under a burst of 5,000 calls, per endpoint and
-//! globally across endpoints.
+//! globally across endpoints; a cap on connections opened at once does not cap the calls.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,6 +69,32 @@ async fn a_burst_of_5000_calls_never_exceeds_the_caps() {
         snap.endpoints
             .iter()
             .all(|e| e.in_flight == 0 && e.queued == 0 && e.errors == 0)
+    );
+    client.shutdown().await;
+}
+
+/// With one connection opened at a time (`max_connecting = 1`), a burst still ends with
+/// every call answered and the calls running side by side: the limit holds only the
+/// handshake, never the connection, so the pool grows to one connection per call in
+/// flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_opened_one_at_a_time_still_serve_calls_side_by_side() {
+    let server = MockServer::start(Reply::delayed("ok", Duration::from_millis(50)));
+    let mut spec = endpoint("a", &server.base_url(), 32);
+    spec.max_connecting = 1;
+    let client = ModelClient::start(config(vec![spec], 32)).await.unwrap();
+    let calls: Vec<_> = (0..64)
+        .map(|i| client.execute("g".into(), request(&format!("call {i}"), false)))
+        .collect();
+    let results = tokio::time::timeout(Duration::from_secs(30), futures::future::join_all(calls))
+        .await
+        .expect("calls finish");
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    assert_eq!(server.chat_count(), 64);
+    assert!(
+        server.peak_in_flight() > 8,
+        "calls should run side by side over their own connections (peak {})",
+        server.peak_in_flight()
     );
     client.shutdown().await;
 }
