@@ -217,7 +217,7 @@ fn client_config(base_url: &str, in_flight: usize) -> ClientConfig {
         requests_per_minute: None,
         tokens_per_minute: None,
         request_timeout: Duration::from_secs(60),
-        max_connecting: 64,
+        max_connecting: tmas_actors::client::config::DEFAULT_MAX_CONNECTING,
         stream_idle_timeout: Duration::from_secs(30),
         context_window: 131_072,
         token_estimate: TokenEstimate::Bytes {

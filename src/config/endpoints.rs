@@ -67,7 +67,7 @@ fn default_endpoint_max_in_flight() -> usize {
     800
 }
 fn default_max_connecting() -> usize {
-    64
+    tmas_actors::client::config::DEFAULT_MAX_CONNECTING
 }
 fn default_request_timeout_secs() -> u64 {
     7200

@@ -90,6 +90,13 @@ fn header_str<'h>(h: &'h HeaderMap, name: &str) -> Option<&'h str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// The call's iteration (`x-tmas-iteration`), 0 when absent or not a number.
+fn header_iteration(h: &HeaderMap) -> u64 {
+    header_str(h, "x-tmas-iteration")
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 pub(super) fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
     (
         status,
@@ -400,9 +407,7 @@ pub(super) fn request_draws(
 ) -> (SimRng, Fault) {
     let opts = &st.opts;
     let problem_id = header_str(headers, "x-tmas-problem").unwrap_or("default");
-    let iteration: u64 = header_str(headers, "x-tmas-iteration")
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0);
+    let iteration = header_iteration(headers);
     let key = mix(
         mix(
             mix(mix(opts.seed, role.index() as u64), hash_str(1, problem_id)),
@@ -458,10 +463,8 @@ fn model_timing(
 /// Whether a call quotes a context other calls share: a refine prompt (a solution call
 /// after the first iteration, quoting the previous rollouts) or a verification.
 fn shares_context(role: Role, headers: &HeaderMap) -> bool {
-    let iteration = header_str(headers, "x-tmas-iteration")
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0);
-    matches!(role, Role::Verification) || (matches!(role, Role::Solution) && iteration > 0)
+    matches!(role, Role::Verification)
+        || (matches!(role, Role::Solution) && header_iteration(headers) > 0)
 }
 
 /// A generation cut off half-way (see `FaultRates::interrupted_stream`).

@@ -607,7 +607,7 @@ async fn one_endpoint_client(
         requests_per_minute: None,
         tokens_per_minute: None,
         request_timeout: Duration::from_secs(120),
-        max_connecting: 64,
+        max_connecting: tmas_actors::client::config::DEFAULT_MAX_CONNECTING,
         stream_idle_timeout: Duration::from_secs(60),
         context_window: 131_072,
         token_estimate: TokenEstimate::Bytes {

@@ -43,6 +43,11 @@ pub enum TokenEstimate {
     Tokenizer { path: std::path::PathBuf },
 }
 
+/// [`EndpointSpec::max_connecting`] unless configured: enough handshakes at once that a
+/// loopback or LAN server's pool fills in milliseconds, far below a server's listen
+/// backlog (uvicorn's default is 2,048).
+pub const DEFAULT_MAX_CONNECTING: usize = 64;
+
 /// One OpenAI-compatible endpoint (a vLLM/SGLang server, or the simulator).
 #[derive(Debug, Clone)]
 pub struct EndpointSpec {

@@ -166,7 +166,7 @@ mod tests {
             requests_per_minute: None,
             tokens_per_minute: None,
             request_timeout: Duration::from_secs(1),
-            max_connecting: 64,
+            max_connecting: crate::client::config::DEFAULT_MAX_CONNECTING,
             stream_idle_timeout: Duration::from_secs(1),
             context_window: 4096,
             token_estimate: TokenEstimate::Bytes {

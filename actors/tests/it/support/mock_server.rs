@@ -537,7 +537,7 @@ pub fn endpoint(name: &str, base_url: &str, max_in_flight: usize) -> EndpointSpe
         requests_per_minute: None,
         tokens_per_minute: None,
         request_timeout: Duration::from_secs(20),
-        max_connecting: 64,
+        max_connecting: tmas_actors::client::config::DEFAULT_MAX_CONNECTING,
         stream_idle_timeout: Duration::from_secs(10),
         context_window: 32_768,
         token_estimate: TokenEstimate::Bytes {
