@@ -75,7 +75,15 @@ pub enum JobFactory {
 impl JobFactory {
     pub fn new(config: &Config, prompts: Arc<PromptSet>) -> Self {
         match baseline_kind(config.method.name) {
-            None => JobFactory::Tmas(Arc::new(config.tmas_params()), prompts),
+            None => JobFactory::Tmas(
+                // The run store keeps every reply, and the results writer puts released
+                // texts back before judging.
+                Arc::new(TmasParams {
+                    release_texts: true,
+                    ..config.tmas_params()
+                }),
+                prompts,
+            ),
             Some(kind) => JobFactory::Baseline(Arc::new(baseline_params(config, kind)), prompts),
         }
     }
@@ -130,5 +138,22 @@ impl JobFactory {
             strategy,
             banks,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run's TMAS problems hold only the iterations their prompts still quote: the run
+    /// store keeps every reply and the results writer reads the rest back to judge.
+    #[test]
+    fn tmas_jobs_of_a_run_let_go_of_the_texts_the_store_holds() {
+        let prompts = Arc::new(PromptSet::builtin().expect("built-in prompts"));
+        match JobFactory::new(&Config::default(), prompts) {
+            JobFactory::Tmas(params, _) => assert!(params.release_texts),
+            JobFactory::Baseline(..) => panic!("the default method is TMAS"),
+        }
+        assert!(!Config::default().tmas_params().release_texts);
     }
 }

@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use anyhow::Context;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::eval::dataset::Problem;
@@ -55,6 +55,14 @@ pub struct ResultWriter {
 /// 40 KB solutions), so the bound also caps that memory.
 const MAX_STORING: usize = 4;
 
+/// Most problems holding texts read back from the store (`TmasOutcome::released`) at once,
+/// from the read before judging until their record is stored. When many problems finish
+/// together, as at the end of a run, this keeps the texts read back to a few problems'
+/// worth (~1.4 MB each at T = 5, N = 8 with 40 KB solutions) instead of every finished
+/// problem's, while leaving the LLM judge enough candidates in flight (16 problems × N × T
+/// × R calls, far above an endpoint's cap at the defaults).
+const MAX_RESTORED: usize = 16;
+
 impl ResultWriter {
     /// Judges and stores each finished problem as it arrives, until `rx` closes.
     pub async fn run(self, mut rx: mpsc::UnboundedReceiver<Finished>) -> anyhow::Result<Written> {
@@ -72,26 +80,37 @@ impl ResultWriter {
             iterations: self.iterations,
             pass_at_1: self.pass_at_1.clone(),
         });
+        let restoring = Arc::new(Semaphore::new(MAX_RESTORED));
         let mut judging = JoinSet::new();
         let mut storing = JoinSet::new();
         let mut judged = VecDeque::new();
         let mut receiving = true;
         loop {
             while storing.len() < MAX_STORING
-                && let Some(record) = judged.pop_front()
+                && let Some((record, permit)) = judged.pop_front()
             {
-                storing.spawn(storer.clone().store(record));
+                let storer = storer.clone();
+                storing.spawn(async move {
+                    let stored = storer.store(record).await;
+                    drop::<Option<OwnedSemaphorePermit>>(permit);
+                    stored
+                });
             }
             if !receiving && judging.is_empty() && storing.is_empty() {
                 break;
             }
             tokio::select! {
                 next = rx.recv(), if receiving => match next {
-                    Some((id, result)) => self.on_finished(id, result, &mut judging, &mut written)?,
+                    Some((id, result)) => {
+                        self.on_finished(id, result, &restoring, &mut judging, &mut written)?
+                    }
                     None => receiving = false,
                 },
                 Some(joined) = judging.join_next(), if !judging.is_empty() => {
-                    judged.push_back(joined.context("judging task panicked")?);
+                    match joined.context("judging task panicked")? {
+                        Ok(judged_problem) => judged.push_back(judged_problem),
+                        Err((id, error)) => written.failed.push(self.fail(id, error)),
+                    }
                 }
                 Some(joined) = storing.join_next(), if !storing.is_empty() => {
                     match joined.context("storing task panicked")?? {
@@ -112,7 +131,8 @@ impl ResultWriter {
         &self,
         id: String,
         result: Result<TmasOutcome, String>,
-        judging: &mut JoinSet<ProblemRecord>,
+        restoring: &Arc<Semaphore>,
+        judging: &mut JoinSet<Result<Judged, (String, String)>>,
         written: &mut Written,
     ) -> anyhow::Result<()> {
         if self.taint.contains(&id) {
@@ -121,39 +141,77 @@ impl ResultWriter {
             return Ok(());
         }
         match result {
-            Err(error) => {
-                tracing::error!(problem = %id, "problem failed: {error}");
-                self.store.send(Fact::Status(StatusRow {
-                    problem_id: id.clone(),
-                    status: "failed",
-                    error: Some(error.clone()),
-                }));
-                written.failed.push(FailedProblem {
-                    problem_id: id,
-                    error,
-                });
-            }
-            Ok(outcome) => {
+            Err(error) => written.failed.push(self.fail(id, error)),
+            Ok(mut outcome) => {
                 let problem = self
                     .problems
                     .get(&id)
                     .cloned()
                     .with_context(|| format!("runner reported unknown problem {id}"))?;
                 let judge = self.judge.clone();
+                let (store, restoring) = (self.store.clone(), restoring.clone());
                 judging.spawn(async move {
+                    let permit = if outcome.released.is_empty() {
+                        None
+                    } else {
+                        let permit = restoring.acquire_owned().await.ok();
+                        outcome = restore_released(&store, outcome)
+                            .await
+                            .map_err(|e| (id.clone(), e))?;
+                        permit
+                    };
                     let judgments = judge.judge_outcome(&problem, &outcome).await;
-                    ProblemRecord {
+                    let record = ProblemRecord {
                         problem_id: problem.id,
                         question: problem.question,
                         reference_answer: problem.answer,
                         outcome,
                         judgments,
-                    }
+                    };
+                    Ok((record, permit))
                 });
             }
         }
         Ok(())
     }
+
+    /// Marks a problem the runner or the writer could not finish as failed.
+    fn fail(&self, problem_id: String, error: String) -> FailedProblem {
+        tracing::error!(problem = %problem_id, "problem failed: {error}");
+        self.store.send(Fact::Status(StatusRow {
+            problem_id: problem_id.clone(),
+            status: "failed",
+            error: Some(error.clone()),
+        }));
+        FailedProblem { problem_id, error }
+    }
+}
+
+/// A judged problem waiting to be stored, with its share of [`MAX_RESTORED`] when its
+/// texts were read back.
+type Judged = (ProblemRecord, Option<OwnedSemaphorePermit>);
+
+/// `outcome` with the texts the strategy let go of read back from the run store (where
+/// every answered reply is). Everything queued before is committed first, so the read
+/// sees the calls however far behind the writer is. An error names the problem's text and
+/// call: the problem is then marked failed, and a resume runs it again from its stored
+/// calls.
+async fn restore_released(
+    store: &RunStore,
+    mut outcome: TmasOutcome,
+) -> Result<TmasOutcome, String> {
+    store
+        .flush()
+        .await
+        .map_err(|e| format!("cannot read back its texts: the run store failed: {e}"))?;
+    store
+        .read(move |reader| {
+            let refs = std::mem::take(&mut outcome.released);
+            reader.restore_texts(&mut outcome, &refs)?;
+            Ok(outcome)
+        })
+        .await
+        .map_err(|e| format!("cannot read back its texts from the run store: {e}"))
 }
 
 /// How storing one judged problem ended.

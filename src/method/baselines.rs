@@ -505,6 +505,7 @@ impl Strategy for BaselineStrategy {
             experience: this.method.bank(),
             guidelines: Vec::new(),
             calls: this.totals,
+            released: Vec::new(),
         }
     }
 }

@@ -25,6 +25,7 @@ impl Config {
             max_verification_attempts: m.effective_max_verification_attempts(),
             max_bank_attempts: m.max_bank_attempts,
             seed: self.run.seed,
+            release_texts: false,
             roles: RoleCalls {
                 solution: self.role_call(Role::Solution),
                 verification: self.role_call(Role::Verification),

@@ -112,6 +112,13 @@ pub struct TmasParams {
     /// Run seed: every random decision derives from (seed, problem, iteration, candidate).
     pub seed: u64,
     pub roles: RoleCalls,
+    /// Let go of the texts of iterations no prompt will quote again (those before the
+    /// rollouts the next iteration refines), naming each in `TmasOutcome::released`
+    /// instead. A problem then holds two iterations' solutions, verifications and
+    /// summaries instead of all T until it is judged, which is most of a run's memory with
+    /// long solutions. Only for a caller that keeps every answered reply and puts the
+    /// texts back before reading the outcome: the engine, whose run store has them all.
+    pub release_texts: bool,
 }
 
 impl TmasParams {

@@ -261,6 +261,38 @@ pub struct IterationResult {
     pub failures: Vec<FailureRecord>,
 }
 
+/// Which text of a candidate a [`TextRef`] stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    Solution,
+    Summary,
+    /// The text of the verification at this position of the candidate's list.
+    Verification(usize),
+}
+
+/// A text held elsewhere than in the outcome: (position of the iteration in
+/// `TmasOutcome::iterations`, position of the candidate in its `candidates`, the field,
+/// the key of the call whose reply, think-stripped, is the text). Stored as a JSON array,
+/// e.g. `[0,3,"solution","p/it0/solution/c3/a0"]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextRef(pub usize, pub usize, pub Field, pub String);
+
+/// The text field `r` names in `iterations` (`None` when there is no such candidate or
+/// slot).
+pub fn text_mut<'a>(
+    iterations: &'a mut [IterationResult],
+    r: &TextRef,
+) -> Option<&'a mut Option<Arc<str>>> {
+    let TextRef(t, c, field, _) = r;
+    let candidate = iterations.get_mut(*t)?.candidates.get_mut(*c)?;
+    Some(match field {
+        Field::Solution => &mut candidate.solution,
+        Field::Summary => &mut candidate.summary,
+        Field::Verification(v) => &mut candidate.verifications.get_mut(*v)?.text,
+    })
+}
+
 /// Why the strategy stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "reason")]
@@ -284,9 +316,21 @@ pub struct TmasOutcome {
     pub experience: Vec<String>,
     pub guidelines: Vec<String>,
     pub calls: CallCounts,
+    /// Texts the strategy let go while the problem ran (`TmasParams::release_texts`):
+    /// those fields are `None` here and the run store holds each as the reply of the
+    /// call named. Whoever reads the outcome puts them back first (the engine does before
+    /// judging); never serialized, so a record on disk always has its texts or its own
+    /// references (`problems.record_texts`).
+    #[serde(skip)]
+    pub released: Vec<TextRef>,
 }
 
 impl TmasOutcome {
+    /// The text field `r` names (`None` when the outcome has no such candidate or slot).
+    pub fn text_mut(&mut self, r: &TextRef) -> Option<&mut Option<Arc<str>>> {
+        text_mut(&mut self.iterations, r)
+    }
+
     /// The best candidate of each iteration (for per-iteration curves).
     pub fn best_per_iteration(&self) -> Vec<Option<&CandidateResult>> {
         self.iterations

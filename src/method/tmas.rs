@@ -23,7 +23,7 @@ use crate::method::params::{RoleCall, TmasParams};
 use crate::method::prompts::PromptSet;
 use crate::method::result::{
     Branch, CallCounts, FailureRecord, IterationResult, ProblemInput, PromptMode, RoleTokens,
-    StopReason, TmasOutcome,
+    StopReason, TextRef, TmasOutcome, text_mut,
 };
 use crate::method::rng::DecisionRng;
 
@@ -61,6 +61,11 @@ pub struct TmasStrategy {
     /// prompt tokens when a server reports no usage).
     pending: BTreeMap<CallKey, usize>,
     results: Vec<IterationResult>,
+    /// With `release_texts`: where the texts of results still holding them came from,
+    /// by position in `results`.
+    unreleased: Vec<(usize, Vec<TextRef>)>,
+    /// Texts let go of (`TmasOutcome::released`).
+    released: Vec<TextRef>,
     totals: CallCounts,
     stop: Option<StopReason>,
 }
@@ -83,6 +88,8 @@ impl TmasStrategy {
             current: None,
             pending: BTreeMap::new(),
             results: Vec::new(),
+            unreleased: Vec::new(),
+            released: Vec::new(),
             totals: CallCounts::default(),
             stop: None,
         }
@@ -397,6 +404,20 @@ impl TmasStrategy {
         let best = best_candidate(&it);
         let next = it.iteration + 1;
         self.totals.add(&it.calls);
+        let position = self.results.len();
+        if self.params.release_texts {
+            if !skipped {
+                // From here on prompts quote this iteration's rollouts, never older ones.
+                self.release_before(position);
+            }
+            let refs = it
+                .candidates
+                .iter()
+                .enumerate()
+                .flat_map(|(c, cand)| cand.text_refs(&self.problem.id, it.iteration, position, c))
+                .collect();
+            self.unreleased.push((position, refs));
+        }
         self.results.push(IterationResult {
             iteration: it.iteration,
             candidates: it.candidates.into_iter().map(|c| c.result).collect(),
@@ -411,6 +432,20 @@ impl TmasStrategy {
             return Vec::new();
         }
         self.start_iteration(next)
+    }
+
+    /// Lets go of the texts of the results before `position` (`TmasParams::release_texts`).
+    fn release_before(&mut self, position: usize) {
+        let (old, keep) = std::mem::take(&mut self.unreleased)
+            .into_iter()
+            .partition::<Vec<_>, _>(|(p, _)| *p < position);
+        self.unreleased = keep;
+        for r in old.into_iter().flat_map(|(_, refs)| refs) {
+            if let Some(text) = text_mut(&mut self.results, &r) {
+                *text = None;
+                self.released.push(r);
+            }
+        }
     }
 
     /// Whether the iteration has nothing outstanding (candidates and bank updates).
@@ -555,6 +590,7 @@ impl Strategy for TmasStrategy {
             experience: this.experience,
             guidelines: this.guidelines,
             calls: this.totals,
+            released: this.released,
         }
     }
 }

@@ -12,6 +12,8 @@ use super::StoreError;
 use super::record_texts;
 use super::schema::EMBEDDINGS_KIND;
 use crate::eval::dataset::Problem;
+use crate::method::TmasOutcome;
+use crate::method::result::TextRef;
 use crate::record::ProblemRecord;
 
 /// A problem of the stored dataset selection with its state.
@@ -271,7 +273,9 @@ impl StoreReader {
         if let Some(texts) = texts {
             record_texts::decode(texts)
                 .and_then(|refs| {
-                    record_texts::restore(&mut record, &refs, |key| self.answered_reply(key))
+                    record_texts::restore(&mut record.outcome, &refs, |key| {
+                        self.answered_reply(key)
+                    })
                 })
                 .map_err(|e| StoreError::Corrupt {
                     path: self.path.clone(),
@@ -280,6 +284,21 @@ impl StoreReader {
                 })?;
         }
         Ok(record)
+    }
+
+    /// Puts back into `outcome` the texts `refs` name, from the answered calls' replies.
+    pub fn restore_texts(
+        &self,
+        outcome: &mut TmasOutcome,
+        refs: &[TextRef],
+    ) -> Result<(), StoreError> {
+        record_texts::restore(outcome, refs, |key| self.answered_reply(key)).map_err(|e| {
+            StoreError::Corrupt {
+                path: self.path.clone(),
+                what: format!("the calls of `{}`", outcome.problem.id),
+                reason: e.to_string(),
+            }
+        })
     }
 
     /// `calls.content` of an answered call.

@@ -18,28 +18,14 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use tmas_actors::strategy::CallKey;
 
 use crate::config::Role;
+use crate::method::TmasOutcome;
 use crate::method::parse::strip_think;
 use crate::record::ProblemRecord;
 
-/// Which text of a candidate a [`TextRef`] stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Field {
-    Solution,
-    Summary,
-    /// The text of the verification at this position of the candidate's list.
-    Verification(usize),
-}
-
-/// A text removed from a record: (position of the iteration in `outcome.iterations`,
-/// position of the candidate in its `candidates`, the field, the call whose reply it is).
-/// Stored as a JSON array, e.g. `[0,3,"solution","p/it0/solution/c3/a0"]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TextRef(pub usize, pub usize, pub Field, pub String);
+pub use crate::method::result::{Field, TextRef};
 
 /// Why a record's texts cannot be put back.
 #[derive(Debug, thiserror::Error)]
@@ -152,29 +138,15 @@ pub fn reply_is(content: &str, text: &str) -> bool {
 /// Puts back the texts `refs` name, each read with `reply(key)` (the call's
 /// `calls.content` if it is stored as answered) and think-stripped.
 pub fn restore(
-    record: &mut ProblemRecord,
+    outcome: &mut TmasOutcome,
     refs: &[TextRef],
     mut reply: impl FnMut(&str) -> rusqlite::Result<Option<String>>,
 ) -> Result<(), RestoreError> {
     for r in refs {
         let TextRef(t, c, field, key) = r;
-        let candidate = record
-            .outcome
-            .iterations
-            .get_mut(*t)
-            .and_then(|it| it.candidates.get_mut(*c))
+        let slot = outcome
+            .text_mut(r)
             .ok_or_else(|| RestoreError::NoField(r.clone()))?;
-        let slot = match field {
-            Field::Solution => &mut candidate.solution,
-            Field::Summary => &mut candidate.summary,
-            Field::Verification(v) => {
-                &mut candidate
-                    .verifications
-                    .get_mut(*v)
-                    .ok_or_else(|| RestoreError::NoField(r.clone()))?
-                    .text
-            }
-        };
         let content = reply(key)?.ok_or_else(|| RestoreError::NoCall {
             call: key.clone(),
             iteration: *t,
@@ -300,6 +272,7 @@ pub(crate) mod tests {
                 experience: vec!["e".into()],
                 guidelines: Vec::new(),
                 calls: CallCounts::default(),
+                released: Vec::new(),
             },
             judgments: vec![vec![
                 Some(JudgeRecord::from_reply("42", r"\boxed{42}")),
@@ -369,7 +342,7 @@ pub(crate) mod tests {
 
         let refs = decode(&encode(&refs).unwrap()).unwrap();
         let mut back: ProblemRecord = serde_json::from_str(&lean_json).unwrap();
-        restore(&mut back, &refs, |key| Ok(calls.get(key).cloned())).unwrap();
+        restore(&mut back.outcome, &refs, |key| Ok(calls.get(key).cloned())).unwrap();
         assert_eq!(back.outcome, original.outcome);
         assert_eq!(serde_json::to_string(&back).unwrap(), json);
     }
@@ -382,12 +355,12 @@ pub(crate) mod tests {
             Ok::<_, ()>(calls.get(key).is_some_and(|c| reply_is(c, text)))
         })
         .unwrap();
-        let err = restore(&mut lean.clone(), &refs, |_| Ok(None))
+        let err = restore(&mut lean.clone().outcome, &refs, |_| Ok(None))
             .unwrap_err()
             .to_string();
         assert!(err.contains("p/1/it0/solution/c0/a0"), "{err}");
         let wrong = [TextRef(5, 0, Field::Solution, "k".into())];
-        let err = restore(&mut lean, &wrong, |_| Ok(Some("x".into())))
+        let err = restore(&mut lean.outcome, &wrong, |_| Ok(Some("x".into())))
             .unwrap_err()
             .to_string();
         assert!(err.contains("no such field"), "{err}");

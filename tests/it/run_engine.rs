@@ -136,6 +136,19 @@ async fn each_iteration_makes_n_solution_nm_verification_n_summary_and_one_bank_
                     .iter()
                     .all(|c| c.status == CandidateStatus::Complete)
             );
+            // Every text is in the record, those the strategy let go of while the
+            // problem ran (iterations before the last two) read back from the store.
+            for c in &it.candidates {
+                assert!(
+                    c.solution.is_some()
+                        && c.summary.is_some()
+                        && c.verifications.iter().all(|v| v.text.is_some()),
+                    "{} iteration {} candidate {}: a text is missing",
+                    record.problem_id,
+                    it.iteration,
+                    c.index
+                );
+            }
             assert!(
                 it.bank_updates
                     .iter()

@@ -758,6 +758,7 @@ mod tests {
                 experience: Vec::new(),
                 guidelines: Vec::new(),
                 calls: CallCounts::default(),
+                released: Vec::new(),
             },
             judgments,
         }

@@ -43,6 +43,7 @@ fn record(id: &str, scores: &[&[Option<f64>]]) -> ProblemRecord {
             experience: vec!["e".into()],
             guidelines: Vec::new(),
             calls: CallCounts::default(),
+            released: Vec::new(),
         },
         judgments,
     }

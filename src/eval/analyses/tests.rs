@@ -107,6 +107,7 @@ fn problem(id: &str, iterations: Vec<(Vec<Cand>, Vec<BankUpdateRecord>)>) -> Pro
         experience: Vec::new(),
         guidelines: Vec::new(),
         calls: CallCounts::default(),
+        released: Vec::new(),
     };
     Problem {
         id: id.into(),

@@ -2,13 +2,16 @@
 //! re-asks for unparseable scores) → summary. Pure transitions: each returns what the
 //! strategy must do next (and any failure to record); the strategy turns that into calls.
 
-use tmas_actors::strategy::CallOutcome;
+use std::sync::Arc;
+
+use tmas_actors::strategy::{CallKey, CallOutcome};
 use tmas_actors::wire::PromptText;
 
+use crate::config::Role;
 use crate::method::parse::{parse_score, visible_text};
 use crate::method::result::{
-    Branch, CandidateResult, CandidateStatus, PromptMode, VerificationRecord, VerificationStatus,
-    is_fully_verified,
+    Branch, CandidateResult, CandidateStatus, Field, PromptMode, TextRef, VerificationRecord,
+    VerificationStatus, is_fully_verified,
 };
 
 /// What the candidate needs after an outcome.
@@ -55,6 +58,9 @@ pub(crate) struct CandidateState {
     open: Vec<bool>,
     /// Built once when the solution arrives; shared by all M slots and re-asks.
     pub verification_prompt: Option<PromptText>,
+    /// Per slot: the attempt whose reply the slot's text is (a re-ask that fails leaves
+    /// the text of the attempt before it).
+    text_attempts: Vec<u32>,
 }
 
 impl CandidateState {
@@ -81,6 +87,7 @@ impl CandidateState {
             phase: Phase::Solving,
             open: Vec::new(),
             verification_prompt: None,
+            text_attempts: Vec::new(),
         }
     }
 
@@ -108,6 +115,7 @@ impl CandidateState {
         }
         self.phase = Phase::Verifying;
         self.open = vec![true; m];
+        self.text_attempts = vec![0; m];
         self.result.verifications = (0..m as u32)
             .map(|index| VerificationRecord {
                 index,
@@ -139,6 +147,7 @@ impl CandidateState {
         match outcome {
             Ok(response) => {
                 slot.text = Some(visible_text(&response.content));
+                self.text_attempts[i] = attempt;
                 match parse_score(&response.content) {
                     Some(score) => {
                         slot.score = Some(score);
@@ -207,6 +216,58 @@ impl CandidateState {
         self.result.summary = Some(text);
         self.result.status = CandidateStatus::Complete;
         None
+    }
+
+    /// Where each text the result holds came from, for a result at `position` in the
+    /// outcome's iterations and `candidate` in its candidates: the call whose reply,
+    /// think-stripped, is the text (the strategy's own keys).
+    pub fn text_refs(
+        &self,
+        problem: &Arc<str>,
+        iteration: u32,
+        position: usize,
+        candidate: usize,
+    ) -> Vec<TextRef> {
+        let key = |role: Role, index: Option<u32>, attempt: u32| {
+            CallKey {
+                problem: problem.clone(),
+                iteration,
+                role: role.as_str().into(),
+                candidate: Some(self.result.index),
+                index,
+                attempt,
+            }
+            .to_string()
+        };
+        let mut refs = Vec::new();
+        if self.result.solution.is_some() {
+            refs.push(TextRef(
+                position,
+                candidate,
+                Field::Solution,
+                key(Role::Solution, None, 0),
+            ));
+        }
+        for (v, slot) in self.result.verifications.iter().enumerate() {
+            if slot.text.is_some() {
+                let attempt = self.text_attempts.get(v).copied().unwrap_or(0);
+                refs.push(TextRef(
+                    position,
+                    candidate,
+                    Field::Verification(v),
+                    key(Role::Verification, Some(slot.index), attempt),
+                ));
+            }
+        }
+        if self.result.summary.is_some() {
+            refs.push(TextRef(
+                position,
+                candidate,
+                Field::Summary,
+                key(Role::Summary, None, 0),
+            ));
+        }
+        refs
     }
 
     /// Fills scores, average and the fully-verified flag once the candidate is done.

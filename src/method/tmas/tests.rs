@@ -3,6 +3,7 @@
 mod branches;
 mod flow;
 mod harness;
+mod released;
 mod replies;
 mod segments;
 mod with_simulator;
