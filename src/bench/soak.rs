@@ -349,6 +349,19 @@ async fn repetitions(
         let clean = one_run(run_spec(args, seed, &dataset, &clean_dir, None), metrics).await?;
         println!("  clean run: {:.1} s", clean.figures.wall_s);
         let clean_calls = compare::read_calls(&clean.db)?;
+        let kills = compare::KillWindows {
+            shortest_s: args.kill_every.0,
+            longest_s: args.kill_every.1,
+        };
+        if let Some(longest) = compare::longest_generation_s(&clean_calls)
+            && longest > kills.longest_s
+            && variants.iter().any(|v| v.scenario == Scenario::Full)
+        {
+            println!(
+                "  note: the clean run's longest generation took {longest:.1} s, longer than an endpoint stays up under --kill-every {}..{}: under the full schedule such calls cannot be answered (kill less often than the longest generation to test recovery alone)",
+                kills.shortest_s, kills.longest_s
+            );
+        }
         let mut runs = Vec::new();
         for &variant in variants {
             let dir = rep.join(format!("{}-{}", variant.scenario, variant.limit));
@@ -359,7 +372,11 @@ async fn repetitions(
             };
             let faulty =
                 one_run(run_spec(args, seed, &dataset, &dir, Some(faults)), metrics).await?;
-            let comparison = compare::compare(&clean_calls, &compare::read_calls(&faulty.db)?);
+            let comparison = compare::compare(
+                &clean_calls,
+                &compare::read_calls(&faulty.db)?,
+                (variant.scenario == Scenario::Full).then_some(kills),
+            );
             let run = VariantRun::new(
                 variant,
                 &clean.figures,

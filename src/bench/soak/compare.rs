@@ -20,6 +20,9 @@ pub struct CallOutcome {
     pub attempts: u32,
     pub role: String,
     pub error_kind: Option<String>,
+    /// Seconds the answered attempt took (`calls.latency_ms`): in the clean run, where
+    /// nothing is retried or queued, the call's generation time.
+    pub latency_s: Option<f64>,
 }
 
 /// Every call of a run store by key.
@@ -31,7 +34,8 @@ pub fn read_calls(db: &Path) -> anyhow::Result<HashMap<String, CallOutcome>> {
     .with_context(|| format!("cannot open run store {}", db.display()))?;
     let mut stmt = conn
         .prepare(
-            "SELECT call_key, ok, content, finish_reason, attempts, role, error_kind FROM calls",
+            "SELECT call_key, ok, content, finish_reason, attempts, role, error_kind, latency_ms \
+             FROM calls",
         )
         .with_context(|| format!("{}: reading calls", db.display()))?;
     let rows = stmt
@@ -45,6 +49,9 @@ pub fn read_calls(db: &Path) -> anyhow::Result<HashMap<String, CallOutcome>> {
                     attempts: r.get::<_, Option<i64>>(4)?.unwrap_or(1).max(1) as u32,
                     role: r.get(5)?,
                     error_kind: r.get(6)?,
+                    latency_s: r
+                        .get::<_, Option<i64>>(7)?
+                        .map(|ms| ms.max(0) as f64 / 1000.0),
                 },
             ))
         })
@@ -72,6 +79,22 @@ pub struct Comparison {
     pub different: usize,
     /// A few differing keys, for the report.
     pub examples: Vec<String>,
+    /// The clean run's generation time of each lost call, longest first (seconds; calls
+    /// the clean run did not answer are left out).
+    pub lost_generations_s: Vec<f64>,
+    /// Lost calls whose generation is longer than any endpoint stays up under the kill
+    /// schedule ([`KillWindows::longest_s`]): no client could have answered them.
+    pub lost_unfinishable: u64,
+}
+
+/// How long an endpoint stays up between kills under a fault schedule that kills it at
+/// intervals drawn in `shortest_s..longest_s`: a call whose generation takes longer than
+/// `longest_s` is cut off on every attempt, on whichever endpoint, and cannot be
+/// answered; one longer than `shortest_s` can be, depending on when it starts.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct KillWindows {
+    pub shortest_s: f64,
+    pub longest_s: f64,
 }
 
 impl Comparison {
@@ -87,9 +110,12 @@ impl Comparison {
 
 const EXAMPLES: usize = 5;
 
+/// Compares the run under faults with the clean run; `kills` is its kill schedule, if it
+/// had one (which lost calls it made unfinishable).
 pub fn compare(
     clean: &HashMap<String, CallOutcome>,
     faulty: &HashMap<String, CallOutcome>,
+    kills: Option<KillWindows>,
 ) -> Comparison {
     let mut c = Comparison {
         calls: faulty.len(),
@@ -106,6 +132,13 @@ pub fn compare(
             let kind = f.error_kind.as_deref().unwrap_or("unknown");
             *c.lost.entry(format!("{}/{kind}", f.role)).or_default() += 1;
             c.lost_total += 1;
+            let generation = clean.get(key).filter(|r| r.ok).and_then(|r| r.latency_s);
+            if let Some(g) = generation {
+                c.lost_generations_s.push(g);
+                if kills.is_some_and(|k| g > k.longest_s) {
+                    c.lost_unfinishable += 1;
+                }
+            }
         }
         match clean.get(key) {
             None => {
@@ -127,7 +160,18 @@ pub fn compare(
         }
     }
     c.only_clean = clean.keys().filter(|k| !faulty.contains_key(*k)).count();
+    c.lost_generations_s.sort_by(|a, b| b.total_cmp(a));
     c
+}
+
+/// The longest generation of a run (seconds), for the check that a kill schedule leaves
+/// every call a window long enough to be answered.
+pub fn longest_generation_s(calls: &HashMap<String, CallOutcome>) -> Option<f64> {
+    calls
+        .values()
+        .filter(|c| c.ok)
+        .filter_map(|c| c.latency_s)
+        .max_by(f64::total_cmp)
 }
 
 #[cfg(test)]
@@ -142,7 +186,53 @@ mod tests {
             attempts,
             role: "solution".into(),
             error_kind: None,
+            latency_s: Some(1.5),
         }
+    }
+
+    fn lost_call(role: &str, kind: &str) -> CallOutcome {
+        CallOutcome {
+            ok: false,
+            content: None,
+            finish_reason: None,
+            attempts: 6,
+            role: role.into(),
+            error_kind: Some(kind.into()),
+            latency_s: None,
+        }
+    }
+
+    #[test]
+    fn lost_calls_longer_than_any_endpoint_stays_up_are_counted_as_unfinishable() {
+        let generation = |s: f64| CallOutcome {
+            latency_s: Some(s),
+            ..ok("x", 1)
+        };
+        let clean: HashMap<String, CallOutcome> = [
+            ("long".into(), generation(86.5)),
+            ("risky".into(), generation(47.0)),
+            ("short".into(), generation(2.0)),
+            ("fine".into(), generation(70.0)),
+        ]
+        .into();
+        let faulty: HashMap<String, CallOutcome> = [
+            ("long".into(), lost_call("solution", "connect")),
+            ("risky".into(), lost_call("solution", "connect")),
+            ("short".into(), lost_call("verification", "malformed")),
+            ("fine".into(), generation(70.0)),
+        ]
+        .into();
+        let kills = KillWindows {
+            shortest_s: 30.0,
+            longest_s: 60.0,
+        };
+        let c = compare(&clean, &faulty, Some(kills));
+        assert_eq!(c.lost_total, 3);
+        assert_eq!(c.lost_generations_s, vec![86.5, 47.0, 2.0]);
+        assert_eq!(c.lost_unfinishable, 1, "only the 86.5 s generation");
+        assert!(!c.identical(), "unfinishable or not, a lost call is lost");
+        assert_eq!(compare(&clean, &faulty, None).lost_unfinishable, 0);
+        assert_eq!(longest_generation_s(&clean), Some(86.5));
     }
 
     #[test]
@@ -151,24 +241,14 @@ mod tests {
             [("a".into(), ok("x", 1)), ("b".into(), ok("y", 1))].into();
         let same: HashMap<String, CallOutcome> =
             [("a".into(), ok("x", 3)), ("b".into(), ok("y", 1))].into();
-        let c = compare(&clean, &same);
+        let c = compare(&clean, &same, None);
         assert!(c.identical(), "{c:?}");
         assert_eq!(c.retries, 2);
 
         let mut lost = same.clone();
-        lost.insert(
-            "b".into(),
-            CallOutcome {
-                ok: false,
-                content: None,
-                finish_reason: None,
-                attempts: 6,
-                role: "verification".into(),
-                error_kind: Some("timeout".into()),
-            },
-        );
+        lost.insert("b".into(), lost_call("verification", "timeout"));
         lost.insert("c".into(), ok("z", 1));
-        let c = compare(&clean, &lost);
+        let c = compare(&clean, &lost, None);
         assert!(!c.identical());
         assert_eq!(c.lost_total, 1);
         assert_eq!(c.lost["verification/timeout"], 1);
@@ -177,7 +257,7 @@ mod tests {
         let mut changed = same;
         changed.insert("a".into(), ok("other", 1));
         changed.remove("b");
-        let c = compare(&clean, &changed);
+        let c = compare(&clean, &changed, None);
         assert_eq!((c.different, c.only_clean), (1, 1));
     }
 }

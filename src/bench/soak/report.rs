@@ -187,6 +187,9 @@ pub struct VariantSummary {
     pub wall_over_capacity_allowed: Option<Spread>,
     /// Calls lost in all runs together.
     pub calls_lost: u64,
+    /// Of those, calls whose generation (in the clean run) is longer than any endpoint
+    /// stays up under the kill schedule: no client could have answered them.
+    pub calls_lost_unfinishable: u64,
     /// Every answer and the table identical to the clean run's, in every run.
     pub identical_every_run: bool,
     /// Calls compared per run.
@@ -258,6 +261,7 @@ impl VariantSummary {
             capacity_allowed_s: spread(|v| v.capacity_allowed_s),
             wall_over_capacity_allowed: spread(|v| v.wall_over_capacity_allowed),
             calls_lost: runs.iter().map(|v| v.comparison.lost_total).sum(),
+            calls_lost_unfinishable: runs.iter().map(|v| v.comparison.lost_unfinishable).sum(),
             identical_every_run: runs
                 .iter()
                 .all(|v| v.comparison.identical() && v.tables_identical),
@@ -331,6 +335,24 @@ pub fn print_progress(v: &VariantRun, problems: usize) {
     let c = &v.comparison;
     if !c.lost.is_empty() {
         println!("    lost by role/kind: {:?}", c.lost);
+        let generations: Vec<String> = c
+            .lost_generations_s
+            .iter()
+            .take(8)
+            .map(|g| format!("{g:.1}"))
+            .collect();
+        println!(
+            "    their generations in the clean run: {} s{}",
+            generations.join(", "),
+            if c.lost_unfinishable > 0 {
+                format!(
+                    "; {} longer than an endpoint stays up between kills, so no client could answer them under this schedule",
+                    c.lost_unfinishable
+                )
+            } else {
+                String::new()
+            }
+        );
     }
     if !(c.identical() && v.tables_identical) {
         println!(
@@ -406,8 +428,16 @@ fn print_variant(v: &VariantSummary, s: &Shape) {
         }
     );
     println!(
-        "    calls lost       {} in {} run(s); answers and table {}",
+        "    calls lost       {}{} in {} run(s); answers and table {}",
         v.calls_lost,
+        if v.calls_lost_unfinishable > 0 {
+            format!(
+                " ({} longer than an endpoint stays up between kills)",
+                v.calls_lost_unfinishable
+            )
+        } else {
+            String::new()
+        },
         v.runs,
         if v.identical_every_run {
             format!("identical in every run ({} calls)", spread(v.calls, 0))
