@@ -192,26 +192,30 @@ impl ResultWriter {
 type Judged = (ProblemRecord, Option<OwnedSemaphorePermit>);
 
 /// `outcome` with the texts the strategy let go of read back from the run store (where
-/// every answered reply is). Everything queued before is committed first, so the read
-/// sees the calls however far behind the writer is. An error names the problem's text and
-/// call: the problem is then marked failed, and a resume runs it again from its stored
-/// calls.
-async fn restore_released(
-    store: &RunStore,
-    mut outcome: TmasOutcome,
-) -> Result<TmasOutcome, String> {
-    store
-        .flush()
-        .await
-        .map_err(|e| format!("cannot read back its texts: the run store failed: {e}"))?;
-    store
-        .read(move |reader| {
+/// every answered reply is). They are replies of iterations finished well before, so the
+/// writer has committed them; should one not be there yet, everything queued is committed
+/// and the read tried once more. An error names the problem's text and call: the problem
+/// is then marked failed, and a resume runs it again from its stored calls.
+async fn restore_released(store: &RunStore, outcome: TmasOutcome) -> Result<TmasOutcome, String> {
+    let read = |mut outcome: TmasOutcome| {
+        store.read(move |reader| {
             let refs = std::mem::take(&mut outcome.released);
-            reader.restore_texts(&mut outcome, &refs)?;
-            Ok(outcome)
+            let restored = reader.restore_texts(&mut outcome, &refs);
+            outcome.released = refs;
+            Ok((outcome, restored))
         })
-        .await
-        .map_err(|e| format!("cannot read back its texts from the run store: {e}"))
+    };
+    let fail =
+        |e: &dyn std::fmt::Display| format!("cannot read back its texts from the run store: {e}");
+    let (mut outcome, restored) = read(outcome).await.map_err(|e| fail(&e))?;
+    if restored.is_err() {
+        store.flush().await.map_err(|e| fail(&e))?;
+        let (again, restored) = read(outcome).await.map_err(|e| fail(&e))?;
+        restored.map_err(|e| fail(&e))?;
+        outcome = again;
+    }
+    outcome.released.clear();
+    Ok(outcome)
 }
 
 /// How storing one judged problem ended.
