@@ -322,4 +322,4 @@ pub(crate) fn ensure_schema_for_tests(conn: &mut Connection) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -177,14 +177,20 @@ impl ResultWriter {
 
     /// Marks a problem the runner or the writer could not finish as failed.
     fn fail(&self, problem_id: String, error: String) -> FailedProblem {
-        tracing::error!(problem = %problem_id, "problem failed: {error}");
-        self.store.send(Fact::Status(StatusRow {
-            problem_id: problem_id.clone(),
-            status: "failed",
-            error: Some(error.clone()),
-        }));
-        FailedProblem { problem_id, error }
+        mark_failed(&self.store, problem_id, error)
     }
+}
+
+/// Records `problem_id` as failed with `error` (a resume runs it again from its stored
+/// calls).
+fn mark_failed(store: &RunStore, problem_id: String, error: String) -> FailedProblem {
+    tracing::error!(problem = %problem_id, "problem failed: {error}");
+    store.send(Fact::Status(StatusRow {
+        problem_id: problem_id.clone(),
+        status: "failed",
+        error: Some(error.clone()),
+    }));
+    FailedProblem { problem_id, error }
 }
 
 /// A judged problem waiting to be stored, with its share of [`MAX_RESTORED`] when its
@@ -304,15 +310,66 @@ impl Storer {
     /// Marks a stored problem whose files could not be written as failed.
     fn fail(&self, problem_id: &str, error: &anyhow::Error) -> FailedProblem {
         let error = tmas_observability::error_text(error.as_ref());
-        tracing::error!(problem = %problem_id, "problem failed: {error}");
-        self.store.send(Fact::Status(StatusRow {
-            problem_id: problem_id.to_owned(),
-            status: "failed",
-            error: Some(error.clone()),
-        }));
-        FailedProblem {
-            problem_id: problem_id.to_owned(),
-            error,
+        mark_failed(&self.store, problem_id.to_owned(), error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::method::result::{Field, TextRef};
+    use crate::store::record_texts::tests::small_record;
+    use crate::store::tests::{key, response, row};
+
+    /// A record of problem `p` (iteration 1, candidate 0) whose solution and summary the
+    /// strategy let go of, naming the calls `p/it1/solution/c0/a0` and `…/summary/c0/a0`.
+    fn released() -> (TmasOutcome, TmasOutcome) {
+        let mut kept = small_record("p", "the solution \\boxed{1}", &[], "the summary").outcome;
+        kept.iterations[0].iteration = 1;
+        let mut lean = kept.clone();
+        for (field, role) in [(Field::Solution, "solution"), (Field::Summary, "summary")] {
+            let r = TextRef(0, 0, field, key("p", role, Some(0), None).to_string());
+            *lean.text_mut(&r).expect("field") = None;
+            lean.released.push(r);
         }
+        (kept, lean)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn released_texts_are_read_back_even_when_the_writer_has_not_committed_them_yet() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::create(dir.path()).unwrap();
+        let (kept, lean) = released();
+        for (role, text) in [
+            (
+                "solution",
+                "<think>scratch</think>\n the solution \\boxed{1} \n",
+            ),
+            ("summary", "the summary"),
+        ] {
+            // Queued, not awaited: the read may come before the commit.
+            store.send(Fact::Call(Box::new(row(
+                key("p", role, Some(0), None),
+                "prompt".into(),
+                Ok(response(text)),
+            ))));
+        }
+        let back = restore_released(&store, lean).await.unwrap();
+        assert_eq!(
+            back, kept,
+            "every text back, think block stripped, none left released"
+        );
+        store.close().await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_released_text_whose_call_is_not_stored_fails_with_the_call_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::create(dir.path()).unwrap();
+        let (_, lean) = released();
+        let err = restore_released(&store, lean).await.unwrap_err();
+        assert!(err.contains("p/it1/solution/c0/a0"), "{err}");
+        assert!(err.contains("cannot read back its texts"), "{err}");
+        store.close().await.unwrap();
     }
 }

@@ -10,7 +10,7 @@ use tmas_actors::wire::{
 
 use super::*;
 
-fn key(problem: &str, role: &str, c: Option<u32>, v: Option<u32>) -> CallKey {
+pub(crate) fn key(problem: &str, role: &str, c: Option<u32>, v: Option<u32>) -> CallKey {
     CallKey {
         problem: problem.into(),
         iteration: 1,
@@ -21,7 +21,11 @@ fn key(problem: &str, role: &str, c: Option<u32>, v: Option<u32>) -> CallKey {
     }
 }
 
-fn row(key: CallKey, prompt: Arc<str>, outcome: tmas_actors::strategy::CallOutcome) -> CallRow {
+pub(crate) fn row(
+    key: CallKey,
+    prompt: Arc<str>,
+    outcome: tmas_actors::strategy::CallOutcome,
+) -> CallRow {
     CallRow {
         key_text: key.to_string().into(),
         key,
@@ -41,7 +45,7 @@ fn row(key: CallKey, prompt: Arc<str>, outcome: tmas_actors::strategy::CallOutco
     }
 }
 
-fn response(text: &str) -> ChatResponse {
+pub(crate) fn response(text: &str) -> ChatResponse {
     ChatResponse {
         content: text.into(),
         reasoning: Some("thinking".into()),
