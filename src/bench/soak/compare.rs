@@ -85,6 +85,10 @@ pub struct Comparison {
     /// Lost calls whose generation is longer than any endpoint stays up under the kill
     /// schedule ([`KillWindows::longest_s`]): no client could have answered them.
     pub lost_unfinishable: u64,
+    /// Lost calls whose generation is longer than the shortest interval between kills
+    /// ([`KillWindows::shortest_s`]; the unfinishable included): answerable only by an
+    /// attempt that starts early enough in a long enough interval.
+    pub lost_longer_than_shortest_window: u64,
 }
 
 /// How long an endpoint stays up between kills under a fault schedule that kills it at
@@ -137,6 +141,9 @@ pub fn compare(
                 c.lost_generations_s.push(g);
                 if kills.is_some_and(|k| g > k.longest_s) {
                     c.lost_unfinishable += 1;
+                }
+                if kills.is_some_and(|k| g > k.shortest_s) {
+                    c.lost_longer_than_shortest_window += 1;
                 }
             }
         }
@@ -230,6 +237,7 @@ mod tests {
         assert_eq!(c.lost_total, 3);
         assert_eq!(c.lost_generations_s, vec![86.5, 47.0, 2.0]);
         assert_eq!(c.lost_unfinishable, 1, "only the 86.5 s generation");
+        assert_eq!(c.lost_longer_than_shortest_window, 2, "86.5 s and 47 s");
         assert!(!c.identical(), "unfinishable or not, a lost call is lost");
         assert_eq!(compare(&clean, &faulty, None).lost_unfinishable, 0);
         assert_eq!(longest_generation_s(&clean), Some(86.5));

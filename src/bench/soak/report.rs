@@ -344,10 +344,10 @@ pub fn print_progress(v: &VariantRun, problems: usize) {
         println!(
             "    their generations in the clean run: {} s{}",
             generations.join(", "),
-            if c.lost_unfinishable > 0 {
+            if c.lost_longer_than_shortest_window > 0 {
                 format!(
-                    "; {} longer than an endpoint stays up between kills, so no client could answer them under this schedule",
-                    c.lost_unfinishable
+                    "; {} longer than an endpoint stays up between kills, so no client could answer them under this schedule; {} longer than the shortest interval between kills, answerable only by an attempt that starts early in a long interval",
+                    c.lost_unfinishable, c.lost_longer_than_shortest_window
                 )
             } else {
                 String::new()
