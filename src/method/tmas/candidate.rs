@@ -228,46 +228,45 @@ impl CandidateState {
         position: usize,
         candidate: usize,
     ) -> Vec<TextRef> {
-        let key = |role: Role, index: Option<u32>, attempt: u32| {
-            CallKey {
+        let text_ref = |field: Field, role: Role, index: Option<u32>, attempt: u32| {
+            let key = CallKey {
                 problem: problem.clone(),
                 iteration,
                 role: role.as_str().into(),
                 candidate: Some(self.result.index),
                 index,
                 attempt,
-            }
-            .to_string()
+            };
+            TextRef(position, candidate, field, key.to_string())
         };
-        let mut refs = Vec::new();
-        if self.result.solution.is_some() {
-            refs.push(TextRef(
-                position,
-                candidate,
-                Field::Solution,
-                key(Role::Solution, None, 0),
-            ));
-        }
-        for (v, slot) in self.result.verifications.iter().enumerate() {
-            if slot.text.is_some() {
+        let r = &self.result;
+        let solution = r
+            .solution
+            .is_some()
+            .then(|| text_ref(Field::Solution, Role::Solution, None, 0));
+        let verifications = r
+            .verifications
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| slot.text.is_some())
+            .map(|(v, slot)| {
                 let attempt = self.text_attempts.get(v).copied().unwrap_or(0);
-                refs.push(TextRef(
-                    position,
-                    candidate,
+                text_ref(
                     Field::Verification(v),
-                    key(Role::Verification, Some(slot.index), attempt),
-                ));
-            }
-        }
-        if self.result.summary.is_some() {
-            refs.push(TextRef(
-                position,
-                candidate,
-                Field::Summary,
-                key(Role::Summary, None, 0),
-            ));
-        }
-        refs
+                    Role::Verification,
+                    Some(slot.index),
+                    attempt,
+                )
+            });
+        let summary = r
+            .summary
+            .is_some()
+            .then(|| text_ref(Field::Summary, Role::Summary, None, 0));
+        solution
+            .into_iter()
+            .chain(verifications)
+            .chain(summary)
+            .collect()
     }
 
     /// Fills scores, average and the fully-verified flag once the candidate is done.
