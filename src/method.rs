@@ -14,6 +14,7 @@
 pub mod affinity;
 pub mod banks;
 pub mod baselines;
+pub mod call_key;
 pub mod from_config;
 pub mod params;
 pub mod parse;
@@ -25,6 +26,7 @@ pub mod tmas;
 pub use banks::{
     AppendOnlyMerge, DedupReplaceMerge, EXPERIENCE_BANK, GUIDELINE_BANK, tmas_merge_policies,
 };
+pub use call_key::call_key;
 pub use params::{RoleCall, RoleCalls, TmasParams};
 pub use prompts::{PromptError, PromptOverrides, PromptSet, TemplateKind};
 pub use result::{

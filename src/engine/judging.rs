@@ -14,7 +14,7 @@ use crate::eval::judge::{
     JudgeInput, JudgeRecord, LlmJudgePolicy, judge_request, parse_judge_reply,
 };
 use crate::method::parse::parse_score;
-use crate::method::{PromptSet, TmasOutcome};
+use crate::method::{PromptSet, TmasOutcome, call_key};
 
 /// How candidates are judged in a run.
 #[derive(Clone)]
@@ -201,14 +201,14 @@ impl LlmJudge {
 /// The key of judge repeat `repeat` of candidate `candidate` (display form
 /// `PROBLEM/itT/judge/cC/vR/a0`).
 pub fn judge_key(problem: &str, iteration: u32, candidate: u32, repeat: u32) -> CallKey {
-    CallKey {
-        problem: problem.into(),
+    call_key(
+        &problem.into(),
         iteration,
-        role: Role::Judge.as_str().into(),
-        candidate: Some(candidate),
-        index: Some(repeat),
-        attempt: 0,
-    }
+        Role::Judge,
+        Some(candidate),
+        Some(repeat),
+        0,
+    )
 }
 
 #[cfg(test)]

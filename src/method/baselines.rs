@@ -29,6 +29,7 @@ use tmas_actors::strategy::{
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, EmbeddingRequest};
 
 use crate::config::{Role, RseDedup};
+use crate::method::call_key::call_key;
 use crate::method::params::{RoleCall, RoleCalls};
 use crate::method::parse::visible_text;
 use crate::method::prompts::{PromptSet, TemplateKind};
@@ -297,14 +298,14 @@ impl BaselineStrategy {
     }
 
     fn call(&mut self, req: Req) -> Command {
-        let key = CallKey {
-            problem: self.cx.problem.id.clone(),
-            iteration: self.iteration,
-            role: req.role.as_str().into(),
-            candidate: req.candidate,
-            index: req.index,
-            attempt: 0,
-        };
+        let key = call_key(
+            &self.cx.problem.id,
+            self.iteration,
+            req.role,
+            req.candidate,
+            req.index,
+            0,
+        );
         self.calls.count(req.role);
         let rc = self.cx.params.role_call(req.role);
         let prompt_bytes = req.prompt.len();
@@ -332,14 +333,7 @@ impl BaselineStrategy {
     /// The iteration's embeddings call of `inputs`.
     fn embed(&mut self, inputs: Vec<Arc<str>>) -> Command {
         let role = Role::Embedding;
-        let key = CallKey {
-            problem: self.cx.problem.id.clone(),
-            iteration: self.iteration,
-            role: role.as_str().into(),
-            candidate: None,
-            index: None,
-            attempt: 0,
-        };
+        let key = call_key(&self.cx.problem.id, self.iteration, role, None, None, 0);
         self.calls.count(role);
         let request = EmbeddingRequest {
             inputs,

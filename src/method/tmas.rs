@@ -19,6 +19,7 @@ use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, CallSpec, Command
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, PromptText};
 
 use crate::config::Role;
+use crate::method::call_key::call_key;
 use crate::method::params::{RoleCall, TmasParams};
 use crate::method::prompts::PromptSet;
 use crate::method::result::{
@@ -123,14 +124,14 @@ impl TmasStrategy {
         attempt: u32,
         prompt: PromptText,
     ) -> Command {
-        let key = CallKey {
-            problem: self.problem.id.clone(),
-            iteration: it.iteration,
-            role: role.as_str().into(),
+        let key = call_key(
+            &self.problem.id,
+            it.iteration,
+            role,
             candidate,
             index,
             attempt,
-        };
+        );
         it.calls.count(role);
         if attempt > 0 {
             it.calls.reasked += 1;

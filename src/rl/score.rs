@@ -11,7 +11,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use futures::future::join_all;
 use serde::{Deserialize, Serialize};
-use tmas_actors::strategy::{CallExecutor, CallKey};
+use tmas_actors::strategy::CallExecutor;
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
 
 use super::batch::{self, Judged, RewardMode, Rollout, Scored, Source};
@@ -24,7 +24,7 @@ use crate::config::{Config, Role};
 use crate::engine::endpoints::Endpoints;
 use crate::engine::judging::LlmJudge;
 use crate::eval::judge::{JudgeInput, JudgeRecord, LlmJudgePolicy};
-use crate::method::PromptSet;
+use crate::method::{PromptSet, call_key};
 
 /// The guideline judge's client side.
 #[derive(Clone)]
@@ -47,14 +47,14 @@ impl GuidelineJudge {
         );
         let role: Arc<str> = Arc::from(Role::GuidelineJudge.as_str());
         let problem: Arc<str> = Arc::from(format!("{batch}/{}", rollout.question_id));
-        let key = CallKey {
-            problem: problem.clone(),
-            iteration: 0,
-            role: role.clone(),
-            candidate: Some(index as u32),
-            index: None,
-            attempt: 0,
-        };
+        let key = call_key(
+            &problem,
+            0,
+            Role::GuidelineJudge,
+            Some(index as u32),
+            None,
+            0,
+        );
         let request = ChatRequest {
             messages: vec![ChatMessage::user(prompt)],
             sampling: self.sampling,

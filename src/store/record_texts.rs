@@ -18,11 +18,9 @@
 
 use std::sync::Arc;
 
-use tmas_actors::strategy::CallKey;
-
 use crate::config::Role;
-use crate::method::TmasOutcome;
 use crate::method::parse::strip_think;
+use crate::method::{TmasOutcome, call_key};
 use crate::record::ProblemRecord;
 
 pub use crate::method::result::{Field, TextRef};
@@ -59,15 +57,7 @@ fn candidate_keys(
 ) -> impl Iterator<Item = String> {
     let problem: Arc<str> = problem.into();
     (0..attempts.max(1)).rev().map(move |attempt| {
-        CallKey {
-            problem: problem.clone(),
-            iteration,
-            role: role.as_str().into(),
-            candidate: Some(candidate),
-            index,
-            attempt,
-        }
-        .to_string()
+        call_key(&problem, iteration, role, Some(candidate), index, attempt).to_string()
     })
 }
 

@@ -4,10 +4,11 @@
 
 use std::sync::Arc;
 
-use tmas_actors::strategy::{CallKey, CallOutcome};
+use tmas_actors::strategy::CallOutcome;
 use tmas_actors::wire::PromptText;
 
 use crate::config::Role;
+use crate::method::call_key::call_key;
 use crate::method::parse::{parse_score, visible_text};
 use crate::method::result::{
     Branch, CandidateResult, CandidateStatus, Field, PromptMode, TextRef, VerificationRecord,
@@ -229,14 +230,14 @@ impl CandidateState {
         candidate: usize,
     ) -> Vec<TextRef> {
         let text_ref = |field: Field, role: Role, index: Option<u32>, attempt: u32| {
-            let key = CallKey {
-                problem: problem.clone(),
+            let key = call_key(
+                problem,
                 iteration,
-                role: role.as_str().into(),
-                candidate: Some(self.result.index),
+                role,
+                Some(self.result.index),
                 index,
                 attempt,
-            };
+            );
             TextRef(position, candidate, field, key.to_string())
         };
         let r = &self.result;
