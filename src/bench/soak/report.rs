@@ -44,6 +44,18 @@ pub struct VariantRun {
     /// clean busy seconds ÷ capacity).
     pub capacity_allowed_s: f64,
     pub wall_over_capacity_allowed: f64,
+    /// The simulators' busy seconds in this run ÷ the clean run's: the work the faults
+    /// added (attempts repeated after a drop, a malformed body, a 500 or a kill, hung
+    /// requests held until their timeout, hedges beside slow generations). A SIGKILL loses
+    /// the busy time of the requests it cuts, so this is a lower bound. `None` when the
+    /// clean run reported no busy time.
+    pub work_ratio: Option<f64>,
+    /// The time the servers' capacity allows for the work done in this run: max(clean
+    /// wall, this run's busy seconds ÷ capacity).
+    pub work_allowed_s: f64,
+    /// Wall ÷ [`Self::work_allowed_s`]: how close the client kept the capacity busy with
+    /// the work it had, whatever the faults made that work.
+    pub wall_over_work_allowed: f64,
     /// Overload answers (503) ÷ calls of the run.
     pub overload_share: f64,
     /// A simulator held more requests (served + queued) than an endpoint's share of the
@@ -64,6 +76,11 @@ impl VariantRun {
         let capacity_allowed = clean
             .wall_s
             .max(clean.sims.busy_seconds / shape.capacity as f64);
+        let work_allowed = clean
+            .wall_s
+            .max(faulty.sims.busy_seconds / shape.capacity as f64);
+        let work_ratio = (clean.sims.busy_seconds > 0.0)
+            .then(|| faulty.sims.busy_seconds / clean.sims.busy_seconds);
         let overloads = faulty.sims.faults.get("overload").copied().unwrap_or(0);
         let per_endpoint = shape.in_flight.div_ceil(2) as u64;
         VariantRun {
@@ -71,6 +88,9 @@ impl VariantRun {
             wall_ratio: faulty.wall_s / clean.wall_s,
             wall_over_capacity_allowed: faulty.wall_s / capacity_allowed,
             capacity_allowed_s: capacity_allowed,
+            work_ratio,
+            work_allowed_s: work_allowed,
+            wall_over_work_allowed: faulty.wall_s / work_allowed,
             overload_share: overloads as f64 / comparison.calls.max(1) as f64,
             // Queued requests are in flight for the client too (the sum of the two peaks
             // is an upper bound of what a simulator held at once).
@@ -185,6 +205,9 @@ pub struct VariantSummary {
     pub wall_ratio: Option<Spread>,
     pub capacity_allowed_s: Option<Spread>,
     pub wall_over_capacity_allowed: Option<Spread>,
+    /// Over the runs whose clean run reported busy time.
+    pub work_ratio: Option<Spread>,
+    pub wall_over_work_allowed: Option<Spread>,
     /// Calls lost in all runs together.
     pub calls_lost: u64,
     /// Of those, calls whose generation (in the clean run) is longer than any endpoint
@@ -260,6 +283,8 @@ impl VariantSummary {
             wall_ratio: spread(|v| v.wall_ratio),
             capacity_allowed_s: spread(|v| v.capacity_allowed_s),
             wall_over_capacity_allowed: spread(|v| v.wall_over_capacity_allowed),
+            work_ratio: Spread::of(runs.iter().filter_map(|v| v.work_ratio)),
+            wall_over_work_allowed: spread(|v| v.wall_over_work_allowed),
             calls_lost: runs.iter().map(|v| v.comparison.lost_total).sum(),
             calls_lost_unfinishable: runs.iter().map(|v| v.comparison.lost_unfinishable).sum(),
             identical_every_run: runs
@@ -313,11 +338,12 @@ pub fn print_progress(v: &VariantRun, problems: usize) {
         .map(|(ep, l)| format!("{ep} {:.0}", l.median))
         .collect();
     println!(
-        "  {}: wall {:.1} s, {:.3} × clean, {:.3} × capacity-allowed; lost {}, {}; 503s {:.2} % of calls; limits (median) {}; {}",
+        "  {}: wall {:.1} s, {:.3} × clean, {:.3} × capacity-allowed; server work {} × clean; lost {}, {}; 503s {:.2} % of calls; limits (median) {}; {}",
         v.variant,
         v.faulty.wall_s,
         v.wall_ratio,
         v.wall_over_capacity_allowed,
+        v.work_ratio.map_or("-".into(), |w| format!("{w:.3}")),
         v.comparison.lost_total,
         if v.comparison.identical() && v.tables_identical {
             "identical"
@@ -426,6 +452,11 @@ fn print_variant(v: &VariantSummary, s: &Shape) {
         } else {
             ""
         }
+    );
+    println!(
+        "    server work      {} × the clean run's busy s (repeated, hung, hedged and killed attempts; a lower bound); wall ÷ (max of clean wall, that work ÷ capacity) {}",
+        spread(v.work_ratio, 3),
+        spread(v.wall_over_work_allowed, 3),
     );
     println!(
         "    calls lost       {}{} in {} run(s); answers and table {}",
@@ -540,6 +571,9 @@ mod tests {
         let clean = figures(8.0, 100.0);
         let v = run(Scenario::Overload, &clean, 12.0, 0);
         assert_eq!(v.capacity_allowed_s, 10.0);
+        // No busy time reported under faults: the clean wall bounds it.
+        assert_eq!(v.work_ratio, Some(0.0));
+        assert_eq!(v.work_allowed_s, 8.0);
         assert!((v.wall_over_capacity_allowed - 1.2).abs() < 1e-12);
         assert!((v.wall_ratio - 1.5).abs() < 1e-12);
         assert_eq!(v.overload_share, 0.1);
@@ -549,6 +583,49 @@ mod tests {
             run(Scenario::Overload, &clean, 22.0, 0).capacity_allowed_s,
             20.0
         );
+    }
+
+    #[test]
+    fn the_work_the_faults_added_is_the_busy_time_over_the_clean_runs() {
+        let variant = |clean: &RunFigures, wall: f64, busy: f64| {
+            VariantRun::new(
+                Variant {
+                    scenario: Scenario::Full,
+                    limit: SoakLimit::Aimd,
+                },
+                clean,
+                figures(wall, busy),
+                Comparison {
+                    calls: 10,
+                    ..Comparison::default()
+                },
+                true,
+                BTreeMap::new(),
+                &shape(),
+            )
+        };
+        // 150 busy seconds against the clean run's 100, on 10 slots: 15 s of work.
+        let clean = figures(8.0, 100.0);
+        let v = variant(&clean, 18.0, 150.0);
+        assert_eq!(v.work_ratio, Some(1.5));
+        assert_eq!(v.work_allowed_s, 15.0);
+        assert!((v.wall_over_work_allowed - 1.2).abs() < 1e-12);
+        // The capacity term is still the clean run's work.
+        assert_eq!(v.capacity_allowed_s, 10.0);
+        // A clean run without busy time gives no ratio, and the summary leaves it out.
+        let idle = figures(8.0, 0.0);
+        let v = variant(&idle, 18.0, 150.0);
+        assert_eq!(v.work_ratio, None);
+        let summary = SoakReport::new(
+            shape(),
+            vec![Repetition {
+                seed: 1,
+                clean: idle.clone(),
+                variants: vec![v],
+            }],
+        );
+        assert!(summary.summary[0].work_ratio.is_none());
+        assert!(summary.summary[0].wall_over_work_allowed.is_some());
     }
 
     #[test]
