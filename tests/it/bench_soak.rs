@@ -154,7 +154,9 @@ fn bench_soak_repeats_every_scenario_and_limit_against_each_clean_run() {
             // The simulators report their busy time, so the work ratio is always there.
             assert!(r["work_ratio"].as_f64().is_some_and(|x| x > 0.0), "{r}");
             assert!(
-                r["wall_over_work_allowed"].as_f64().is_some_and(|x| x > 0.0),
+                r["wall_over_work_allowed"]
+                    .as_f64()
+                    .is_some_and(|x| x > 0.0),
                 "{r}"
             );
         }

@@ -152,6 +152,13 @@ fn with_salt(args: &[String], salt: u64) -> Vec<String> {
 
 /// Kill and restart `sim` at intervals drawn uniformly in `every` (seconds), down for
 /// `down` each time, until `stop` is cancelled. Deterministic for a seed.
+///
+/// The first kill comes at a random phase of the cycle ([`first_wait`]), as if the
+/// endpoint had been crashing on this schedule all along: endpoints whose first kill came
+/// a whole interval after the start would all be killed within the same `every` window,
+/// and with a narrow window (90..120 s) they would keep going down within seconds of
+/// each other for the rest of a 10-minute run, a correlated outage the schedule does not
+/// describe.
 pub async fn kill_loop(
     sim: Arc<Restartable>,
     every: (f64, f64),
@@ -160,8 +167,8 @@ pub async fn kill_loop(
     stop: CancellationToken,
 ) {
     let mut rng = SimRng::new(seed);
+    let mut wait = first_wait(every, &mut rng);
     loop {
-        let wait = every.0 + (every.1 - every.0) * rng.unit();
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(Duration::from_secs_f64(wait)) => {}
@@ -175,5 +182,54 @@ pub async fn kill_loop(
         if stop.is_cancelled() {
             return;
         }
+        wait = interval(every, &mut rng);
+    }
+}
+
+/// One interval between kills: uniform in `every`.
+fn interval(every: (f64, f64), rng: &mut SimRng) -> f64 {
+    every.0 + (every.1 - every.0) * rng.unit()
+}
+
+/// The wait before the first kill of a kill process in steady state: the remaining part
+/// of the interval the start falls in. That interval is drawn length-biased (a random
+/// moment falls in a long interval more often: density ∝ x on `every`, so
+/// x = √(a² + u·(b² − a²))), and the start is uniform within it.
+fn first_wait(every: (f64, f64), rng: &mut SimRng) -> f64 {
+    let (a, b) = every;
+    let x = (a * a + rng.unit() * (b * b - a * a)).sqrt();
+    x * rng.unit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_kill_comes_at_a_random_phase_and_later_ones_every_interval() {
+        let every = (90.0, 120.0);
+        let n = 20_000;
+        let (mut sum, mut early) = (0.0, 0);
+        for seed in 0..n {
+            let mut rng = SimRng::new(seed);
+            let w = first_wait(every, &mut rng);
+            assert!((0.0..=120.0).contains(&w), "{w}");
+            sum += w;
+            early += usize::from(w < 90.0);
+            let next = interval(every, &mut rng);
+            assert!((90.0..=120.0).contains(&next), "{next}");
+        }
+        // The mean residual life of uniform(90, 120) intervals: E[X²] / (2 E[X]).
+        let (a, b): (f64, f64) = every;
+        let ex2 = (b.powi(3) - a.powi(3)) / (3.0 * (b - a));
+        let expected = ex2 / (a + b);
+        let mean = sum / n as f64;
+        assert!(
+            (mean - expected).abs() < 1.0,
+            "mean {mean:.2} against {expected:.2}"
+        );
+        // Most first kills come before the shortest interval: the endpoints' phases are
+        // spread over the cycle rather than all in 90..120 s.
+        assert!(early as f64 / n as f64 > 0.8, "{early}");
     }
 }
