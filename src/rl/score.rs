@@ -45,7 +45,6 @@ impl GuidelineJudge {
             &rollout.guideline_bank,
             &rollout.response,
         );
-        let role: Arc<str> = Arc::from(Role::GuidelineJudge.as_str());
         let problem: Arc<str> = Arc::from(format!("{batch}/{}", rollout.question_id));
         let key = call_key(
             &problem,
@@ -59,7 +58,7 @@ impl GuidelineJudge {
             messages: vec![ChatMessage::user(prompt)],
             sampling: self.sampling,
             tags: CallTags {
-                role,
+                role: key.role.clone(),
                 problem,
                 iteration: 0,
                 call: None,

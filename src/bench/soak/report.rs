@@ -73,12 +73,10 @@ impl VariantRun {
         limits: BTreeMap<String, LimitFigures>,
         shape: &Shape,
     ) -> VariantRun {
-        let capacity_allowed = clean
-            .wall_s
-            .max(clean.sims.busy_seconds / shape.capacity as f64);
-        let work_allowed = clean
-            .wall_s
-            .max(faulty.sims.busy_seconds / shape.capacity as f64);
+        // The clean run's wall, or `busy` seconds of work spread over the capacity's slots.
+        let allowed = |busy: f64| clean.wall_s.max(busy / shape.capacity as f64);
+        let capacity_allowed = allowed(clean.sims.busy_seconds);
+        let work_allowed = allowed(faulty.sims.busy_seconds);
         let work_ratio = (clean.sims.busy_seconds > 0.0)
             .then(|| faulty.sims.busy_seconds / clean.sims.busy_seconds);
         let overloads = faulty.sims.faults.get("overload").copied().unwrap_or(0);
