@@ -282,7 +282,10 @@ impl Endpoint {
         match signal {
             Signal::Overload => {
                 self.overloads.fetch_add(1, Ordering::Relaxed);
-                effects.limit = self.limit.on_overload(sent);
+                // The failed attempt's slot is already given back: what is left running
+                // is what the server held of ours when it refused.
+                let held = self.in_flight.load(Ordering::Relaxed);
+                effects.limit = self.limit.on_overload(sent, held);
                 return effects;
             }
             _ if matches!(error, ClientError::Timeout { .. }) => {

@@ -131,11 +131,12 @@ impl ConcurrencyLimit {
         self.update(|arith| arith.success_after(latency, in_use))
     }
 
-    /// An overload answer to an attempt sent at `sent`.
-    pub fn on_overload(&self, sent: Instant) -> Option<LimitChange> {
+    /// An overload answer to an attempt sent at `sent`, with `held` of the endpoint's other
+    /// calls still running (the server's capacity as this client sees it).
+    pub fn on_overload(&self, sent: Instant, held: usize) -> Option<LimitChange> {
         let now = Instant::now();
         self.update(|arith| {
-            arith.overload(sent, now);
+            arith.overload(sent, now, held);
         })
     }
 
@@ -206,14 +207,14 @@ mod tests {
             .map(|_| l.permits().clone().try_acquire_owned().unwrap())
             .collect();
         assert_eq!(l.permits().available_permits(), 2);
-        let change = l.on_overload(Instant::now()).unwrap();
+        let change = l.on_overload(Instant::now(), 0).unwrap();
         assert_eq!((change.from, change.to), (10, 9));
         assert_eq!(l.permits().available_permits(), 1);
         // Cut below the permits in use: the idle one goes, the rest is debt.
         let later = Instant::now() + Duration::from_millis(1);
         for _ in 0..5 {
             let _ = l.update(|a| {
-                a.overload(later, later + Duration::from_secs(1));
+                a.overload(later, later + Duration::from_secs(1), 0);
                 a.forget_last_decrease();
             });
         }
@@ -240,7 +241,7 @@ mod tests {
         let held: Vec<_> = (0..4)
             .map(|_| l.permits().clone().try_acquire_owned().unwrap())
             .collect();
-        l.on_overload(Instant::now()); // 4 -> 3, one permit of debt
+        l.on_overload(Instant::now(), 0); // 4 -> 3, one permit of debt
         assert_eq!(l.current(), 3);
         l.reset(); // back to 4: the debt is cancelled, nothing added
         assert_eq!(l.permits().available_permits(), 0);

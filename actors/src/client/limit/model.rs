@@ -322,7 +322,7 @@ impl Sim<'_> {
                 } else {
                     self.out.refused += 1;
                     let sent = self.instant(self.calls[e.call].sent);
-                    self.limit.overload(sent, now);
+                    self.limit.overload(sent, now, self.in_flight);
                     self.schedule(self.m.retry_after_s, e.call, Kind::Retry);
                 }
             }

@@ -25,6 +25,8 @@ pub(crate) struct LimitState {
     floor: f64,
     ceiling: f64,
     last_decrease: Option<Instant>,
+    /// The lowest the overload answers of the current round trip may take the limit.
+    round_floor: f64,
     /// The limit when the current overload episode began.
     episode_start: f64,
     successes_since_cut: f64,
@@ -64,6 +66,7 @@ impl LimitState {
             floor,
             ceiling,
             last_decrease: None,
+            round_floor: floor,
             episode_start: limit,
             successes_since_cut: 0.0,
             gradient,
@@ -157,29 +160,66 @@ impl LimitState {
         self.limit = (self.limit + step).min(self.ceiling);
     }
 
-    /// An overload answer to an attempt sent at `sent`. True if the limit was cut.
-    pub fn overload(&mut self, sent: Instant, now: Instant) -> bool {
+    /// An overload answer to an attempt sent at `sent`, with `held` of this endpoint's
+    /// other calls still running when it came. True if the limit was cut.
+    ///
+    /// The limit goes down to `held` — what the server was holding of ours when it said
+    /// "not now", its capacity as far as this client can tell — but within one round trip
+    /// never below [`DECREASE`] × where it stood before it (nor by less than one slot at
+    /// the round trip's first answer). A server with a fixed capacity and no queue (vLLM,
+    /// SGLang with a bounded one, full) refuses only once every slot it has is taken, so
+    /// `held` is that capacity: settling there keeps it full, where cutting by a tenth
+    /// left a tenth of it idle until additive growth climbed back. Answers of one round
+    /// trip (sent before its first cut) each lower the limit further to their `held`, down
+    /// to that floor: a burst sent over the capacity is refused call after call, and the
+    /// count still running falls to what the server admitted as the answers come in. A
+    /// server that refuses more than our calls explain (restarting, or shared with other
+    /// clients) shows a `held` far below the limit, and each round trip cuts by the full
+    /// [`DECREASE`].
+    ///
+    /// In gradient mode the cut is the multiplicative one alone: there the server's queue,
+    /// not its refusals, tells its capacity (by Little's law), and the gradient only draws a
+    /// refusal when its search doubles past a full queue, where `held` would be the
+    /// capacity plus that queue.
+    pub fn overload(&mut self, sent: Instant, now: Instant, held: usize) -> bool {
+        let held = if self.gradient.is_some() {
+            0.0
+        } else {
+            held as f64
+        };
         if self.last_decrease.is_some_and(|last| sent < last) {
-            return false;
+            // Sent before this round trip's first cut: it may only bring the limit down to
+            // what is still running, within the round trip's floor.
+            let lower = held.max(self.round_floor);
+            return self.lower_to(lower);
         }
-        if self.successes_since_cut >= self.limit {
+        // Recovering fast from a collapse and refused after growing: the recovery found
+        // the capacity (as TCP's slow start ends at its first loss). Growing on one slot
+        // per success would overrun it again at once.
+        let recovering = self.limit < self.episode_start * DECREASE;
+        if self.successes_since_cut >= self.limit || (recovering && self.successes_since_cut > 0.0)
+        {
             self.episode_start = self.limit;
         }
         self.successes_since_cut = 0.0;
-        let cut = (self.limit * DECREASE).max(self.floor);
+        self.round_floor = (self.limit * DECREASE).max(self.floor);
         self.last_decrease = Some(now);
         if let Some(g) = self.gradient.as_mut() {
             g.searching = false;
-            if cut < self.limit {
-                g.signal.limit_changed(true);
-            }
         }
-        if cut < self.limit {
-            self.limit = cut;
-            true
-        } else {
-            false
+        self.lower_to(held.min(self.limit - 1.0).max(self.round_floor))
+    }
+
+    /// Lowers the limit to `to` if that is below it (the gradient's window is restarted).
+    fn lower_to(&mut self, to: f64) -> bool {
+        if to >= self.limit {
+            return false;
         }
+        self.limit = to;
+        if let Some(g) = self.gradient.as_mut() {
+            g.signal.limit_changed(true);
+        }
+        true
     }
 
     /// Back to the start (a restarted server's queue is empty again): the ceiling for

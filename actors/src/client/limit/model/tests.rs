@@ -188,3 +188,45 @@ fn a_chain_bound_run_keeps_the_best_fixed_limits_throughput() {
         }
     }
 }
+
+/// AIMD told more than a server holds that refuses at once beyond its capacity (no queue,
+/// 503 + `Retry-After`, the soak's overload scenario): each refusal cuts the limit to what
+/// the server was holding, so it settles at the capacity and keeps it full, where cuts by
+/// a tenth left ~5 % of it idle (a sawtooth from 0.9 × to 1 × the capacity).
+#[test]
+fn aimd_settles_at_a_refusing_servers_capacity() {
+    for delay in [no_delay as fn() -> ClientDelay, starved] {
+        let (mut aimd_wall, mut fixed_wall, mut refused, mut calls) = (0.0, 0.0, 0, 0);
+        for seed in SEEDS {
+            let model = |limit| Model {
+                capacity: 75,
+                queue: 0,
+                median_s: 1.0,
+                sigma: 1.0,
+                workload: Workload::Backlog(10_000),
+                limit,
+                delay: delay(),
+                retry_after_s: 1.0,
+                seed,
+            };
+            let a = model(Limit::Fixed(CEILING)).run();
+            let f = model(Limit::Fixed(75)).run();
+            assert_eq!(a.calls, f.calls, "every call answered");
+            let mean = a.mean_limit(SETTLED, a.wall_s);
+            assert!(
+                (74.0..=80.0).contains(&mean),
+                "seed {seed}: mean limit {mean:.1}: {:?}",
+                a.limits
+            );
+            assert!(a.min_limit(SETTLED) >= 70, "seed {seed}: {:?}", a.limits);
+            aimd_wall += a.wall_s;
+            fixed_wall += f.wall_s;
+            refused += a.refused;
+            calls += a.calls;
+        }
+        let throughput = fixed_wall / aimd_wall;
+        assert!(throughput >= 0.98, "throughput {throughput:.3}");
+        let share = refused as f64 / calls as f64;
+        assert!(share < 0.03, "{:.2} % refused", share * 100.0);
+    }
+}

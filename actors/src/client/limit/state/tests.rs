@@ -7,14 +7,14 @@ fn aimd_cuts_once_per_round_trip_and_climbs_back_additively() {
     let t0 = Instant::now();
     let mut a = LimitState::new(200, 4);
     assert_eq!(a.slots(), 200);
-    assert!(a.overload(t0, t0 + Duration::from_millis(10)));
+    assert!(a.overload(t0, t0 + Duration::from_millis(10), 0));
     assert_eq!(a.slots(), 180);
     // Sent before that cut: the same burst, ignored.
-    assert!(!a.overload(t0, t0 + Duration::from_millis(20)));
+    assert!(!a.overload(t0, t0 + Duration::from_millis(20), 0));
     assert_eq!(a.slots(), 180);
     // Sent after it: a new signal.
     let later = t0 + Duration::from_millis(30);
-    assert!(a.overload(later, later));
+    assert!(a.overload(later, later, 0));
     assert_eq!(a.slots(), 162);
     // Two cuts in one episode: back to 90 % of its start (180) a slot per success…
     for _ in 0..18 {
@@ -33,7 +33,7 @@ fn aimd_cuts_once_per_round_trip_and_climbs_back_additively() {
     let mut t = t0;
     for _ in 0..200 {
         t += Duration::from_secs(1);
-        a.overload(t, t);
+        a.overload(t, t, 0);
     }
     assert_eq!(a.slots(), 4, "never below the floor");
 }
@@ -45,7 +45,7 @@ fn after_a_collapse_to_the_floor_the_limit_recovers_in_a_few_round_trips() {
     // A restarting server answers 503 to everything: one cut per round trip.
     for _ in 0..100 {
         t += Duration::from_secs(1);
-        a.overload(t, t);
+        a.overload(t, t, 0);
     }
     assert_eq!(a.slots(), 1);
     // Back: one slot per success up to 90 % of where the episode began…
@@ -61,7 +61,7 @@ fn after_a_collapse_to_the_floor_the_limit_recovers_in_a_few_round_trips() {
     // A cut after a quiet stretch starts a new episode at the current level: steady
     // congestion stays additive (no fast growth back into overload).
     t += Duration::from_secs(1);
-    a.overload(t, t);
+    a.overload(t, t, 0);
     let after = a.slots();
     a.success();
     assert_eq!(a.slots(), after, "additive right after a single cut");
@@ -118,7 +118,7 @@ fn gradient_arithmetic_of_one_window() {
     assert_eq!(a.slots(), 27);
     // Overload still cuts as in AIMD (27.8 × 0.9).
     let t = Instant::now();
-    assert!(a.overload(t, t));
+    assert!(a.overload(t, t, 0));
     assert_eq!(a.slots(), 25);
 }
 
@@ -164,7 +164,7 @@ fn a_restarted_server_restarts_the_search_from_half_the_limit_and_keeps_the_base
     let mut t = Instant::now();
     for _ in 0..50 {
         t += Duration::from_secs(1);
-        a.overload(t, t);
+        a.overload(t, t, 0);
     }
     assert_eq!(a.slots(), 1);
     a.reset();
