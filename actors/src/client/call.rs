@@ -256,12 +256,19 @@ impl Shared {
         affinity: &str,
         waited: &mut Duration,
     ) -> Result<Slot<'_>, ClientError> {
+        let mut avoid = avoid;
+        // A global slot kept while the call moves to another endpoint: taking it again
+        // would put the call behind every call waiting for one.
+        let mut kept: Option<OwnedSemaphorePermit> = None;
         'route: loop {
             if !group.any_healthy() {
                 self.wait_for_health(group, waited).await?;
                 continue;
             }
-            let global = self.global_slot().await?;
+            let global = match kept.take() {
+                Some(g) => g,
+                None => self.global_slot().await?,
+            };
             let Some(ep) = group.pick(avoid, affinity) else {
                 continue;
             };
@@ -292,6 +299,15 @@ impl Shared {
                                 }
                                 if !ep.is_healthy() {
                                     // The endpoint went down while we queued: move elsewhere.
+                                    continue 'route;
+                                }
+                                if group.routing == Routing::LeastLoad && group.has_room_besides(&ep) {
+                                    // Another endpoint came back (its limit reset, its slots
+                                    // free) while this one's queue holds the calls its crash
+                                    // moved here: take a free slot there rather than wait,
+                                    // even if a retry would have avoided it.
+                                    avoid = None;
+                                    kept = global.take();
                                     continue 'route;
                                 }
                             }
@@ -369,14 +385,16 @@ impl Shared {
         })
     }
 
-    /// The end of a pending attempt: its answer, or its failure recorded (it was already
-    /// charged as a timeout when the hedge started).
+    /// The end of a pending attempt: its answer, or its failure recorded. It was charged a
+    /// timeout when the hedge started; a failure other than its own deadline gives that
+    /// timeout back (`RetryBudget::on_pending_failure`).
     fn settle(
         &self,
         p: Pending<'_>,
         result: Result<Completion, AttemptError>,
         request: &ChatRequest,
         attempts: u32,
+        budget: &mut RetryBudget<'_>,
     ) -> Option<ChatResponse> {
         let ep = p.slot.endpoint.clone();
         drop(p.slot);
@@ -386,6 +404,7 @@ impl Shared {
             }
             Err(f) => {
                 let effects = ep.record_failure(&f.error, p.started);
+                budget.on_pending_failure(&f.error, p.started, ep.is_healthy());
                 self.permanent
                     .on_failure(ep.name(), &ep.permanent_in_a_row, &f.error);
                 telemetry::on_failure(
@@ -474,7 +493,7 @@ impl Shared {
             .await
             {
                 Raced::Own(slot) => slot?,
-                Raced::Pending(p, r) => match self.settle(*p, r, &request, attempts) {
+                Raced::Pending(p, r) => match self.settle(*p, r, &request, attempts, &mut budget) {
                     Some(response) => return Ok(response),
                     None => continue,
                 },
@@ -494,10 +513,12 @@ impl Shared {
             telemetry::inject_traceparent(&span, &mut attempt_headers);
             let started = Instant::now();
             let timeout_scale = budget.timeout_scale();
-            // Non-streaming attempts past their timeout are hedged while the timeout budget
-            // lasts (a stream's idle timeout already tells a dead server from a long one).
+            // A non-streaming attempt past its timeout is hedged if the timeout budget has a
+            // hedge left then, and given up otherwise (decided when its timeout passes: a
+            // pending attempt that failed meanwhile may have given a timeout back). A
+            // stream's idle timeout already tells a dead server from a long generation.
             let growth = policy.timeout_growth.max(1.0);
-            let hedge_after = (!request.stream && budget.may_hedge())
+            let hedge_after = (!request.stream && policy.max_timeout_attempts > 1)
                 .then(|| ep.spec.request_timeout.mul_f64(timeout_scale));
             let attempt_scale = if hedge_after.is_some() {
                 timeout_scale * (1.0 + growth)
@@ -531,7 +552,8 @@ impl Shared {
                 match race(&mut pending, own).await {
                     Raced::Own(step) => break step,
                     Raced::Pending(p, r) => {
-                        if let Some(response) = self.settle(*p, r, &request, attempts) {
+                        if let Some(response) = self.settle(*p, r, &request, attempts, &mut budget)
+                        {
                             return Ok(response);
                         }
                     }
@@ -540,6 +562,14 @@ impl Shared {
             let result = match step {
                 Step::Shutdown => return Err(ClientError::Shutdown),
                 Step::Done(r) => r,
+                Step::Hedge if !budget.may_hedge() => {
+                    // No hedge left: the attempt is given up at its timeout.
+                    drop(fut);
+                    Err(AttemptError::from(ClientError::Timeout {
+                        endpoint: ep.name().clone(),
+                        after: hedge_after.unwrap_or_default(),
+                    }))
+                }
                 Step::Hedge => {
                     budget.on_hedge();
                     if let Some(old) = pending.take() {
@@ -549,7 +579,8 @@ impl Shared {
                             endpoint: old.slot.endpoint.name().clone(),
                             after,
                         };
-                        let _ = self.settle(old, Err(error.into()), &request, attempts);
+                        let _ =
+                            self.settle(old, Err(error.into()), &request, attempts, &mut budget);
                     }
                     tracing::debug!(group = %group.name, endpoint = %ep.name(), attempts, "attempt past its timeout: hedging");
                     let error = ClientError::Timeout {
@@ -606,7 +637,7 @@ impl Shared {
                         _ = self.cancel.cancelled() => return Err(ClientError::Shutdown),
                         r = &mut p.fut => r,
                     };
-                    if let Some(response) = self.settle(p, r, &request, attempts) {
+                    if let Some(response) = self.settle(p, r, &request, attempts, &mut budget) {
                         return Ok(response);
                     }
                 }
@@ -645,7 +676,7 @@ impl Shared {
                 Raced::Own(false) => return Err(ClientError::Shutdown),
                 Raced::Own(true) => {}
                 Raced::Pending(p, r) => {
-                    if let Some(response) = self.settle(*p, r, &request, attempts) {
+                    if let Some(response) = self.settle(*p, r, &request, attempts, &mut budget) {
                         return Ok(response);
                     }
                 }

@@ -75,6 +75,21 @@ impl<'p> RetryBudget<'p> {
         self.charged += 1;
     }
 
+    /// A hedged attempt (charged a timeout when its hedge started) ended otherwise than by
+    /// its own deadline: a connection failure, a SIGKILLed or restarted server, a bad
+    /// answer. Its timeout is not what ended it, so the timeout is given back: the call may
+    /// still wait as long for a generation as before, rather than losing the one attempt
+    /// that could run long enough to a crash. The failure is charged to its own kind
+    /// instead, and to the hard cap, which bounds how often this can happen.
+    pub fn on_pending_failure(&mut self, error: &ClientError, started: Instant, healthy: bool) {
+        if matches!(error, ClientError::Timeout { .. }) || !error.is_retryable() {
+            return;
+        }
+        self.timeouts = self.timeouts.saturating_sub(1);
+        // Exhaustion shows at the call's next failure: the attempt running now goes on.
+        let _ = self.exhausted_by(error, started, healthy);
+    }
+
     /// Charges a retryable failure of an attempt sent at `started` to an endpoint that is
     /// (`endpoint_healthy`) or is not marked healthy now. True when the call must give up.
     pub fn exhausted_by(
@@ -175,6 +190,51 @@ mod tests {
             after: Duration::from_secs(1),
         };
         assert!(b.exhausted_by(&timeout, Instant::now(), true));
+    }
+
+    #[test]
+    fn a_hedged_attempt_cut_short_gives_its_timeout_back() {
+        let p = ResiliencePolicy {
+            max_timeout_attempts: 3,
+            ..policy()
+        };
+        let mut b = RetryBudget::new(&p);
+        let now = Instant::now();
+        b.on_hedge();
+        b.on_hedge();
+        assert!(
+            !b.may_hedge(),
+            "two hedges spend a budget of three timeouts"
+        );
+        assert_eq!(b.timeout_scale(), 4.0);
+        // The first hedged attempt reaches its own deadline: that was a timeout.
+        let timeout = ClientError::Timeout {
+            endpoint: "e".into(),
+            after: Duration::from_secs(1),
+        };
+        b.on_pending_failure(&timeout, now, true);
+        assert!(!b.may_hedge());
+        // The second is cut by a crash: its timeout is given back.
+        let reset = ClientError::Connect {
+            endpoint: "e".into(),
+            message: "connection reset".into(),
+        };
+        b.on_pending_failure(&reset, now, false);
+        assert!(b.may_hedge(), "the crash did not spend a timeout");
+        assert_eq!(b.timeout_scale(), 2.0);
+        // Crashes are bounded by the hard cap: 3 × 4 + 2 + 3 = 17 charged attempts.
+        let mut b = RetryBudget::new(&p);
+        let mut cycles = 0;
+        loop {
+            b.on_hedge();
+            b.on_pending_failure(&reset, now, false);
+            cycles += 1;
+            if b.exhausted_by(&reset, now, false) {
+                break;
+            }
+            assert!(cycles < 100, "never exhausted");
+        }
+        assert!(cycles <= 9, "{cycles}");
     }
 
     #[test]

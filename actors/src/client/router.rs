@@ -109,6 +109,13 @@ impl Group {
         chosen
     }
 
+    /// Whether a healthy member other than `ep` has a slot free now.
+    pub fn has_room_besides(&self, ep: &Arc<Endpoint>) -> bool {
+        self.members.iter().any(|m| {
+            !Arc::ptr_eq(m, ep) && m.is_healthy() && m.limit.permits().available_permits() > 0
+        })
+    }
+
     /// Called by a call that finds every endpoint down; logs once per outage.
     pub fn enter_outage(&self, budget: Duration) {
         if self.in_outage.swap(true, Ordering::AcqRel) {

@@ -150,6 +150,66 @@ async fn when_the_outage_outlasts_the_budget_calls_fail_with_outage() {
     client.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_queued_on_a_sibling_move_to_an_endpoint_that_comes_back() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let broken = Reply::Status {
+        code: 500,
+        retry_after: None,
+        body: "crashed".into(),
+    };
+    let a = MockServer::start(broken);
+    a.state.health_mode.store(1, SeqCst); // not ready: stays down once marked down
+    let b = MockServer::start(Reply::ok("from b"));
+    let client = ModelClient::start(config(
+        vec![
+            endpoint("a", &a.base_url(), 2),
+            endpoint("b", &b.base_url(), 2),
+        ],
+        8,
+    ))
+    .await
+    .unwrap();
+    // `a` fails the calls routed to it until it is marked down (they finish on `b`).
+    for i in 0..20 {
+        if !client.snapshot().endpoints[0].healthy {
+            break;
+        }
+        client
+            .chat("g", request(&format!("warm {i}"), false))
+            .await
+            .expect("answered by b");
+    }
+    assert!(!client.snapshot().endpoints[0].healthy, "a marked down");
+    // Six calls go to `b`, whose two slots are taken by 3 s generations: four queue.
+    b.set_default(Reply::delayed("from b", Duration::from_secs(3)));
+    let calls: Vec<_> = (0..6)
+        .map(|i| {
+            let c = client.clone();
+            tokio::spawn(async move { c.chat("g", request(&format!("call {i}"), false)).await })
+        })
+        .collect();
+    wait_until("two calls running on b and four queued there", || {
+        let snap = client.snapshot();
+        let (ea, eb) = (&snap.endpoints[0], &snap.endpoints[1]);
+        !ea.healthy && eb.in_flight == 2 && eb.queued == 4
+    })
+    .await;
+    // `a` comes back: calls queued on `b` take its free slots (two, its limit) instead of
+    // waiting 3 s for `b`'s.
+    a.set_default(Reply::ok("from a"));
+    a.state.health_mode.store(0, SeqCst);
+    let mut by_a = 0;
+    for call in calls {
+        let resp = call.await.expect("task").expect("every call answered");
+        if &*resp.endpoint == "a" {
+            by_a += 1;
+        }
+    }
+    assert!(by_a >= 2, "{by_a} of the four queued on b moved to a");
+    client.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_down_endpoint_is_probed_via_health_then_models_and_readmitted() {
     use std::sync::atomic::Ordering::SeqCst;

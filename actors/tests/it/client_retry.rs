@@ -102,6 +102,35 @@ async fn an_attempt_past_its_timeout_goes_on_beside_a_hedge_and_the_first_answer
 }
 
 #[tokio::test]
+async fn a_hedged_attempt_cut_by_a_crash_gives_its_timeout_back_so_a_long_generation_finishes() {
+    // Timeout 100 ms, two timeout attempts, growth 2: the longest generation a call waits
+    // for is the first attempt's, hedged at 100 ms and given up at 300 ms. Here that
+    // attempt is cut at 150 ms (its server crashed) and the hedge's generation takes
+    // 450 ms. Had the crash spent the hedge's timeout, the hedge would be given up at its
+    // own timeout (200 ms) and the call lost; given back, the hedge is itself hedged at its
+    // timeout and goes on to answer.
+    let server = MockServer::start(Reply::Hang);
+    server.push(Reply::Cut {
+        after: Duration::from_millis(150),
+    });
+    server.push(Reply::delayed("long", Duration::from_millis(450)));
+    let mut cfg = config(vec![endpoint("e1", &server.base_url(), 8)], 8);
+    cfg.endpoints[0].request_timeout = Duration::from_millis(100);
+    cfg.policy.max_timeout_attempts = 2;
+    cfg.policy.timeout_growth = 2.0;
+    let client = ModelClient::start(cfg).await.unwrap();
+    let resp = client
+        .chat("g", request("long after a crash", false))
+        .await
+        .expect("the long generation answers");
+    assert_eq!(&*resp.content, "long");
+    assert_eq!(resp.attempts, 3, "the cut one, the long one, and its hedge");
+    assert_eq!(server.chat_count(), 3);
+    assert!(client.snapshot().endpoints[0].healthy);
+    client.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_malformed_body_is_retried_then_reported_with_endpoint_status_and_snippet() {
     let server = MockServer::start(Reply::Raw {
         status: 200,

@@ -62,6 +62,9 @@ pub enum Reply {
     },
     /// Never answer.
     Hang,
+    /// Begin a 200 answer after `after`, then break the connection before the body ends:
+    /// a server killed in the middle of a generation.
+    Cut { after: Duration },
     /// Send SSE headers and one chunk, then go silent.
     StreamStall,
     /// What llama.cpp's server sends when the next request interrupts a stream: the role
@@ -430,6 +433,17 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
         Reply::Hang => {
             futures::future::pending::<()>().await;
             unreachable!()
+        }
+        Reply::Cut { after } => {
+            tokio::time::sleep(after).await;
+            let broken = futures::stream::once(async {
+                Err::<Bytes, std::io::Error>(std::io::Error::other("server killed"))
+            });
+            Response::builder()
+                .status(StatusCode::OK)
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from_stream(broken))
+                .expect("response")
         }
         Reply::StreamStall => sse_response(sse_events("never finished", &None, "stop"), true),
         Reply::Interrupted => {
