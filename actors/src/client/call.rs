@@ -16,7 +16,8 @@
 //!   generation then costs its own length, not the timeouts before it, and a hung request
 //!   costs one timeout. The older attempt is given up once the hedge reaches its own
 //!   timeout (its deadline is `1 + timeout_growth` timeouts), so a call holds at most two
-//!   slots;
+//!   slots. Hedge or give up is decided when the timeout passes, since a pending attempt
+//!   that fails meanwhile otherwise than by its deadline gives its timeout back;
 //! - malformed bodies: `max_malformed_attempts`;
 //! - the rest (connection failures, interrupted generations, 5xx): `max_attempts`. A
 //!   failure on an endpoint that is now marked down is not charged: the call waits for a

@@ -5,7 +5,8 @@
 //! - overload (429, 503): back-pressure, bounded in time by the outage budget, not in
 //!   attempts;
 //! - timeouts: `max_timeout_attempts`, each attempt allowed `timeout_growth` times longer
-//!   than the one before;
+//!   than the one before; a hedged attempt that a crash or a bad answer ends gives its
+//!   timeout back (its timeout is not what ended it);
 //! - malformed bodies: `max_malformed_attempts`;
 //! - a connection failure on an endpoint that is now marked down: not charged (the call
 //!   waits for a healthy endpoint instead, under the outage budget);
