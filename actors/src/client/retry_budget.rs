@@ -29,6 +29,9 @@ pub(crate) struct RetryBudget<'p> {
     counted: u32,
     malformed: u32,
     timeouts: u32,
+    /// The next attempt's timeout over the endpoint's: grown by `timeout_growth` at each
+    /// timeout, never shrunk (a timeout given back leaves it where it is).
+    scale: f64,
     /// Attempts charged to the call (overload answers are bounded in time instead).
     charged: u32,
     hard_cap: u32,
@@ -48,20 +51,26 @@ impl<'p> RetryBudget<'p> {
             counted: 0,
             malformed: 0,
             timeouts: 0,
+            scale: 1.0,
             charged: 0,
             hard_cap,
             overloaded_since: None,
         }
     }
 
-    /// How much longer than the endpoint's timeout the next attempt may take: timeouts
-    /// so far compound `timeout_growth`, so a long generation can finish.
+    /// How much longer than the endpoint's timeout the next attempt may take: every
+    /// timeout so far (given back or not) compounds `timeout_growth`, so a long generation
+    /// can finish, and one that a crash cut is retried at once on the rung it had reached
+    /// rather than climbing the ladder again (which would add the shorter rungs'
+    /// timeouts to the time it needs without a crash).
     pub fn timeout_scale(&self) -> f64 {
-        self.policy
-            .timeout_growth
-            .max(1.0)
-            .powi(i32::try_from(self.timeouts).unwrap_or(i32::MAX))
-            .min(MAX_TIMEOUT_SCALE)
+        self.scale
+    }
+
+    /// One more timeout: the budget spent by one, the next attempt's timeout grown.
+    fn on_timeout(&mut self) {
+        self.timeouts += 1;
+        self.scale = (self.scale * self.policy.timeout_growth.max(1.0)).min(MAX_TIMEOUT_SCALE);
     }
 
     /// Whether another timeout would still leave the timeout budget unspent (a timed-out
@@ -72,7 +81,7 @@ impl<'p> RetryBudget<'p> {
 
     /// An attempt passed its timeout and goes on while a hedge attempt starts.
     pub fn on_hedge(&mut self) {
-        self.timeouts += 1;
+        self.on_timeout();
         self.charged += 1;
     }
 
@@ -116,7 +125,7 @@ impl<'p> RetryBudget<'p> {
             // healthy one (outage budget) instead of burning its attempts.
             false
         } else if matches!(error, ClientError::Timeout { .. }) {
-            self.timeouts += 1;
+            self.on_timeout();
             self.timeouts >= policy.max_timeout_attempts.max(1)
         } else {
             self.counted += 1;
@@ -222,7 +231,10 @@ mod tests {
         };
         b.on_pending_failure(&reset, now, false);
         assert!(b.may_hedge(), "the crash did not spend a timeout");
-        assert_eq!(b.timeout_scale(), 2.0);
+        assert_eq!(b.timeout_scale(), 4.0, "nor took the ladder back down");
+        b.on_hedge();
+        assert_eq!(b.timeout_scale(), 8.0);
+        assert!(!b.may_hedge());
         // Crashes are bounded by the hard cap: 3 × 4 + 2 + 3 = 17 charged attempts.
         let mut b = RetryBudget::new(&p);
         let mut cycles = 0;

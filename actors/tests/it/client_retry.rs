@@ -131,6 +131,35 @@ async fn a_hedged_attempt_cut_by_a_crash_gives_its_timeout_back_so_a_long_genera
 }
 
 #[tokio::test]
+async fn after_a_crash_a_long_generation_is_retried_on_the_rung_it_had_reached() {
+    // Timeout 100 ms, two timeout attempts, growth 2. The first attempt passes its timeout
+    // and is hedged (the next attempts are allowed 200 ms before a hedge, 600 ms in all);
+    // then both are cut by crashes. The retry is a 450 ms generation: started back on the
+    // first rung (100 ms, 300 ms in all) it would be hedged, then given up with its hedge
+    // when the budget ran out at 300 ms; on the rung reached it answers.
+    let server = MockServer::start(Reply::Hang);
+    server.push(Reply::Cut {
+        after: Duration::from_millis(150),
+    });
+    server.push(Reply::Cut {
+        after: Duration::from_millis(100),
+    });
+    server.push(Reply::delayed("long", Duration::from_millis(450)));
+    let mut cfg = config(vec![endpoint("e1", &server.base_url(), 8)], 8);
+    cfg.endpoints[0].request_timeout = Duration::from_millis(100);
+    cfg.policy.max_timeout_attempts = 2;
+    cfg.policy.timeout_growth = 2.0;
+    let client = ModelClient::start(cfg).await.unwrap();
+    let resp = client
+        .chat("g", request("long after two crashes", false))
+        .await
+        .expect("the long generation answers");
+    assert_eq!(&*resp.content, "long");
+    assert_eq!(resp.attempts, 4, "two cut, the long one and its hedge");
+    client.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_malformed_body_is_retried_then_reported_with_endpoint_status_and_snippet() {
     let server = MockServer::start(Reply::Raw {
         status: 200,
