@@ -277,7 +277,7 @@ pub struct ResilienceConfig {
     pub max_malformed_attempts: u32,
     pub backoff_min_ms: u64,
     pub backoff_max_ms: u64,
-    /// Consecutive connection failures or server errors (5xx but 503) that open an
+    /// Consecutive connection failures (refused or reset) that open an
     /// endpoint's circuit breaker.
     pub breaker_failures: u32,
     /// The breaker also opens when this share of the last `breaker_window` attempts

@@ -2,13 +2,18 @@
 //! consecutive failures that may all belong to one slow call.
 //!
 //! Modelled on Envoy's outlier detection and resilience4j's count-based breaker:
-//! - **Consecutive hard failures** (connection refused or reset, 5xx other than 503):
-//!   a dead or crashing server produces these within milliseconds on every call, so K in
-//!   a row open the breaker at once (Envoy's `consecutive_gateway_failure`).
+//! - **Consecutive connection failures** (refused or reset): a dead or crashing server
+//!   produces these within milliseconds on every call, so K in a row open the breaker at
+//!   once (Envoy's `consecutive_gateway_failure`).
 //! - **Failure ratio over a sliding window** of the last W attempts, once at least
-//!   `min_calls` are in it: timeouts, interrupted streams and malformed bodies count here
-//!   only, so a long generation that times out on every attempt cannot take out an
-//!   endpoint whose other calls succeed.
+//!   `min_calls` are in it: server errors (5xx other than 503), timeouts, interrupted
+//!   streams and malformed bodies count here only. A long generation that times out on
+//!   every attempt cannot take out an endpoint whose other calls succeed; nor can a few
+//!   server errors that come back before any success does. A server answering 500 is up,
+//!   and its errors come back in milliseconds while its successes take the length of a
+//!   generation: right after a start or a re-admission, when a whole burst of calls is
+//!   sent at once, a handful of errors in a row is what a healthy server with a small
+//!   error rate answers first. A server that fails every call fills the window as fast.
 //! - **Overload** (429, 503) is back-pressure, not ill health: it is left to the AIMD
 //!   limit ([`super::limit`]) and never seen here. Nor are the caller's own mistakes (other
 //!   4xx), which say nothing about the server.
@@ -24,9 +29,10 @@ pub(crate) enum Signal {
     Success,
     /// The server is there but asks us to slow down (429, 503).
     Overload,
-    /// A dead or crashing server: connection failures, 5xx.
+    /// A dead or crashing server: connection failures.
     Hard,
-    /// Might be the call rather than the server: timeouts, interrupted streams, bad bodies.
+    /// An answer that failed, or none in time: server errors (5xx but 503), timeouts,
+    /// interrupted streams, bad bodies. One may be the call's rather than the server's.
     Soft,
     /// Says nothing about the server (the request's own fault, a local error).
     Neutral,
@@ -42,7 +48,7 @@ impl Signal {
     pub fn of(error: &ClientError) -> Signal {
         match error {
             ClientError::Status { status, .. } if is_overload_status(*status) => Signal::Overload,
-            ClientError::Status { status, .. } if *status >= 500 => Signal::Hard,
+            ClientError::Status { status, .. } if *status >= 500 => Signal::Soft,
             ClientError::Status { status: 408, .. } => Signal::Soft,
             ClientError::Connect { .. } => Signal::Hard,
             ClientError::Timeout { .. }
@@ -118,7 +124,7 @@ impl Breaker {
         };
         if w.consecutive_hard >= s.consecutive_hard {
             return Some(format!(
-                "{} consecutive connection failures or server errors",
+                "{} consecutive connection failures",
                 w.consecutive_hard
             ));
         }
@@ -191,6 +197,35 @@ mod tests {
     }
 
     #[test]
+    fn server_errors_before_the_first_success_do_not_open_it_but_a_window_of_them_does() {
+        let error = Signal::of(&ClientError::Status {
+            endpoint: "e".into(),
+            status: 500,
+            body_snippet: String::new(),
+        });
+        // A burst just sent to a re-admitted server: its errors are back before any of
+        // its generations. (The default window: 50 attempts, at least 20, half failed.)
+        let b = Breaker::new(BreakerSettings {
+            consecutive_hard: 5,
+            window: 50,
+            min_calls: 20,
+            failure_ratio: 0.5,
+        });
+        for _ in 0..6 {
+            assert_eq!(b.record(error), None);
+        }
+        for _ in 0..20 {
+            assert_eq!(b.record(Signal::Success), None);
+        }
+        // A server that fails every call: the window opens it.
+        let b = breaker();
+        for _ in 0..9 {
+            assert_eq!(b.record(error), None);
+        }
+        assert!(b.record(error).is_some(), "10 of 10 failed");
+    }
+
+    #[test]
     fn a_failure_ratio_over_the_window_opens_it_but_needs_min_calls() {
         let b = breaker();
         // Fewer than min_calls: no verdict even at 100 % failures (soft).
@@ -220,8 +255,8 @@ mod tests {
         };
         assert_eq!(Signal::of(&status(429)), Signal::Overload);
         assert_eq!(Signal::of(&status(503)), Signal::Overload);
-        assert_eq!(Signal::of(&status(500)), Signal::Hard);
-        assert_eq!(Signal::of(&status(502)), Signal::Hard);
+        assert_eq!(Signal::of(&status(500)), Signal::Soft);
+        assert_eq!(Signal::of(&status(502)), Signal::Soft);
         assert_eq!(Signal::of(&status(408)), Signal::Soft);
         assert_eq!(Signal::of(&status(400)), Signal::Neutral);
         let timeout = ClientError::Timeout {

@@ -90,7 +90,7 @@ pub struct ResiliencePolicy {
     pub max_malformed_attempts: u32,
     pub backoff_min: Duration,
     pub backoff_max: Duration,
-    /// Consecutive connection failures or server errors (5xx but 503) that open an
+    /// Consecutive connection failures (refused or reset) that open an
     /// endpoint's circuit breaker.
     pub breaker_failures: u32,
     /// The breaker also opens when `breaker_failure_ratio` of the last `breaker_window`

@@ -218,12 +218,13 @@ async fn a_down_endpoint_is_probed_via_health_then_models_and_readmitted() {
         retry_after: None,
         body: "broken".into(),
     });
-    let client = ModelClient::start(config(vec![endpoint("solo", &server.base_url(), 4)], 4))
-        .await
-        .unwrap();
+    let mut cfg = config(vec![endpoint("solo", &server.base_url(), 4)], 4);
+    cfg.policy.breaker_min_calls = 3;
+    let client = ModelClient::start(cfg).await.unwrap();
     server.state.health_mode.store(1, SeqCst); // /health: 503, not ready
 
-    // Three 500s open the breaker (breaker_failures = 3); the call then waits.
+    // Three 500s open the breaker (a window of three attempts, all failed); the call then
+    // waits.
     server.set_default(Reply::Status {
         code: 500,
         retry_after: None,
