@@ -101,62 +101,59 @@ async fn an_attempt_past_its_timeout_goes_on_beside_a_hedge_and_the_first_answer
     client.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_hedged_attempt_cut_by_a_crash_gives_its_timeout_back_so_a_long_generation_finishes() {
-    // Timeout 100 ms, two timeout attempts, growth 2: the longest generation a call waits
-    // for is the first attempt's, hedged at 100 ms and given up at 300 ms. Here that
-    // attempt is cut at 150 ms (its server crashed) and the hedge's generation takes
-    // 450 ms. Had the crash spent the hedge's timeout, the hedge would be given up at its
-    // own timeout (200 ms) and the call lost; given back, the hedge is itself hedged at its
-    // timeout and goes on to answer.
+/// One endpoint answering `script` in turn (then hanging), timeout 100 ms, two timeout
+/// attempts, growth 2; the answer to one call and the attempts the server saw.
+async fn answer_to_one_call(script: Vec<Reply>) -> (tmas_actors::wire::ChatResponse, usize) {
     let server = MockServer::start(Reply::Hang);
-    server.push(Reply::Cut {
-        after: Duration::from_millis(150),
-    });
-    server.push(Reply::delayed("long", Duration::from_millis(450)));
+    for reply in script {
+        server.push(reply);
+    }
     let mut cfg = config(vec![endpoint("e1", &server.base_url(), 8)], 8);
     cfg.endpoints[0].request_timeout = Duration::from_millis(100);
     cfg.policy.max_timeout_attempts = 2;
     cfg.policy.timeout_growth = 2.0;
     let client = ModelClient::start(cfg).await.unwrap();
     let resp = client
-        .chat("g", request("long after a crash", false))
+        .chat("g", request("a long generation", false))
         .await
         .expect("the long generation answers");
-    assert_eq!(&*resp.content, "long");
-    assert_eq!(resp.attempts, 3, "the cut one, the long one, and its hedge");
-    assert_eq!(server.chat_count(), 3);
     assert!(client.snapshot().endpoints[0].healthy);
     client.shutdown().await;
+    (resp, server.chat_count())
+}
+
+fn cut_after(ms: u64) -> Reply {
+    Reply::Cut {
+        after: Duration::from_millis(ms),
+    }
+}
+
+#[tokio::test]
+async fn a_hedged_attempt_cut_by_a_crash_gives_its_timeout_back_so_a_long_generation_finishes() {
+    // The longest generation a call waits for is the first attempt's, hedged at 100 ms
+    // and given up at 300 ms. Here that attempt is cut at 150 ms (its server crashed) and
+    // the hedge's generation takes 450 ms. Had the crash spent the hedge's timeout, the
+    // hedge would be given up at its own timeout (200 ms) and the call lost; given back,
+    // the hedge is itself hedged at its timeout and goes on to answer.
+    let long = Reply::delayed("long", Duration::from_millis(450));
+    let (resp, sent) = answer_to_one_call(vec![cut_after(150), long]).await;
+    assert_eq!(&*resp.content, "long");
+    assert_eq!(resp.attempts, 3, "the cut one, the long one, and its hedge");
+    assert_eq!(sent, 3);
 }
 
 #[tokio::test]
 async fn after_a_crash_a_long_generation_is_retried_on_the_rung_it_had_reached() {
-    // Timeout 100 ms, two timeout attempts, growth 2. The first attempt passes its timeout
-    // and is hedged (the next attempts are allowed 200 ms before a hedge, 600 ms in all);
-    // then both are cut by crashes. The retry is a 450 ms generation: started back on the
-    // first rung (100 ms, 300 ms in all) it would be hedged, then given up with its hedge
-    // when the budget ran out at 300 ms; on the rung reached it answers.
-    let server = MockServer::start(Reply::Hang);
-    server.push(Reply::Cut {
-        after: Duration::from_millis(150),
-    });
-    server.push(Reply::Cut {
-        after: Duration::from_millis(100),
-    });
-    server.push(Reply::delayed("long", Duration::from_millis(450)));
-    let mut cfg = config(vec![endpoint("e1", &server.base_url(), 8)], 8);
-    cfg.endpoints[0].request_timeout = Duration::from_millis(100);
-    cfg.policy.max_timeout_attempts = 2;
-    cfg.policy.timeout_growth = 2.0;
-    let client = ModelClient::start(cfg).await.unwrap();
-    let resp = client
-        .chat("g", request("long after two crashes", false))
-        .await
-        .expect("the long generation answers");
+    // The first attempt passes its timeout and is hedged (the next attempts are allowed
+    // 200 ms before a hedge, 600 ms in all); then both are cut by crashes. The retry is a
+    // 450 ms generation: started back on the first rung (100 ms, 300 ms in all) it would
+    // be hedged, then given up with its hedge when the budget ran out at 300 ms; on the
+    // rung reached it answers.
+    let long = Reply::delayed("long", Duration::from_millis(450));
+    let (resp, sent) = answer_to_one_call(vec![cut_after(150), cut_after(100), long]).await;
     assert_eq!(&*resp.content, "long");
     assert_eq!(resp.attempts, 4, "two cut, the long one and its hedge");
-    client.shutdown().await;
+    assert_eq!(sent, 4);
 }
 
 #[tokio::test]
