@@ -17,7 +17,12 @@
 //!   costs one timeout. The older attempt is given up once the hedge reaches its own
 //!   timeout (its deadline is `1 + timeout_growth` timeouts), so a call holds at most two
 //!   slots. Hedge or give up is decided when the timeout passes, since a pending attempt
-//!   that fails meanwhile otherwise than by its deadline gives its timeout back;
+//!   that fails meanwhile otherwise than by its deadline gives its timeout back. When a
+//!   crash (a refused or cut connection) ends one of two such attempts, its replacement
+//!   starts at once on an endpoint other than the survivor's (waiting, if need be, for
+//!   the crashed one to be re-admitted) and runs beside it to the same deadline: a
+//!   generation longer than a server stays up between crashes then gets a fresh attempt
+//!   on each server as it restarts, instead of one at a time;
 //! - malformed bodies: `max_malformed_attempts`;
 //! - the rest (connection failures, interrupted generations, 5xx): `max_attempts`. A
 //!   failure on an endpoint that is now marked down is not charged: the call waits for a
@@ -125,6 +130,9 @@ struct Pending<'a> {
     span: tracing::Span,
     started: Instant,
     max_tokens: u32,
+    /// Charged a timeout when it became pending (hedged at its timeout), rather than set
+    /// aside to race a replacement for an attempt a crash ended.
+    hedged: bool,
 }
 
 /// What finished first: the call's own wait, or its pending attempt.
@@ -160,6 +168,9 @@ enum Step {
     Done(Result<Completion, AttemptError>),
     /// Its timeout passed: it becomes the pending attempt and a hedge starts.
     Hedge,
+    /// The pending attempt was cut by a crash: this one becomes the pending attempt and a
+    /// replacement races it on another endpoint.
+    Race,
 }
 
 /// A request body ready for one endpoint (serialized once, reused on retries).
@@ -249,15 +260,18 @@ impl Shared {
         }
     }
 
-    /// Obtain a global slot and a slot on the best healthy endpoint.
+    /// Obtain a global slot and a slot on the best healthy endpoint: not `avoid` if
+    /// another is healthy, never `exclude` (waiting, without a global slot, until another
+    /// endpoint is healthy: the caller races this wait with its attempt there).
     async fn acquire(
         &self,
         group: &Group,
         avoid: Option<&Arc<Endpoint>>,
+        exclude: Option<&Arc<Endpoint>>,
         affinity: &str,
         waited: &mut Duration,
     ) -> Result<Slot<'_>, ClientError> {
-        let mut avoid = avoid;
+        let mut avoid = exclude.or(avoid);
         // A global slot kept while the call moves to another endpoint: taking it again
         // would put the call behind every call waiting for one.
         let mut kept: Option<OwnedSemaphorePermit> = None;
@@ -266,6 +280,18 @@ impl Shared {
                 self.wait_for_health(group, waited).await?;
                 continue;
             }
+            if let Some(x) = exclude {
+                let mut rx = self.health.subscribe();
+                if !group.healthy_besides(x) {
+                    kept = None;
+                    tokio::select! {
+                        biased;
+                        _ = self.cancel.cancelled() => return Err(self.shutdown_error()),
+                        changed = rx.changed() => changed.map_err(|_| self.shutdown_error())?,
+                    }
+                    continue;
+                }
+            }
             let global = match kept.take() {
                 Some(g) => g,
                 None => self.global_slot().await?,
@@ -273,6 +299,11 @@ impl Shared {
             let Some(ep) = group.pick(avoid, affinity) else {
                 continue;
             };
+            if exclude.is_some_and(|x| Arc::ptr_eq(x, &ep)) {
+                // The other endpoint went down between the check and the pick.
+                kept = Some(global);
+                continue;
+            }
             let mut global = Some(global);
             let permit = match ep.limit.permits().clone().try_acquire_owned() {
                 Ok(p) => p,
@@ -307,7 +338,7 @@ impl Shared {
                                     // free) while this one's queue holds the calls its crash
                                     // moved here: take a free slot there rather than wait,
                                     // even if a retry would have avoided it.
-                                    avoid = None;
+                                    avoid = exclude;
                                     kept = global.take();
                                     continue 'route;
                                 }
@@ -405,7 +436,13 @@ impl Shared {
             }
             Err(f) => {
                 let effects = ep.record_failure(&f.error, p.started);
-                budget.on_pending_failure(&f.error, p.started, ep.is_healthy());
+                if p.hedged {
+                    budget.on_pending_failure(&f.error, p.started, ep.is_healthy());
+                } else if f.error.is_retryable() {
+                    // Exhaustion shows at the call's next failure: the attempt running
+                    // now goes on.
+                    let _ = budget.exhausted_by(&f.error, p.started, ep.is_healthy());
+                }
                 self.permanent
                     .on_failure(ep.name(), &ep.permanent_in_a_row, &f.error);
                 telemetry::on_failure(
@@ -481,12 +518,21 @@ impl Shared {
         let mut budget = RetryBudget::new(policy);
         let mut last_failed: Option<Arc<Endpoint>> = None;
         let mut pending: Option<Pending<'_>> = None;
+        // The next attempt replaces one a crash cut while another ran: it goes only where
+        // that other (pending) attempt is not.
+        let mut racing = false;
+        let several = group.members.len() > 1;
         loop {
+            let exclude = pending
+                .as_ref()
+                .filter(|_| racing)
+                .map(|p| p.slot.endpoint.clone());
             let slot = match race(
                 &mut pending,
                 self.acquire(
                     &group,
                     last_failed.as_ref(),
+                    exclude.as_ref(),
                     request.tags.affinity_key(),
                     &mut waited,
                 ),
@@ -499,6 +545,7 @@ impl Shared {
                     None => continue,
                 },
             };
+            let is_race = std::mem::take(&mut racing) && exclude.is_some();
             let ep = slot.endpoint.clone();
             let prepared = self.prepare(&mut cache, &ep, &request).await?;
             take(&self.global_rpm, 1).await;
@@ -518,10 +565,13 @@ impl Shared {
             // hedge left then, and given up otherwise (decided when its timeout passes: a
             // pending attempt that failed meanwhile may have given a timeout back). A
             // stream's idle timeout already tells a dead server from a long generation.
+            // A race attempt is not hedged: the attempt it races is the other of the two a
+            // call may hold, and it runs to the deadline a hedged attempt has.
             let growth = policy.timeout_growth.max(1.0);
-            let hedge_after = (!request.stream && policy.max_timeout_attempts > 1)
-                .then(|| ep.spec.request_timeout.mul_f64(timeout_scale));
-            let attempt_scale = if hedge_after.is_some() {
+            let hedging = !request.stream && policy.max_timeout_attempts > 1;
+            let hedge_after =
+                (hedging && !is_race).then(|| ep.spec.request_timeout.mul_f64(timeout_scale));
+            let attempt_scale = if hedging {
                 timeout_scale * (1.0 + growth)
             } else {
                 timeout_scale
@@ -553,9 +603,13 @@ impl Shared {
                 match race(&mut pending, own).await {
                     Raced::Own(step) => break step,
                     Raced::Pending(p, r) => {
+                        let crashed = matches!(&r, Err(f) if f.error.is_crash());
                         if let Some(response) = self.settle(*p, r, &request, attempts, &mut budget)
                         {
                             return Ok(response);
+                        }
+                        if crashed && several {
+                            break Step::Race;
                         }
                     }
                 }
@@ -595,8 +649,27 @@ impl Shared {
                         span,
                         started,
                         max_tokens: max_tokens_sent,
+                        hedged: true,
                     });
                     last_failed = Some(ep);
+                    continue;
+                }
+                Step::Race => {
+                    // A crash cut the attempt this one ran beside. The call keeps two
+                    // attempts of its generation going on two endpoints: a replacement starts
+                    // on another one as soon as one is healthy (the crashed one, once
+                    // re-admitted, where the next crash is likely furthest away) rather
+                    // than when this one passes its timeout.
+                    tracing::debug!(group = %group.name, endpoint = %ep.name(), attempts, "the attempt beside this one was cut by a crash: racing a replacement");
+                    pending = Some(Pending {
+                        fut,
+                        slot,
+                        span,
+                        started,
+                        max_tokens: max_tokens_sent,
+                        hedged: false,
+                    });
+                    racing = true;
                     continue;
                 }
             };
@@ -658,6 +731,9 @@ impl Shared {
             };
             tracing::debug!(group = %group.name, endpoint = %ep.name(), attempts, ?delay, error = %error, "retrying call");
             telemetry::on_retry(&span, &error, delay);
+            // Cut by a crash beside a pending attempt: the retry races that one from
+            // another endpoint (not a second copy beside it).
+            racing = several && pending.is_some() && error.is_crash();
             last_failed = Some(ep);
             // A backoff (not a server-given Retry-After) ends early when an endpoint changes
             // health: a crash shows up as this failure moments before the breaker opens,

@@ -116,6 +116,13 @@ impl ClientError {
     }
 
     /// Worth another attempt (possibly on another endpoint of the group)?
+    /// A generation ended by the server going away: a refused or reset connection, a
+    /// stream cut short. Its server is being restarted or has died; the generation itself
+    /// was fine.
+    pub fn is_crash(&self) -> bool {
+        matches!(self, Self::Connect { .. } | Self::Interrupted { .. })
+    }
+
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Timeout { .. }

@@ -109,6 +109,13 @@ impl Group {
         chosen
     }
 
+    /// Whether a member other than `ep` is healthy.
+    pub fn healthy_besides(&self, ep: &Arc<Endpoint>) -> bool {
+        self.members
+            .iter()
+            .any(|m| !Arc::ptr_eq(m, ep) && m.is_healthy())
+    }
+
     /// Whether a healthy member other than `ep` has a slot free now.
     pub fn has_room_besides(&self, ep: &Arc<Endpoint>) -> bool {
         self.members.iter().any(|m| {

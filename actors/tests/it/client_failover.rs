@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::support::mock_server::{MockServer, Reply, config, endpoint, request};
 use crate::support::wait_until;
 use tmas_actors::client::{ClientError, ModelClient};
+use tmas_actors::wire::ChatResponse;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_endpoint_is_marked_down_and_its_calls_finish_on_the_other() {
@@ -370,4 +371,78 @@ async fn under_prefix_affinity_a_queued_call_leaves_its_global_slot_to_others() 
     a.abort();
     b.abort();
     client.shutdown().await;
+}
+
+/// One call over endpoints `a` and `b` (picked first, all else equal) answering by their
+/// scripts: the base timeout 100 ms, each hedge allowed 10 times longer.
+async fn one_call_over_two(a_script: Vec<Reply>, b_script: Vec<Reply>) -> ChatResponse {
+    let a = MockServer::start(Reply::Hang);
+    let b = MockServer::start(Reply::Hang);
+    for reply in a_script {
+        a.push(reply);
+    }
+    for reply in b_script {
+        b.push(reply);
+    }
+    let mut cfg = config(
+        vec![
+            endpoint("a", &a.base_url(), 4),
+            endpoint("b", &b.base_url(), 4),
+        ],
+        8,
+    );
+    for ep in &mut cfg.endpoints {
+        ep.request_timeout = Duration::from_millis(100);
+    }
+    cfg.policy.timeout_growth = 10.0;
+    let client = ModelClient::start(cfg).await.unwrap();
+    let resp = client
+        .chat("g", request("a long generation", false))
+        .await
+        .expect("the long generation answers");
+    client.shutdown().await;
+    resp
+}
+
+fn cut_after(ms: u64) -> Reply {
+    Reply::Cut {
+        after: Duration::from_millis(ms),
+    }
+}
+
+#[tokio::test]
+async fn a_crash_of_one_of_two_attempts_starts_a_replacement_on_another_endpoint_at_once() {
+    // The first attempt, on `a`, passes its timeout at 100 ms and goes on beside a hedge
+    // on `b` (a 1.5 s generation there; its own timeout 1 s). At 250 ms `a` crashes and
+    // cuts it. Its replacement starts on `a` at once (it is still healthy) and answers in
+    // 600 ms, at 850 ms. Waiting for the hedge's timeout instead, the replacement would
+    // start at 1.1 s and answer at 1.7 s, after `b` (1.6 s).
+    let resp = one_call_over_two(
+        vec![
+            cut_after(250),
+            Reply::delayed("from a", Duration::from_millis(600)),
+        ],
+        vec![Reply::delayed("from b", Duration::from_millis(1500))],
+    )
+    .await;
+    assert_eq!((&*resp.endpoint, &*resp.content), ("a", "from a"));
+    assert_eq!(resp.attempts, 3);
+}
+
+#[tokio::test]
+async fn the_retry_of_a_hedge_cut_by_a_crash_goes_where_the_attempt_it_races_is_not() {
+    // The first attempt, on `a`, never answers; its hedge on `b` (from 100 ms) is cut at
+    // 300 ms. The retry goes back to `b` (still healthy), where the generation takes
+    // 200 ms: the third attempt answers. Sent beside the hanging attempt on `a`, it would
+    // hang too, and only a fourth attempt, a second hedge at 1.3 s, would reach `b`.
+    let resp = one_call_over_two(
+        vec![],
+        vec![
+            cut_after(200),
+            Reply::delayed("from b", Duration::from_millis(200)),
+        ],
+    )
+    .await;
+    assert_eq!((&*resp.endpoint, &*resp.content), ("b", "from b"));
+    assert_eq!(resp.attempts, 3);
 }

@@ -134,6 +134,7 @@ impl Shared {
                 .acquire(
                     &group,
                     last_failed.as_ref(),
+                    None,
                     request.tags.affinity_key(),
                     &mut waited,
                 )
