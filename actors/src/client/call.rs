@@ -625,51 +625,49 @@ impl Shared {
                         after: hedge_after.unwrap_or_default(),
                     }))
                 }
-                Step::Hedge => {
-                    budget.on_hedge();
-                    if let Some(old) = pending.take() {
-                        // The older attempt reached its own deadline meanwhile: given up.
-                        let after = ep.spec.request_timeout.mul_f64(timeout_scale);
+                step @ (Step::Hedge | Step::Race) => {
+                    let hedged = matches!(step, Step::Hedge);
+                    if hedged {
+                        budget.on_hedge();
+                        if let Some(old) = pending.take() {
+                            // The older attempt reached its own deadline meanwhile: given up.
+                            let after = ep.spec.request_timeout.mul_f64(timeout_scale);
+                            let error = ClientError::Timeout {
+                                endpoint: old.slot.endpoint.name().clone(),
+                                after,
+                            };
+                            let _ = self.settle(
+                                old,
+                                Err(error.into()),
+                                &request,
+                                attempts,
+                                &mut budget,
+                            );
+                        }
+                        tracing::debug!(group = %group.name, endpoint = %ep.name(), attempts, "attempt past its timeout: hedging");
                         let error = ClientError::Timeout {
-                            endpoint: old.slot.endpoint.name().clone(),
-                            after,
+                            endpoint: ep.name().clone(),
+                            after: hedge_after.unwrap_or_default(),
                         };
-                        let _ =
-                            self.settle(old, Err(error.into()), &request, attempts, &mut budget);
+                        telemetry::on_retry(&span, &error, Duration::ZERO);
+                        last_failed = Some(ep);
+                    } else {
+                        // A crash cut the attempt this one ran beside. The call keeps two
+                        // attempts of its generation going on two endpoints: a replacement
+                        // starts on another one as soon as one is healthy (the crashed one,
+                        // once re-admitted, where the next crash is likely furthest away)
+                        // rather than when this one passes its timeout.
+                        tracing::debug!(group = %group.name, endpoint = %ep.name(), attempts, "the attempt beside this one was cut by a crash: racing a replacement");
+                        racing = true;
                     }
-                    tracing::debug!(group = %group.name, endpoint = %ep.name(), attempts, "attempt past its timeout: hedging");
-                    let error = ClientError::Timeout {
-                        endpoint: ep.name().clone(),
-                        after: hedge_after.unwrap_or_default(),
-                    };
-                    telemetry::on_retry(&span, &error, Duration::ZERO);
                     pending = Some(Pending {
                         fut,
                         slot,
                         span,
                         started,
                         max_tokens: max_tokens_sent,
-                        hedged: true,
+                        hedged,
                     });
-                    last_failed = Some(ep);
-                    continue;
-                }
-                Step::Race => {
-                    // A crash cut the attempt this one ran beside. The call keeps two
-                    // attempts of its generation going on two endpoints: a replacement starts
-                    // on another one as soon as one is healthy (the crashed one, once
-                    // re-admitted, where the next crash is likely furthest away) rather
-                    // than when this one passes its timeout.
-                    tracing::debug!(group = %group.name, endpoint = %ep.name(), attempts, "the attempt beside this one was cut by a crash: racing a replacement");
-                    pending = Some(Pending {
-                        fut,
-                        slot,
-                        span,
-                        started,
-                        max_tokens: max_tokens_sent,
-                        hedged: false,
-                    });
-                    racing = true;
                     continue;
                 }
             };
