@@ -404,12 +404,6 @@ async fn one_call_over_two(a_script: Vec<Reply>, b_script: Vec<Reply>) -> ChatRe
     resp
 }
 
-fn cut_after(ms: u64) -> Reply {
-    Reply::Cut {
-        after: Duration::from_millis(ms),
-    }
-}
-
 #[tokio::test]
 async fn a_crash_of_one_of_two_attempts_starts_a_replacement_on_another_endpoint_at_once() {
     // The first attempt, on `a`, passes its timeout at 100 ms and goes on beside a hedge
@@ -419,7 +413,7 @@ async fn a_crash_of_one_of_two_attempts_starts_a_replacement_on_another_endpoint
     // start at 1.1 s and answer at 1.7 s, after `b` (1.6 s).
     let resp = one_call_over_two(
         vec![
-            cut_after(250),
+            Reply::cut_after(250),
             Reply::delayed("from a", Duration::from_millis(600)),
         ],
         vec![Reply::delayed("from b", Duration::from_millis(1500))],
@@ -438,7 +432,7 @@ async fn the_retry_of_a_hedge_cut_by_a_crash_goes_where_the_attempt_it_races_is_
     let resp = one_call_over_two(
         vec![],
         vec![
-            cut_after(200),
+            Reply::cut_after(200),
             Reply::delayed("from b", Duration::from_millis(200)),
         ],
     )

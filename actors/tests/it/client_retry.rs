@@ -122,12 +122,6 @@ async fn answer_to_one_call(script: Vec<Reply>) -> (tmas_actors::wire::ChatRespo
     (resp, server.chat_count())
 }
 
-fn cut_after(ms: u64) -> Reply {
-    Reply::Cut {
-        after: Duration::from_millis(ms),
-    }
-}
-
 #[tokio::test]
 async fn a_hedged_attempt_cut_by_a_crash_gives_its_timeout_back_so_a_long_generation_finishes() {
     // The longest generation a call waits for is the first attempt's, hedged at 100 ms
@@ -136,7 +130,7 @@ async fn a_hedged_attempt_cut_by_a_crash_gives_its_timeout_back_so_a_long_genera
     // hedge would be given up at its own timeout (200 ms) and the call lost; given back,
     // the hedge is itself hedged at its timeout and goes on to answer.
     let long = Reply::delayed("long", Duration::from_millis(450));
-    let (resp, sent) = answer_to_one_call(vec![cut_after(150), long]).await;
+    let (resp, sent) = answer_to_one_call(vec![Reply::cut_after(150), long]).await;
     assert_eq!(&*resp.content, "long");
     assert_eq!(resp.attempts, 3, "the cut one, the long one, and its hedge");
     assert_eq!(sent, 3);
@@ -150,7 +144,8 @@ async fn after_a_crash_a_long_generation_is_retried_on_the_rung_it_had_reached()
     // be hedged, then given up with its hedge when the budget ran out at 300 ms; on the
     // rung reached it answers.
     let long = Reply::delayed("long", Duration::from_millis(450));
-    let (resp, sent) = answer_to_one_call(vec![cut_after(150), cut_after(100), long]).await;
+    let (resp, sent) =
+        answer_to_one_call(vec![Reply::cut_after(150), Reply::cut_after(100), long]).await;
     assert_eq!(&*resp.content, "long");
     assert_eq!(resp.attempts, 4, "two cut, the long one and its hedge");
     assert_eq!(sent, 4);

@@ -77,6 +77,13 @@ pub enum Reply {
 }
 
 impl Reply {
+    /// A server killed `ms` milliseconds into the generation ([`Reply::Cut`]).
+    pub fn cut_after(ms: u64) -> Self {
+        Reply::Cut {
+            after: Duration::from_millis(ms),
+        }
+    }
+
     pub fn ok(content: &str) -> Self {
         Reply::Ok {
             content: content.into(),
