@@ -18,9 +18,10 @@
 //!   timeout (its deadline is `1 + timeout_growth` timeouts), so a call holds at most two
 //!   slots. Hedge or give up is decided when the timeout passes, since a pending attempt
 //!   that fails meanwhile otherwise than by its deadline gives its timeout back. When a
-//!   crash (a refused or cut connection) ends one of two such attempts, its replacement
-//!   starts at once on an endpoint other than the survivor's (waiting, if need be, for
-//!   the crashed one to be re-admitted) and runs beside it to the same deadline: a
+//!   crash (a refused or cut connection) ends one of two such attempts, or the only
+//!   attempt of a generation that had run past the endpoint's timeout, a replacement
+//!   starts at once on an endpoint other than the other attempt's (waiting, if need be,
+//!   for the crashed one to be re-admitted) and runs beside it to the same deadline: a
 //!   generation longer than a server stays up between crashes then gets a fresh attempt
 //!   on each server as it restarts, instead of one at a time;
 //! - malformed bodies: `max_malformed_attempts`;
@@ -521,6 +522,9 @@ impl Shared {
         // The next attempt replaces one a crash cut while another ran: it goes only where
         // that other (pending) attempt is not.
         let mut racing = false;
+        // The next attempt is set aside at once, for a second one to race it: the call's
+        // only attempt, past the endpoint's timeout (a long generation), was cut by a crash.
+        let mut race_on_launch = false;
         let several = group.members.len() > 1;
         loop {
             let exclude = pending
@@ -591,25 +595,30 @@ impl Shared {
             };
             let hedge_timer = tokio::time::sleep(hedge_after.unwrap_or(Duration::ZERO));
             tokio::pin!(hedge_timer);
-            let step = loop {
-                let own = async {
-                    tokio::select! {
-                        biased;
-                        _ = self.cancel.cancelled() => Step::Shutdown,
-                        r = &mut fut => Step::Done(r),
-                        _ = &mut hedge_timer, if hedge_after.is_some() => Step::Hedge,
-                    }
-                };
-                match race(&mut pending, own).await {
-                    Raced::Own(step) => break step,
-                    Raced::Pending(p, r) => {
-                        let crashed = matches!(&r, Err(f) if f.error.is_crash());
-                        if let Some(response) = self.settle(*p, r, &request, attempts, &mut budget)
-                        {
-                            return Ok(response);
+            let step = if std::mem::take(&mut race_on_launch) && pending.is_none() {
+                Step::Race
+            } else {
+                loop {
+                    let own = async {
+                        tokio::select! {
+                            biased;
+                            _ = self.cancel.cancelled() => Step::Shutdown,
+                            r = &mut fut => Step::Done(r),
+                            _ = &mut hedge_timer, if hedge_after.is_some() => Step::Hedge,
                         }
-                        if crashed && several {
-                            break Step::Race;
+                    };
+                    match race(&mut pending, own).await {
+                        Raced::Own(step) => break step,
+                        Raced::Pending(p, r) => {
+                            let crashed = matches!(&r, Err(f) if f.error.is_crash());
+                            if let Some(response) =
+                                self.settle(*p, r, &request, attempts, &mut budget)
+                            {
+                                return Ok(response);
+                            }
+                            if crashed && several {
+                                break Step::Race;
+                            }
                         }
                     }
                 }
@@ -652,11 +661,12 @@ impl Shared {
                         telemetry::on_retry(&span, &error, Duration::ZERO);
                         last_failed = Some(ep);
                     } else {
-                        // A crash cut the attempt this one ran beside. The call keeps two
-                        // attempts of its generation going on two endpoints: a replacement
-                        // starts on another one as soon as one is healthy (the crashed one,
-                        // once re-admitted, where the next crash is likely furthest away)
-                        // rather than when this one passes its timeout.
+                        // A crash cut the attempt this one ran beside, or this one retries a
+                        // long generation a crash cut. The call keeps two attempts of it going
+                        // on two endpoints: another starts on another endpoint as soon as one
+                        // is healthy (the crashed one, once re-admitted, where the next crash
+                        // is likely furthest away) rather than when this one passes its
+                        // timeout.
                         tracing::debug!(group = %group.name, endpoint = %ep.name(), attempts, "the attempt beside this one was cut by a crash: racing a replacement");
                         racing = true;
                     }
@@ -732,6 +742,14 @@ impl Shared {
             // Cut by a crash beside a pending attempt: the retry races that one from
             // another endpoint (not a second copy beside it).
             racing = several && pending.is_some() && error.is_crash();
+            // The only attempt of a generation longer than the endpoint's timeout, cut by a
+            // crash: it is retried at once where it can go, and a second attempt goes to
+            // another endpoint (the crashed one, once re-admitted) beside it.
+            race_on_launch = several
+                && hedging
+                && pending.is_none()
+                && error.is_crash()
+                && started.elapsed() >= ep.spec.request_timeout;
             last_failed = Some(ep);
             // A backoff (not a server-given Retry-After) ends early when an endpoint changes
             // health: a crash shows up as this failure moments before the breaker opens,

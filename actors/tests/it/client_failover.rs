@@ -440,3 +440,32 @@ async fn the_retry_of_a_hedge_cut_by_a_crash_goes_where_the_attempt_it_races_is_
     assert_eq!((&*resp.endpoint, &*resp.content), ("b", "from b"));
     assert_eq!(resp.attempts, 3);
 }
+
+#[tokio::test]
+async fn a_long_generations_only_attempt_cut_by_a_crash_is_retried_on_two_endpoints() {
+    // The first attempt, on `a`, is hedged at 100 ms and answers a malformed body at
+    // 200 ms; the hedge on `b` runs alone until `b` crashes at 400 ms. The retry goes to
+    // `a` (a 600 ms generation there), and a second attempt goes back to `b` beside it (a
+    // 300 ms generation there, which answers first). One attempt at a time, the retry on
+    // `a` would answer, with three attempts in all.
+    let malformed = Reply::After {
+        delay: Duration::from_millis(200),
+        then: Box::new(Reply::Raw {
+            status: 200,
+            body: "not json".into(),
+        }),
+    };
+    let resp = one_call_over_two(
+        vec![
+            malformed,
+            Reply::delayed("from a", Duration::from_millis(600)),
+        ],
+        vec![
+            Reply::cut_after(300),
+            Reply::delayed("from b", Duration::from_millis(300)),
+        ],
+    )
+    .await;
+    assert_eq!((&*resp.endpoint, &*resp.content), ("b", "from b"));
+    assert_eq!(resp.attempts, 4);
+}

@@ -67,6 +67,8 @@ pub enum Reply {
     Cut { after: Duration },
     /// Send SSE headers and one chunk, then go silent.
     StreamStall,
+    /// Wait, then answer as `then` (an error or a bad body after a generation's time).
+    After { delay: Duration, then: Box<Reply> },
     /// What llama.cpp's server sends when the next request interrupts a stream: the role
     /// chunk, then `[DONE]`, no `finish_reason`.
     Interrupted,
@@ -409,7 +411,12 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
         body: json,
         body_len: body.len(),
     });
-    match state.next_reply() {
+    let mut reply = state.next_reply();
+    while let Reply::After { delay, then } = reply {
+        tokio::time::sleep(delay).await;
+        reply = *then;
+    }
+    match reply {
         Reply::Ok {
             content,
             reasoning,
@@ -441,6 +448,7 @@ async fn chat(State(state): State<Arc<MockState>>, headers: HeaderMap, body: Byt
             futures::future::pending::<()>().await;
             unreachable!()
         }
+        Reply::After { .. } => unreachable!("unwrapped above"),
         Reply::Cut { after } => {
             tokio::time::sleep(after).await;
             let broken = futures::stream::once(async {
@@ -503,7 +511,12 @@ async fn embeddings(
         body: json,
         body_len: body.len(),
     });
-    match state.next_reply() {
+    let mut reply = state.next_reply();
+    while let Reply::After { delay, then } = reply {
+        tokio::time::sleep(delay).await;
+        reply = *then;
+    }
+    match reply {
         Reply::Ok { delay, .. } => {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
