@@ -570,12 +570,17 @@ impl Shared {
             // pending attempt that failed meanwhile may have given a timeout back). A
             // stream's idle timeout already tells a dead server from a long generation.
             // A race attempt is not hedged: the attempt it races is the other of the two a
-            // call may hold, and it runs to the deadline a hedged attempt has.
+            // call may hold. It may run as long as any attempt of the call: it is there for
+            // one run of a long generation on a server that has just restarted.
             let growth = policy.timeout_growth.max(1.0);
             let hedging = !request.stream && policy.max_timeout_attempts > 1;
             let hedge_after =
                 (hedging && !is_race).then(|| ep.spec.request_timeout.mul_f64(timeout_scale));
-            let attempt_scale = if hedging {
+            let attempt_scale = if is_race {
+                budget
+                    .longest_attempt_scale()
+                    .max(timeout_scale * (1.0 + growth))
+            } else if hedging {
                 timeout_scale * (1.0 + growth)
             } else {
                 timeout_scale

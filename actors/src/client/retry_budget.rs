@@ -73,6 +73,20 @@ impl<'p> RetryBudget<'p> {
         self.scale = (self.scale * self.policy.timeout_growth.max(1.0)).min(MAX_TIMEOUT_SCALE);
     }
 
+    /// The longest an attempt of this call may run, over the endpoint's timeout: the
+    /// attempt on the last rung that may be hedged runs beside its hedge until the hedge's
+    /// own timeout. An attempt that races another after a crash gets this much, whatever
+    /// rung the call has reached: it is there for one uninterrupted run of a generation
+    /// already known to be long.
+    pub fn longest_attempt_scale(&self) -> f64 {
+        let growth = self.policy.timeout_growth.max(1.0);
+        let hedged_rungs = self.policy.max_timeout_attempts.saturating_sub(2);
+        let rung = growth
+            .powi(i32::try_from(hedged_rungs).unwrap_or(i32::MAX))
+            .min(MAX_TIMEOUT_SCALE);
+        rung * (1.0 + growth)
+    }
+
     /// Whether another timeout would still leave the timeout budget unspent (a timed-out
     /// attempt may then be hedged instead of abandoned).
     pub fn may_hedge(&self) -> bool {
@@ -184,6 +198,22 @@ mod tests {
         assert!(!b.exhausted_by(&status, now, true));
         assert!(!b.exhausted_by(&status, now, true));
         assert!(b.exhausted_by(&status, now, true), "3 attempts");
+    }
+
+    #[test]
+    fn the_longest_attempt_is_the_last_hedged_rung_beside_its_hedge() {
+        // Timeouts of 1, 2, 4, 8: the attempt on rung 4 runs beside the last one until that
+        // one's timeout, 4 + 8 = 12 timeouts in all.
+        let p = ResiliencePolicy {
+            max_timeout_attempts: 4,
+            ..policy()
+        };
+        assert_eq!(RetryBudget::new(&p).longest_attempt_scale(), 12.0);
+        let p = ResiliencePolicy {
+            max_timeout_attempts: 1,
+            ..policy()
+        };
+        assert_eq!(RetryBudget::new(&p).longest_attempt_scale(), 3.0);
     }
 
     #[test]

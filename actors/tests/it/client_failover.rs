@@ -469,3 +469,36 @@ async fn a_long_generations_only_attempt_cut_by_a_crash_is_retried_on_two_endpoi
     assert_eq!((&*resp.endpoint, &*resp.content), ("b", "from b"));
     assert_eq!(resp.attempts, 4);
 }
+
+#[tokio::test]
+async fn an_attempt_racing_another_after_a_crash_may_run_as_long_as_any_attempt_of_the_call() {
+    // Timeouts of 100, 200, 400 and 800 ms (`timeout_growth` 2, four timeout attempts):
+    // the longest attempt may run 1.2 s. The first attempt, on `a`, is hedged at 100 ms
+    // and cut at 250 ms; the attempt racing the hedge goes to `a` and needs 800 ms there.
+    // Given only its rung's deadline (200 ms beside a 400 ms hedge: 600 ms) it would time
+    // out, and `b`'s generation takes 3 s.
+    let a = MockServer::start(Reply::Hang);
+    let b = MockServer::start(Reply::Hang);
+    a.push(Reply::cut_after(250));
+    a.push(Reply::delayed("from a", Duration::from_millis(800)));
+    b.push(Reply::delayed("from b", Duration::from_secs(3)));
+    let mut cfg = config(
+        vec![
+            endpoint("a", &a.base_url(), 4),
+            endpoint("b", &b.base_url(), 4),
+        ],
+        8,
+    );
+    for ep in &mut cfg.endpoints {
+        ep.request_timeout = Duration::from_millis(100);
+    }
+    cfg.policy.timeout_growth = 2.0;
+    cfg.policy.max_timeout_attempts = 4;
+    let client = ModelClient::start(cfg).await.unwrap();
+    let resp = client
+        .chat("g", request("a long generation", false))
+        .await
+        .expect("the long generation answers");
+    client.shutdown().await;
+    assert_eq!((&*resp.endpoint, &*resp.content), ("a", "from a"));
+}
