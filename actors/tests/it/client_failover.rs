@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::support::mock_server::{MockServer, Reply, config, endpoint, request};
+use crate::support::mock_server::{MockServer, Reply, config, endpoint, fast_policy, request};
 use crate::support::wait_until;
 use tmas_actors::client::{ClientError, ModelClient};
 use tmas_actors::wire::ChatResponse;
@@ -376,6 +376,16 @@ async fn under_prefix_affinity_a_queued_call_leaves_its_global_slot_to_others() 
 /// One call over endpoints `a` and `b` (picked first, all else equal) answering by their
 /// scripts: the base timeout 100 ms, each hedge allowed 10 times longer.
 async fn one_call_over_two(a_script: Vec<Reply>, b_script: Vec<Reply>) -> ChatResponse {
+    one_call_over_two_with(a_script, b_script, 10.0, fast_policy().max_timeout_attempts).await
+}
+
+/// [`one_call_over_two`] with the call's `timeout_growth` and `max_timeout_attempts`.
+async fn one_call_over_two_with(
+    a_script: Vec<Reply>,
+    b_script: Vec<Reply>,
+    timeout_growth: f64,
+    max_timeout_attempts: u32,
+) -> ChatResponse {
     let a = MockServer::start(Reply::Hang);
     let b = MockServer::start(Reply::Hang);
     for reply in a_script {
@@ -394,7 +404,8 @@ async fn one_call_over_two(a_script: Vec<Reply>, b_script: Vec<Reply>) -> ChatRe
     for ep in &mut cfg.endpoints {
         ep.request_timeout = Duration::from_millis(100);
     }
-    cfg.policy.timeout_growth = 10.0;
+    cfg.policy.timeout_growth = timeout_growth;
+    cfg.policy.max_timeout_attempts = max_timeout_attempts;
     let client = ModelClient::start(cfg).await.unwrap();
     let resp = client
         .chat("g", request("a long generation", false))
@@ -477,28 +488,15 @@ async fn an_attempt_racing_another_after_a_crash_may_run_as_long_as_any_attempt_
     // and cut at 250 ms; the attempt racing the hedge goes to `a` and needs 800 ms there.
     // Given only its rung's deadline (200 ms beside a 400 ms hedge: 600 ms) it would time
     // out, and `b`'s generation takes 3 s.
-    let a = MockServer::start(Reply::Hang);
-    let b = MockServer::start(Reply::Hang);
-    a.push(Reply::cut_after(250));
-    a.push(Reply::delayed("from a", Duration::from_millis(800)));
-    b.push(Reply::delayed("from b", Duration::from_secs(3)));
-    let mut cfg = config(
+    let resp = one_call_over_two_with(
         vec![
-            endpoint("a", &a.base_url(), 4),
-            endpoint("b", &b.base_url(), 4),
+            Reply::cut_after(250),
+            Reply::delayed("from a", Duration::from_millis(800)),
         ],
-        8,
-    );
-    for ep in &mut cfg.endpoints {
-        ep.request_timeout = Duration::from_millis(100);
-    }
-    cfg.policy.timeout_growth = 2.0;
-    cfg.policy.max_timeout_attempts = 4;
-    let client = ModelClient::start(cfg).await.unwrap();
-    let resp = client
-        .chat("g", request("a long generation", false))
-        .await
-        .expect("the long generation answers");
-    client.shutdown().await;
+        vec![Reply::delayed("from b", Duration::from_secs(3))],
+        2.0,
+        4,
+    )
+    .await;
     assert_eq!((&*resp.endpoint, &*resp.content), ("a", "from a"));
 }
