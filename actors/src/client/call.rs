@@ -21,9 +21,10 @@
 //!   crash (a refused or cut connection) ends one of two such attempts, or the only
 //!   attempt of a generation that had run past the endpoint's timeout, a replacement
 //!   starts at once on an endpoint other than the other attempt's (waiting, if need be,
-//!   for the crashed one to be re-admitted) and runs beside it to the same deadline: a
-//!   generation longer than a server stays up between crashes then gets a fresh attempt
-//!   on each server as it restarts, instead of one at a time;
+//!   for the crashed one to be re-admitted) and runs beside it, unhedged, for as long as
+//!   any attempt of the call may run: a generation longer than a server stays up between
+//!   crashes then gets a fresh attempt on each server as it restarts, instead of one at a
+//!   time;
 //! - malformed bodies: `max_malformed_attempts`;
 //! - the rest (connection failures, interrupted generations, 5xx): `max_attempts`. A
 //!   failure on an endpoint that is now marked down is not charged: the call waits for a

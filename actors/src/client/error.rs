@@ -115,7 +115,6 @@ impl ClientError {
         }
     }
 
-    /// Worth another attempt (possibly on another endpoint of the group)?
     /// A generation ended by the server going away: a refused or reset connection, a
     /// stream cut short. Its server is being restarted or has died; the generation itself
     /// was fine.
@@ -123,6 +122,7 @@ impl ClientError {
         matches!(self, Self::Connect { .. } | Self::Interrupted { .. })
     }
 
+    /// Worth another attempt (possibly on another endpoint of the group)?
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Timeout { .. }

@@ -130,11 +130,7 @@ impl<'p> RetryBudget<'p> {
         } else if matches!(error, ClientError::Malformed { .. }) {
             self.malformed += 1;
             self.malformed >= policy.max_malformed_attempts.max(1)
-        } else if matches!(
-            error,
-            ClientError::Connect { .. } | ClientError::Interrupted { .. }
-        ) && !endpoint_healthy
-        {
+        } else if error.is_crash() && !endpoint_healthy {
             // The endpoint is unreachable and now marked down: the call waits for a
             // healthy one (outage budget) instead of burning its attempts.
             false
