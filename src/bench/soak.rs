@@ -175,9 +175,10 @@ pub struct SoakArgs {
     /// Seconds a killed simulator stays down.
     #[arg(long, default_value_t = 3.0)]
     pub down_secs: f64,
-    /// Health-probe interval of the client, in seconds (`resilience.probe_interval_secs`).
-    #[arg(long, default_value_t = 1)]
-    pub probe_interval_secs: u64,
+    /// Health-probe interval of the client, in seconds, fractions allowed
+    /// (`resilience.probe_interval_secs`).
+    #[arg(long, default_value_t = 1.0, value_parser = parse_probe_interval)]
+    pub probe_interval_secs: f64,
     /// Stream the completions (server-sent events).
     #[arg(long)]
     pub stream: bool,
@@ -214,6 +215,19 @@ fn capacities(args: &SoakArgs, capacity: usize) -> [usize; 2] {
     let a =
         ((capacity as f64 * args.capacity_split).round() as usize).clamp(1, capacity.max(2) - 1);
     [a, capacity.saturating_sub(a).max(1)]
+}
+
+fn parse_probe_interval(text: &str) -> Result<f64, String> {
+    use crate::config::schema::{MAX_PROBE_INTERVAL_SECS, MIN_PROBE_INTERVAL_SECS};
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| (MIN_PROBE_INTERVAL_SECS..=MAX_PROBE_INTERVAL_SECS).contains(v))
+        .ok_or_else(|| {
+            format!(
+                "expected seconds between {MIN_PROBE_INTERVAL_SECS} and {MAX_PROBE_INTERVAL_SECS}, got `{text}`"
+            )
+        })
 }
 
 fn parse_range(text: &str) -> Result<(f64, f64), String> {
@@ -409,6 +423,15 @@ mod tests {
         assert!(parse_range("60..30").is_err());
         assert!(parse_range("30").is_err());
         assert!(parse_range("0..3").is_err());
+    }
+
+    #[test]
+    fn probe_intervals_take_fractions_within_the_configs_bounds() {
+        assert_eq!(parse_probe_interval("0.25"), Ok(0.25));
+        assert_eq!(parse_probe_interval("2"), Ok(2.0));
+        for bad in ["0", "0.01", "-1", "7200", "NaN", "soon"] {
+            assert!(parse_probe_interval(bad).is_err(), "{bad}");
+        }
     }
 
     #[derive(clap::Parser)]

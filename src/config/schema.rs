@@ -290,7 +290,10 @@ pub struct ResilienceConfig {
     /// How each endpoint's concurrency limit moves: `"aimd"` (overload answers only) or
     /// `"gradient"` (also the queueing delay, before the server refuses).
     pub limit: tmas_actors::client::LimitAlgorithm,
-    pub probe_interval_secs: u64,
+    /// Seconds between health probes of a down endpoint; fractions allowed (a probe is
+    /// one cheap GET, and a server that restarts in seconds is re-admitted only after
+    /// `probe_successes` of them).
+    pub probe_interval_secs: f64,
     /// Successful probes that close the breaker again.
     pub probe_successes: u32,
     /// How long a call waits while every endpoint of its group is down before failing.
@@ -304,6 +307,12 @@ pub struct ResilienceConfig {
     /// does not answer (a server still loading its weights) before giving up.
     pub preflight_wait_secs: u64,
 }
+
+/// Bounds of `resilience.probe_interval_secs`: faster than 20 probes a second is no
+/// quicker re-admission (a probe's own round trip is about that), slower than an hour is a
+/// down endpoint left for good.
+pub const MIN_PROBE_INTERVAL_SECS: f64 = 0.05;
+pub const MAX_PROBE_INTERVAL_SECS: f64 = 3600.0;
 
 /// Default of `resilience.preflight_wait_secs`: vLLM loading a large model takes minutes.
 pub const DEFAULT_PREFLIGHT_WAIT_SECS: u64 = 900;
@@ -329,7 +338,7 @@ impl ResilienceConfig {
             breaker_min_calls: p.breaker_min_calls,
             min_in_flight: p.min_in_flight,
             limit: p.limit,
-            probe_interval_secs: p.probe_interval.as_secs(),
+            probe_interval_secs: p.probe_interval.as_secs_f64(),
             probe_successes: p.probe_successes,
             outage_budget_secs: p.outage_budget.as_secs(),
             context_margin: p.context_margin,
@@ -353,7 +362,10 @@ impl ResilienceConfig {
             breaker_min_calls: self.breaker_min_calls,
             min_in_flight: self.min_in_flight,
             limit: self.limit,
-            probe_interval: Duration::from_secs(self.probe_interval_secs),
+            // Validated on load (`MIN_PROBE_INTERVAL_SECS` ..= `MAX_PROBE_INTERVAL_SECS`); a
+            // value set in code that is not a duration falls back to the default.
+            probe_interval: Duration::try_from_secs_f64(self.probe_interval_secs)
+                .unwrap_or(ResiliencePolicy::default().probe_interval),
             probe_successes: self.probe_successes,
             outage_budget: Duration::from_secs(self.outage_budget_secs),
             context_margin: self.context_margin,

@@ -8,6 +8,7 @@ use std::path::Path;
 use super::Config;
 use super::endpoints::{DEFAULT_GROUP, EMBEDDED_SIM, Role};
 use super::error::{KeyIssue, KeyPath};
+use super::schema::{MAX_PROBE_INTERVAL_SECS, MIN_PROBE_INTERVAL_SECS};
 
 /// Collects issues under a base path.
 struct Sink {
@@ -392,7 +393,15 @@ fn resilience_rules(c: &Config, s: &mut Sink) {
             ),
         );
     }
-    s.at_least_one(p.key("probe_interval_secs"), r.probe_interval_secs);
+    if !(MIN_PROBE_INTERVAL_SECS..=MAX_PROBE_INTERVAL_SECS).contains(&r.probe_interval_secs) {
+        s.push(
+            p.key("probe_interval_secs"),
+            format!(
+                "must be between {MIN_PROBE_INTERVAL_SECS} and {MAX_PROBE_INTERVAL_SECS} seconds, got {}",
+                r.probe_interval_secs
+            ),
+        );
+    }
     s.at_least_one(p.key("probe_successes"), u64::from(r.probe_successes));
     if r.backoff_min_ms > r.backoff_max_ms {
         s.push(

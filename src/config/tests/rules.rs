@@ -336,13 +336,34 @@ fn resilience_rules() {
         "breaker_window",
         "breaker_min_calls",
         "min_in_flight",
-        "probe_interval_secs",
         "probe_successes",
     ] {
         issue_at(
             &format!("[resilience]\n{key} = 0"),
             &format!("resilience.{key}"),
             "at least 1",
+        );
+    }
+}
+
+#[test]
+fn the_probe_interval_takes_fractions_of_a_second_within_bounds() {
+    let c = load_text("[resilience]\nprobe_interval_secs = 0.25").expect("a quarter second");
+    assert_eq!(
+        c.resilience.to_policy().probe_interval,
+        std::time::Duration::from_millis(250)
+    );
+    // Whole seconds, as configs written before fractions were allowed say it.
+    let c = load_text("[resilience]\nprobe_interval_secs = 3").expect("whole seconds");
+    assert_eq!(
+        c.resilience.to_policy().probe_interval,
+        std::time::Duration::from_secs(3)
+    );
+    for bad in ["0", "0.01", "-1", "7200", "nan"] {
+        issue_at(
+            &format!("[resilience]\nprobe_interval_secs = {bad}"),
+            "resilience.probe_interval_secs",
+            "must be between 0.05 and 3600 seconds",
         );
     }
 }
