@@ -21,10 +21,11 @@
 //!   crash (a refused or cut connection) ends one of two such attempts, or the only
 //!   attempt of a generation that had run past the endpoint's timeout, a replacement
 //!   starts at once on an endpoint other than the other attempt's (waiting, if need be,
-//!   for the crashed one to be re-admitted) and runs beside it, unhedged, for as long as
-//!   any attempt of the call may run: a generation longer than a server stays up between
-//!   crashes then gets a fresh attempt on each server as it restarts, instead of one at a
-//!   time;
+//!   for the crashed one to be re-admitted) and may run for as long as any attempt of the
+//!   call: a generation longer than a server stays up between crashes then gets a fresh
+//!   attempt on each server as it restarts, instead of one at a time. Neither of the two is
+//!   hedged while the other runs (a hedge would give the racing one up); an attempt left
+//!   alone is hedged at its timeout like any other, as it may be a hung request;
 //! - malformed bodies: `max_malformed_attempts`;
 //! - the rest (connection failures, interrupted generations, 5xx): `max_attempts`. A
 //!   failure on an endpoint that is now marked down is not charged: the call waits for a
@@ -135,6 +136,9 @@ struct Pending<'a> {
     /// Charged a timeout when it became pending (hedged at its timeout), rather than set
     /// aside to race a replacement for an attempt a crash ended.
     hedged: bool,
+    /// Launched to race another attempt after a crash: it may run as long as any attempt
+    /// of the call, so the attempt beside it is not hedged again to give it up.
+    race: bool,
 }
 
 /// What finished first: the call's own wait, or its pending attempt.
@@ -570,12 +574,12 @@ impl Shared {
             // hedge left then, and given up otherwise (decided when its timeout passes: a
             // pending attempt that failed meanwhile may have given a timeout back). A
             // stream's idle timeout already tells a dead server from a long generation.
-            // A race attempt is not hedged: the attempt it races is the other of the two a
-            // call may hold. It may run as long as any attempt of the call: it is there for
-            // one run of a long generation on a server that has just restarted.
+            // A race attempt is not hedged while the attempt it races runs: that is the other
+            // of the two a call may hold. It may run as long as any attempt of the call: it
+            // is there for one run of a long generation on a server that has just restarted.
             let growth = policy.timeout_growth.max(1.0);
             let hedging = !request.stream && policy.max_timeout_attempts > 1;
-            let hedge_after =
+            let mut hedge_after =
                 (hedging && !is_race).then(|| ep.spec.request_timeout.mul_f64(timeout_scale));
             let attempt_scale = if is_race {
                 budget
@@ -614,6 +618,13 @@ impl Shared {
                         }
                     };
                     match race(&mut pending, own).await {
+                        Raced::Own(Step::Hedge) if pending.as_ref().is_some_and(|p| p.race) => {
+                            // Beside an attempt racing it after a crash, which may run longer
+                            // than this one's next rung (a long generation on a restarted
+                            // server), this attempt is not hedged: a hedge would give that
+                            // one up. Both run to their own deadlines.
+                            hedge_after = None;
+                        }
                         Raced::Own(step) => break step,
                         Raced::Pending(p, r) => {
                             let crashed = matches!(&r, Err(f) if f.error.is_crash());
@@ -624,6 +635,18 @@ impl Shared {
                             }
                             if crashed && several {
                                 break Step::Race;
+                            }
+                            // An attempt left unhedged while another ran beside it (a race
+                            // attempt, or one beside a race attempt) is hedged at its timeout
+                            // once alone, like any other attempt (at once if past it): on a
+                            // restarted server it may be a hung request as well as a long
+                            // generation. With no hedge left it runs to its own deadline.
+                            if hedging && hedge_after.is_none() && budget.may_hedge() {
+                                let after = ep.spec.request_timeout.mul_f64(timeout_scale);
+                                hedge_timer
+                                    .as_mut()
+                                    .reset(tokio::time::Instant::from_std(started + after));
+                                hedge_after = Some(after);
                             }
                         }
                     }
@@ -683,6 +706,7 @@ impl Shared {
                         started,
                         max_tokens: max_tokens_sent,
                         hedged,
+                        race: is_race,
                     });
                     continue;
                 }

@@ -500,3 +500,58 @@ async fn an_attempt_racing_another_after_a_crash_may_run_as_long_as_any_attempt_
     .await;
     assert_eq!((&*resp.endpoint, &*resp.content), ("a", "from a"));
 }
+
+#[tokio::test]
+async fn an_attempt_racing_another_is_hedged_at_its_timeout_once_it_runs_alone() {
+    // Timeouts of 100, 200, 400, 800 and 1,600 ms (`timeout_growth` 2, five timeout
+    // attempts): an attempt racing another after a crash may run 2.4 s. The first
+    // attempt, on `a`, never answers and is hedged at 100 ms; the hedge on `b` is cut at
+    // 150 ms, and its replacement on `b` (racing the first) never answers either. The
+    // first attempt is given up at its deadline (300 ms); the replacement, alone from
+    // then on, is hedged at its own timeout (200 ms after it started) and the hedge answers
+    // from `a` within 100 ms. Left unhedged, the replacement would hold the call until its
+    // 2.4 s deadline, as a hung request on a server that had just restarted did for 96 s
+    // in a soak run.
+    let started = std::time::Instant::now();
+    let resp = one_call_over_two_with(
+        vec![
+            Reply::Hang,
+            Reply::delayed("from a", Duration::from_millis(100)),
+        ],
+        vec![Reply::cut_after(50), Reply::Hang],
+        2.0,
+        5,
+    )
+    .await;
+    let took = started.elapsed();
+    assert_eq!((&*resp.endpoint, &*resp.content), ("a", "from a"));
+    assert_eq!(resp.attempts, 4);
+    assert!(
+        took < Duration::from_millis(1500),
+        "the lone racing attempt was not hedged: the call took {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_attempt_racing_another_is_not_given_up_for_the_hedge_beside_it() {
+    // Timeouts of 100, 200, 400, 800 and 1,600 ms: an attempt racing another may run
+    // 2.4 s. The first attempt, on `a`, is hedged at 100 ms and cut at 250 ms; the attempt
+    // racing the hedge goes to `a` and needs 1.6 s there. The hedge on `b` (a 3 s
+    // generation) is given up at its deadline (700 ms, the call's second timeout), and the
+    // racing attempt, alone and past its timeout, is hedged at once; that hedge, on `b`,
+    // never answers. When it passes its own timeout (800 ms, at 1.5 s) it is not hedged
+    // again, which would give up the racing attempt 350 ms before it answers: both run on,
+    // and `a` answers at 1.85 s.
+    let resp = one_call_over_two_with(
+        vec![
+            Reply::cut_after(250),
+            Reply::delayed("from a", Duration::from_millis(1600)),
+        ],
+        vec![Reply::delayed("from b", Duration::from_secs(3))],
+        2.0,
+        5,
+    )
+    .await;
+    assert_eq!((&*resp.endpoint, &*resp.content), ("a", "from a"));
+    assert_eq!(resp.attempts, 4);
+}
