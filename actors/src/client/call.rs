@@ -579,8 +579,10 @@ impl Shared {
             // is there for one run of a long generation on a server that has just restarted.
             let growth = policy.timeout_growth.max(1.0);
             let hedging = !request.stream && policy.max_timeout_attempts > 1;
-            let mut hedge_after =
-                (hedging && !is_race).then(|| ep.spec.request_timeout.mul_f64(timeout_scale));
+            // This attempt's own timeout (its rung): when it is hedged, and the deadline of
+            // the older attempt a hedge gives up.
+            let rung_timeout = ep.spec.request_timeout.mul_f64(timeout_scale);
+            let mut hedge_after = (hedging && !is_race).then_some(rung_timeout);
             let attempt_scale = if is_race {
                 budget
                     .longest_attempt_scale()
@@ -642,11 +644,10 @@ impl Shared {
                             // restarted server it may be a hung request as well as a long
                             // generation. With no hedge left it runs to its own deadline.
                             if hedging && hedge_after.is_none() && budget.may_hedge() {
-                                let after = ep.spec.request_timeout.mul_f64(timeout_scale);
                                 hedge_timer
                                     .as_mut()
-                                    .reset(tokio::time::Instant::from_std(started + after));
-                                hedge_after = Some(after);
+                                    .reset(tokio::time::Instant::from_std(started + rung_timeout));
+                                hedge_after = Some(rung_timeout);
                             }
                         }
                     }
@@ -669,10 +670,9 @@ impl Shared {
                         budget.on_hedge();
                         if let Some(old) = pending.take() {
                             // The older attempt reached its own deadline meanwhile: given up.
-                            let after = ep.spec.request_timeout.mul_f64(timeout_scale);
                             let error = ClientError::Timeout {
                                 endpoint: old.slot.endpoint.name().clone(),
-                                after,
+                                after: rung_timeout,
                             };
                             let _ = self.settle(
                                 old,
