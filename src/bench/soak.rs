@@ -218,16 +218,14 @@ fn capacities(args: &SoakArgs, capacity: usize) -> [usize; 2] {
 }
 
 fn parse_probe_interval(text: &str) -> Result<f64, String> {
-    use crate::config::schema::{MAX_PROBE_INTERVAL_SECS, MIN_PROBE_INTERVAL_SECS};
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|v| (MIN_PROBE_INTERVAL_SECS..=MAX_PROBE_INTERVAL_SECS).contains(v))
-        .ok_or_else(|| {
-            format!(
-                "expected seconds between {MIN_PROBE_INTERVAL_SECS} and {MAX_PROBE_INTERVAL_SECS}, got `{text}`"
-            )
-        })
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a number of seconds, got `{text}`"))?;
+    match crate::config::schema::probe_interval_problem(secs) {
+        Some(problem) => Err(problem),
+        None => Ok(secs),
+    }
 }
 
 fn parse_range(text: &str) -> Result<(f64, f64), String> {

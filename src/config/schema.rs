@@ -314,6 +314,15 @@ pub struct ResilienceConfig {
 pub const MIN_PROBE_INTERVAL_SECS: f64 = 0.05;
 pub const MAX_PROBE_INTERVAL_SECS: f64 = 3600.0;
 
+/// What is wrong with `secs` as a probe interval (outside the bounds, or not a number).
+pub fn probe_interval_problem(secs: f64) -> Option<String> {
+    (!(MIN_PROBE_INTERVAL_SECS..=MAX_PROBE_INTERVAL_SECS).contains(&secs)).then(|| {
+        format!(
+            "must be between {MIN_PROBE_INTERVAL_SECS} and {MAX_PROBE_INTERVAL_SECS} seconds, got {secs}"
+        )
+    })
+}
+
 /// Default of `resilience.preflight_wait_secs`: vLLM loading a large model takes minutes.
 pub const DEFAULT_PREFLIGHT_WAIT_SECS: u64 = 900;
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use super::Config;
 use super::endpoints::{DEFAULT_GROUP, EMBEDDED_SIM, Role};
 use super::error::{KeyIssue, KeyPath};
-use super::schema::{MAX_PROBE_INTERVAL_SECS, MIN_PROBE_INTERVAL_SECS};
+use super::schema::probe_interval_problem;
 
 /// Collects issues under a base path.
 struct Sink {
@@ -393,14 +393,8 @@ fn resilience_rules(c: &Config, s: &mut Sink) {
             ),
         );
     }
-    if !(MIN_PROBE_INTERVAL_SECS..=MAX_PROBE_INTERVAL_SECS).contains(&r.probe_interval_secs) {
-        s.push(
-            p.key("probe_interval_secs"),
-            format!(
-                "must be between {MIN_PROBE_INTERVAL_SECS} and {MAX_PROBE_INTERVAL_SECS} seconds, got {}",
-                r.probe_interval_secs
-            ),
-        );
+    if let Some(problem) = probe_interval_problem(r.probe_interval_secs) {
+        s.push(p.key("probe_interval_secs"), problem);
     }
     s.at_least_one(p.key("probe_successes"), u64::from(r.probe_successes));
     if r.backoff_min_ms > r.backoff_max_ms {
