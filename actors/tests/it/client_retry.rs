@@ -101,6 +101,93 @@ async fn an_attempt_past_its_timeout_goes_on_beside_a_hedge_and_the_first_answer
     client.shutdown().await;
 }
 
+/// One endpoint (timeout 100 ms, growth 4, `max_in_flight` slots) after eight calls
+/// whose generations all took 300 ms (past the timeout, none beaten by its hedge): a call
+/// whose first attempt gets `first` (any later attempt `then`), beside a blocker started
+/// 20 ms after it that answers at 170 ms. Returns the call's answer, its attempts the
+/// server saw, and how long it took.
+async fn beside_a_blocker(
+    max_in_flight: usize,
+    first: Reply,
+    then: Reply,
+) -> (String, usize, Duration) {
+    let server = MockServer::start(Reply::delayed("earlier", Duration::from_millis(300)));
+    let mut cfg = config(vec![endpoint("e1", &server.base_url(), max_in_flight)], 8);
+    cfg.endpoints[0].request_timeout = Duration::from_millis(100);
+    cfg.policy.timeout_growth = 4.0;
+    let client = ModelClient::start(cfg).await.unwrap();
+    for i in 0..8 {
+        let resp = client
+            .chat("g", request(&format!("earlier {i}"), false))
+            .await
+            .unwrap();
+        assert_eq!(&*resp.content, "earlier");
+    }
+    server.set_default(then);
+    server.push(first);
+    server.push(Reply::delayed("blocker", Duration::from_millis(150)));
+    let started = std::time::Instant::now();
+    let call = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let resp = client.chat("g", request("the call", false)).await;
+            (resp, started.elapsed())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let blocked = client.chat("g", request("blocker", false)).await.unwrap();
+    assert_eq!(&*blocked.content, "blocker");
+    let (resp, took) = call.await.expect("joins");
+    let resp = resp.expect("the call answers");
+    let attempts = server
+        .requests()
+        .iter()
+        .filter(|r| r.body["messages"][0]["content"] == "the call")
+        .count();
+    client.shutdown().await;
+    (resp.content.to_string(), attempts, took)
+}
+
+fn long_generation() -> Reply {
+    Reply::delayed("long", Duration::from_millis(220))
+}
+
+#[tokio::test]
+async fn with_no_slot_idle_a_hedge_waits_for_the_latency_a_hung_attempt_is_as_likely_as() {
+    // Both slots taken at the long generation's timeout (100 ms): its hedge would take the
+    // blocker's slot at 170 ms. With no hang seen in nine generations of 300 ms, it is put
+    // off to about 300 ms, and the generation answers at 220 ms without one.
+    let (content, attempts, _) = beside_a_blocker(2, long_generation(), Reply::ok("hedge")).await;
+    assert_eq!(content, "long");
+    assert_eq!(
+        attempts, 1,
+        "the long generation was hedged although every slot was taken"
+    );
+}
+
+#[tokio::test]
+async fn a_hung_attempt_whose_hedge_was_put_off_is_still_hedged() {
+    let (content, attempts, took) = beside_a_blocker(2, Reply::Hang, Reply::ok("hedge")).await;
+    assert_eq!(content, "hedge");
+    assert_eq!(attempts, 2);
+    assert!(
+        took >= Duration::from_millis(250),
+        "hedged at about 300 ms, not at the timeout: {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn with_a_slot_idle_a_hedge_starts_at_the_timeout() {
+    // The same history, a third slot: the hedge costs no waiting call anything and starts
+    // at the timeout.
+    let (content, attempts, _) = beside_a_blocker(3, long_generation(), Reply::Hang).await;
+    assert_eq!(content, "long", "the hedge never answers");
+    assert_eq!(
+        attempts, 2,
+        "the long generation was not hedged with a slot idle"
+    );
+}
+
 /// One endpoint answering `script` in turn (then hanging), timeout 100 ms, two timeout
 /// attempts, growth 2; the answer to one call and the attempts the server saw.
 async fn answer_to_one_call(script: Vec<Reply>) -> (tmas_actors::wire::ChatResponse, usize) {
