@@ -46,7 +46,6 @@ pub mod error;
 mod escape_cache;
 pub mod handle;
 pub mod health;
-pub(crate) mod hedge_delay;
 mod json_string;
 mod limit;
 pub mod permanent;

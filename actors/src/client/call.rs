@@ -477,9 +477,6 @@ impl Shared {
         max_tokens_sent: u32,
     ) -> ChatResponse {
         telemetry::on_success(span, ep, request, &c, started.elapsed());
-        if !request.stream {
-            ep.hedge.on_success(started.elapsed());
-        }
         if let Some(change) = ep.record_success(started.elapsed()) {
             telemetry::on_limit_change(span, ep, change);
         }
@@ -586,8 +583,6 @@ impl Shared {
             // the older attempt a hedge gives up.
             let rung_timeout = ep.spec.request_timeout.mul_f64(timeout_scale);
             let mut hedge_after = (hedging && !is_race).then_some(rung_timeout);
-            // Whether this attempt's hedge was put off once already (`hedge_delay`).
-            let mut put_off = false;
             let attempt_scale = if is_race {
                 budget
                     .longest_attempt_scale()
@@ -631,25 +626,6 @@ impl Shared {
                             // server), this attempt is not hedged: a hedge would give that
                             // one up. Both run to their own deadlines.
                             hedge_after = None;
-                        }
-                        Raced::Own(Step::Hedge)
-                            if !put_off && pending.is_none() && budget.may_hedge() =>
-                        {
-                            // With every slot of the group taken, a hedge displaces a
-                            // waiting call: it starts when a live attempt still running is
-                            // no likelier than a hung one (`hedge_delay`), once.
-                            put_off = true;
-                            let at = ep
-                                .hedge
-                                .hedge_at(rung_timeout, rung_timeout.mul_f64(growth));
-                            if at <= rung_timeout || group.has_idle_slot() {
-                                break Step::Hedge;
-                            }
-                            tracing::debug!(group = %group.name, endpoint = %ep.name(), attempts, after = ?at, "attempt past its timeout with no slot idle: hedge put off");
-                            hedge_timer
-                                .as_mut()
-                                .reset(tokio::time::Instant::from_std(started + at));
-                            hedge_after = Some(at);
                         }
                         Raced::Own(step) => break step,
                         Raced::Pending(p, r) => {
@@ -738,10 +714,6 @@ impl Shared {
             drop(slot);
             let failure = match result {
                 Ok(c) => {
-                    if let Some(p) = pending.as_ref().filter(|p| p.hedged) {
-                        // The attempt this one hedged never answered: counted as hung.
-                        p.slot.endpoint.hedge.on_beaten();
-                    }
                     return Ok(self.succeeded(
                         &span,
                         &ep,

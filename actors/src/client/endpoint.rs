@@ -25,7 +25,6 @@ use super::breaker::{Breaker, BreakerSettings, Signal};
 use super::config::{EndpointSpec, ResiliencePolicy};
 use super::connect_limit::connect_limit_layer;
 use super::error::{ClientError, snippet};
-use super::hedge_delay::HedgeDelay;
 use super::limit::{ConcurrencyLimit, LimitChange};
 use super::request_body::RequestBody;
 use super::sse::StreamError;
@@ -120,8 +119,6 @@ pub(crate) struct Endpoint {
     pub overloads: AtomicU64,
     /// Attempts that timed out.
     pub timeouts: AtomicU64,
-    /// When an attempt past its timeout here is hedged while no slot is idle.
-    pub hedge: HedgeDelay,
     /// Tokens of successful attempts (as reported by the server).
     pub input_tokens: AtomicU64,
     pub output_tokens: AtomicU64,
@@ -243,7 +240,6 @@ impl Endpoint {
             trips: AtomicU64::new(0),
             overloads: AtomicU64::new(0),
             timeouts: AtomicU64::new(0),
-            hedge: HedgeDelay::default(),
             input_tokens: AtomicU64::new(0),
             output_tokens: AtomicU64::new(0),
             actor: Mutex::new(None),

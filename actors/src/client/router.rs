@@ -49,14 +49,6 @@ impl Group {
         self.members.iter().any(|e| e.is_healthy())
     }
 
-    /// Whether a healthy member has a slot no call holds or waits for: a call started now
-    /// takes nothing from another.
-    pub fn has_idle_slot(&self) -> bool {
-        self.members
-            .iter()
-            .any(|e| e.is_healthy() && e.load() < e.limit.current())
-    }
-
     /// The endpoint for a call with affinity key `key` (the prompt prefix it shares,
     /// [`crate::wire::CallTags::affinity_key`]): under
     /// [`Routing::PrefixAffinity`] the key's preferred healthy endpoint within the load
