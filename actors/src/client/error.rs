@@ -16,7 +16,7 @@ use super::config::ApiKey;
 pub const SNIPPET_CHARS: usize = 200;
 
 /// Why a call (or the client's start) failed.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ClientError {
     #[error("no endpoint group named `{group}` is configured")]
     UnknownGroup { group: Arc<str> },

@@ -73,6 +73,16 @@ impl<'p> RetryBudget<'p> {
         self.scale = (self.scale * self.policy.timeout_growth.max(1.0)).min(MAX_TIMEOUT_SCALE);
     }
 
+    /// How much longer each timeout rung is than the one before (at least 1).
+    pub fn growth(&self) -> f64 {
+        self.policy.timeout_growth.max(1.0)
+    }
+
+    /// The longest client backoff between attempts.
+    pub fn backoff_max(&self) -> std::time::Duration {
+        self.policy.backoff_max
+    }
+
     /// The longest an attempt of this call may run, over the endpoint's timeout: the
     /// attempt on the last rung that may be hedged runs beside its hedge until the hedge's
     /// own timeout. An attempt that races another after a crash gets this much, whatever
@@ -105,28 +115,36 @@ impl<'p> RetryBudget<'p> {
     /// still wait as long for a generation as before, rather than losing the one attempt
     /// that could run long enough to a crash. The failure is charged to its own kind
     /// instead, and to the hard cap, which bounds how often this can happen.
-    pub fn on_pending_failure(&mut self, error: &ClientError, started: Instant, healthy: bool) {
+    pub fn on_pending_failure(
+        &mut self,
+        error: &ClientError,
+        started: Instant,
+        healthy: bool,
+        now: Instant,
+    ) {
         if matches!(error, ClientError::Timeout { .. }) || !error.is_retryable() {
             return;
         }
         self.timeouts = self.timeouts.saturating_sub(1);
         // Exhaustion shows at the call's next failure: the attempt running now goes on.
-        let _ = self.exhausted_by(error, started, healthy);
+        let _ = self.exhausted_by(error, started, healthy, now);
     }
 
     /// Charges a retryable failure of an attempt sent at `started` to an endpoint that is
-    /// (`endpoint_healthy`) or is not marked healthy now. True when the call must give up.
+    /// (`endpoint_healthy`) or is not marked healthy at `now`. True when the call must give
+    /// up.
     pub fn exhausted_by(
         &mut self,
         error: &ClientError,
         started: Instant,
         endpoint_healthy: bool,
+        now: Instant,
     ) -> bool {
         let policy = self.policy;
         let overload = Signal::of(error) == Signal::Overload;
         let exhausted = if overload {
             let since = *self.overloaded_since.get_or_insert(started);
-            since.elapsed() >= policy.outage_budget
+            now.saturating_duration_since(since) >= policy.outage_budget
         } else if matches!(error, ClientError::Malformed { .. }) {
             self.malformed += 1;
             self.malformed >= policy.max_malformed_attempts.max(1)
@@ -184,16 +202,19 @@ mod tests {
             endpoint: "e".into(),
             message: String::new(),
         };
-        assert!(!b.exhausted_by(&status, now, true));
-        assert!(!b.exhausted_by(&malformed, now, true));
-        assert!(!b.exhausted_by(&status, now, true));
+        assert!(!b.exhausted_by(&status, now, true, now));
+        assert!(!b.exhausted_by(&malformed, now, true, now));
+        assert!(!b.exhausted_by(&status, now, true, now));
         // A connection failure on a down endpoint is not charged to the attempts.
-        assert!(!b.exhausted_by(&connect, now, false));
-        assert!(b.exhausted_by(&malformed, now, true), "2 malformed bodies");
+        assert!(!b.exhausted_by(&connect, now, false, now));
+        assert!(
+            b.exhausted_by(&malformed, now, true, now),
+            "2 malformed bodies"
+        );
         let mut b = RetryBudget::new(&p);
-        assert!(!b.exhausted_by(&status, now, true));
-        assert!(!b.exhausted_by(&status, now, true));
-        assert!(b.exhausted_by(&status, now, true), "3 attempts");
+        assert!(!b.exhausted_by(&status, now, true, now));
+        assert!(!b.exhausted_by(&status, now, true, now));
+        assert!(b.exhausted_by(&status, now, true, now), "3 attempts");
     }
 
     #[test]
@@ -225,7 +246,7 @@ mod tests {
             endpoint: "e".into(),
             after: Duration::from_secs(1),
         };
-        assert!(b.exhausted_by(&timeout, Instant::now(), true));
+        assert!(b.exhausted_by(&timeout, Instant::now(), true, Instant::now()));
     }
 
     #[test]
@@ -248,14 +269,14 @@ mod tests {
             endpoint: "e".into(),
             after: Duration::from_secs(1),
         };
-        b.on_pending_failure(&timeout, now, true);
+        b.on_pending_failure(&timeout, now, true, now);
         assert!(!b.may_hedge());
         // The second is cut by a crash: its timeout is given back.
         let reset = ClientError::Connect {
             endpoint: "e".into(),
             message: "connection reset".into(),
         };
-        b.on_pending_failure(&reset, now, false);
+        b.on_pending_failure(&reset, now, false, now);
         assert!(b.may_hedge(), "the crash did not spend a timeout");
         assert_eq!(b.timeout_scale(), 4.0, "nor took the ladder back down");
         b.on_hedge();
@@ -266,9 +287,9 @@ mod tests {
         let mut cycles = 0;
         loop {
             b.on_hedge();
-            b.on_pending_failure(&reset, now, false);
+            b.on_pending_failure(&reset, now, false, now);
             cycles += 1;
-            if b.exhausted_by(&reset, now, false) {
+            if b.exhausted_by(&reset, now, false, now) {
                 break;
             }
             assert!(cycles < 100, "never exhausted");
@@ -290,9 +311,9 @@ mod tests {
         };
         let first = Instant::now();
         for _ in 0..50 {
-            assert!(!b.exhausted_by(&busy, first, true));
+            assert!(!b.exhausted_by(&busy, first, true, first));
         }
-        std::thread::sleep(Duration::from_millis(40));
-        assert!(b.exhausted_by(&busy, Instant::now(), true));
+        let later = first + Duration::from_millis(40);
+        assert!(b.exhausted_by(&busy, later, true, later));
     }
 }

@@ -1,0 +1,422 @@
+//! The call driver: carries out a [`CallPlan`]'s actions and turns what happens into its
+//! events. It owns the IO of a call (the slot wait, the attempts' futures, the hedge and
+//! backoff timers, recording each attempt's outcome against its endpoint) and decides
+//! nothing: every rule is the plan's.
+//!
+//! A [`Job`] is what is being called (a chat completion, an embeddings request): how its
+//! body is encoded, sent and answered, and its telemetry.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use reqwest::header::HeaderMap;
+use tracing::Instrument;
+
+use super::super::endpoint::{AttemptError, Endpoint, take};
+use super::super::error::ClientError;
+use super::super::router::Group;
+use super::super::telemetry;
+use super::acquire::{OutageClock, Slot};
+use super::plan::{Action, AttemptId, CallPlan, Event, Failure};
+use super::{Shared, spread, tag_headers};
+use crate::wire::CallTags;
+
+/// A request body ready for one endpoint (encoded once, reused on retries).
+#[derive(Clone)]
+pub(super) struct Encoded<B> {
+    pub body: B,
+    /// `max_tokens` as sent (0 when nothing is generated).
+    pub max_tokens: u32,
+    /// Tokens charged to the token rate limits.
+    pub budget_tokens: u32,
+}
+
+/// What a call sends and how it is answered.
+pub(super) trait Job: Sync {
+    type Body: Clone + Send + Sync + 'static;
+    type Reply: Send + 'static;
+    type Response;
+    /// "call" or "embeddings call", for the log.
+    const WHAT: &'static str;
+    fn tags(&self) -> &CallTags;
+    fn stream(&self) -> bool;
+    /// Whether an attempt past its timeout may be hedged (else it is abandoned).
+    fn hedge(&self) -> bool;
+    fn encode(
+        &self,
+        shared: &Shared,
+        ep: &Arc<Endpoint>,
+    ) -> impl Future<Output = Result<Encoded<Self::Body>, ClientError>> + Send;
+    fn span(&self, ep: &Endpoint, encoded: &Encoded<Self::Body>, attempt: u32) -> tracing::Span;
+    fn send(
+        &self,
+        ep: Arc<Endpoint>,
+        body: Self::Body,
+        headers: HeaderMap,
+        scale: f64,
+    ) -> BoxFuture<'static, Result<Self::Reply, AttemptError>>;
+    /// Records the answer (telemetry) and builds the call's response.
+    fn answered(&self, done: &Ended<'_>, reply: Self::Reply, attempts: u32) -> Self::Response;
+    fn failed(
+        &self,
+        done: &Ended<'_>,
+        error: &ClientError,
+        effects: super::super::endpoint::FailureEffects,
+    );
+    fn count_retry(&self, ep: &Endpoint);
+}
+
+/// An attempt as it ended: where it ran, its span, when it started.
+pub(super) struct Ended<'s> {
+    pub endpoint: &'s Arc<Endpoint>,
+    pub span: &'s tracing::Span,
+    pub started: Instant,
+    pub max_tokens: u32,
+}
+
+/// An attempt in flight, holding its slot.
+struct Running<'a, R> {
+    id: AttemptId,
+    fut: BoxFuture<'static, Result<R, AttemptError>>,
+    slot: Slot<'a>,
+    span: tracing::Span,
+    started: Instant,
+    max_tokens: u32,
+}
+
+type Ready<'a, B> = (Slot<'a>, Encoded<B>, Instant);
+
+/// The call's bodies, one per endpoint it has been sent to.
+type Bodies<B> = Mutex<Vec<(Arc<Endpoint>, Encoded<B>)>>;
+
+/// Polls `f` if there is one; never ready otherwise.
+async fn maybe<F: Future + Unpin>(f: Option<&mut F>) -> F::Output {
+    match f {
+        Some(f) => f.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The first of the attempts to end, by index.
+async fn first_ended<R>(running: &mut [Running<'_, R>]) -> (usize, Result<R, AttemptError>) {
+    std::future::poll_fn(|cx| {
+        for (i, r) in running.iter_mut().enumerate() {
+            if let Poll::Ready(out) = r.fut.as_mut().poll(cx) {
+                return Poll::Ready((i, out));
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+impl Shared {
+    /// A slot on an endpoint allowed by `avoid`/`exclude`, the body encoded for it (cached
+    /// per endpoint for the call's retries), and the rate limits passed.
+    async fn ready<'a, J: Job>(
+        &'a self,
+        job: &J,
+        group: &Group,
+        route: (Option<Arc<Endpoint>>, Option<Arc<Endpoint>>),
+        waited: &OutageClock,
+        cache: &Bodies<J::Body>,
+    ) -> Result<Ready<'a, J::Body>, ClientError> {
+        let key = job.tags().affinity_key();
+        let slot = self
+            .acquire(group, route.0.as_ref(), route.1.as_ref(), key, waited)
+            .await?;
+        let ep = slot.endpoint.clone();
+        let cached = cache.lock().ok().and_then(|c| {
+            c.iter()
+                .find(|(e, _)| Arc::ptr_eq(e, &ep))
+                .map(|(_, enc)| enc.clone())
+        });
+        let encoded = match cached {
+            Some(enc) => enc,
+            None => {
+                let enc = job.encode(self, &ep).await?;
+                if let Ok(mut c) = cache.lock() {
+                    c.push((ep.clone(), enc.clone()));
+                }
+                enc
+            }
+        };
+        take(&self.global_rpm, 1).await;
+        take(&self.global_tpm, encoded.budget_tokens).await;
+        ep.rate_limit(encoded.budget_tokens).await;
+        Ok((slot, encoded, Instant::now()))
+    }
+}
+
+/// One call in progress: its plan, and the IO the plan's actions set going.
+struct Driver<'a, J: Job> {
+    shared: &'a Shared,
+    job: &'a J,
+    group: &'a Group,
+    headers: HeaderMap,
+    plan: CallPlan<'a, Arc<Endpoint>>,
+    waited: &'a OutageClock,
+    cache: &'a Bodies<J::Body>,
+    running: Vec<Running<'a, J::Reply>>,
+    acquiring: Option<BoxFuture<'a, Result<Ready<'a, J::Body>, ClientError>>>,
+    ready: Option<Ready<'a, J::Body>>,
+    hedge: Pin<Box<tokio::time::Sleep>>,
+    hedge_armed: bool,
+    backoff: Option<BoxFuture<'a, ()>>,
+    answer: Option<J::Response>,
+    /// The last failure of an attempt, and its span, for the retry's log line and event.
+    last: Option<(tracing::Span, ClientError)>,
+    /// Events the driver made itself (an attempt it gave up), fed before waiting again.
+    events: VecDeque<Event<Arc<Endpoint>>>,
+}
+
+impl Shared {
+    /// One call of `job` on `group_name`, run by its plan.
+    pub(super) async fn drive<J: Job>(
+        &self,
+        group_name: &str,
+        job: &J,
+    ) -> Result<J::Response, ClientError> {
+        if self.cancel.is_cancelled() {
+            return Err(ClientError::Shutdown);
+        }
+        let group = self
+            .groups
+            .get(group_name)
+            .ok_or_else(|| ClientError::UnknownGroup {
+                group: group_name.into(),
+            })?;
+        let (waited, cache) = (OutageClock::default(), Mutex::new(Vec::with_capacity(1)));
+        let plan = CallPlan::new(&self.policy, group.members.len(), job.stream(), job.hedge());
+        let mut driver = Driver {
+            shared: self,
+            job,
+            group,
+            headers: tag_headers(job.tags()),
+            plan,
+            waited: &waited,
+            cache: &cache,
+            running: Vec::with_capacity(2),
+            acquiring: None,
+            ready: None,
+            hedge: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            hedge_armed: false,
+            backoff: None,
+            answer: None,
+            last: None,
+            events: VecDeque::new(),
+        };
+        let mut actions = driver.plan.start();
+        loop {
+            for action in actions.drain(..) {
+                if let Some(end) = driver.apply(action) {
+                    return end;
+                }
+            }
+            let event = match driver.events.pop_front() {
+                Some(event) => event,
+                None => driver.next_event().await?,
+            };
+            actions = driver.plan.on(event);
+        }
+    }
+}
+
+impl<'a, J: Job> Driver<'a, J> {
+    /// Carries out one action; the call's result when the action ends it.
+    fn apply(&mut self, action: Action<Arc<Endpoint>>) -> Option<Result<J::Response, ClientError>> {
+        match action {
+            Action::Acquire { avoid, exclude } => {
+                self.backoff = None;
+                let (shared, job, group) = (self.shared, self.job, self.group);
+                let (waited, cache) = (self.waited, self.cache);
+                let route = (avoid, exclude);
+                self.acquiring = Some(Box::pin(shared.ready(job, group, route, waited, cache)));
+            }
+            Action::Launch { attempt, scale } => self.launch(attempt, scale),
+            Action::Hedge(at) => {
+                self.hedge_armed = at.is_some();
+                if let Some(at) = at {
+                    self.hedge
+                        .as_mut()
+                        .reset(tokio::time::Instant::from_std(at));
+                }
+            }
+            Action::SetAside { attempt, hedged } => self.set_aside(attempt, hedged),
+            Action::GiveUp { attempt, after } => {
+                let i = self.running.iter().position(|r| r.id == attempt)?;
+                let run = self.running.swap_remove(i);
+                let endpoint = run.slot.endpoint.name().clone();
+                let error = AttemptError::from(ClientError::Timeout { endpoint, after });
+                let event = self.ended(run, Err(error));
+                self.events.push_back(event);
+            }
+            Action::Backoff {
+                delay,
+                server_given,
+            } => self.back_off(delay, server_given),
+            Action::Succeed { .. } => return Some(self.answer.take().ok_or(ClientError::Shutdown)),
+            Action::Fail { error, exhausted } => {
+                if exhausted {
+                    // Named here: the call's own span exists only at DEBUG or when exporting.
+                    let call = self.job.tags().call.as_deref().unwrap_or("");
+                    let attempts = self.plan.attempts();
+                    tracing::warn!(call, group = %self.group.name, attempts, error = %error, "{} failed after retries", J::WHAT);
+                }
+                return Some(Err(error));
+            }
+        }
+        None
+    }
+
+    /// Sends an attempt on the slot just acquired.
+    fn launch(&mut self, attempt: AttemptId, scale: f64) {
+        let Some((slot, enc, started)) = self.ready.take() else {
+            return;
+        };
+        let ep = slot.endpoint.clone();
+        if attempt > 1 {
+            ep.retries.fetch_add(1, Ordering::Relaxed);
+            self.job.count_retry(&ep);
+        }
+        let span = self.job.span(&ep, &enc, attempt);
+        let mut headers = self.headers.clone();
+        telemetry::inject_traceparent(&span, &mut headers);
+        let fut = self.job.send(ep, enc.body, headers, scale);
+        self.running.push(Running {
+            id: attempt,
+            fut: Box::pin(fut.instrument(span.clone())),
+            slot,
+            span,
+            started,
+            max_tokens: enc.max_tokens,
+        });
+    }
+
+    fn set_aside(&self, attempt: AttemptId, hedged: bool) {
+        let Some(run) = self.running.iter().find(|r| r.id == attempt) else {
+            return;
+        };
+        let (group, ep) = (&self.group.name, run.slot.endpoint.name());
+        if hedged {
+            tracing::debug!(%group, endpoint = %ep, attempt, "attempt past its timeout: hedging");
+            let after = run.started.elapsed();
+            let error = ClientError::Timeout {
+                endpoint: ep.clone(),
+                after,
+            };
+            telemetry::on_retry(&run.span, &error, Duration::ZERO);
+        } else {
+            tracing::debug!(%group, endpoint = %ep, attempt, "the attempt beside this one was cut by a crash: racing a replacement");
+        }
+    }
+
+    fn back_off(&mut self, delay: Duration, server_given: bool) {
+        let delay = if server_given { spread(delay) } else { delay };
+        if let Some((span, error)) = &self.last {
+            let attempts = self.plan.attempts();
+            tracing::debug!(group = %self.group.name, attempts, ?delay, error = %error, "retrying {}", J::WHAT);
+            telemetry::on_retry(span, error, delay);
+        }
+        // A client backoff ends early when an endpoint changes health: a crash shows up as
+        // a failure moments before the breaker opens, and a re-admitted endpoint should get
+        // its waiting calls at once, not after backoffs that grew while it was down.
+        let mut health = self.shared.health.subscribe();
+        self.backoff = Some(Box::pin(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = health.changed(), if !server_given => {}
+            }
+        }));
+    }
+
+    /// Waits for what happens next: a shutdown, an attempt's end, a slot, a timer.
+    async fn next_event(&mut self) -> Result<Event<Arc<Endpoint>>, ClientError> {
+        let event = tokio::select! {
+            biased;
+            _ = self.shared.cancel.cancelled() => Event::Shutdown,
+            (i, r) = first_ended(&mut self.running), if !self.running.is_empty() => {
+                let run = self.running.swap_remove(i);
+                self.ended(run, r)
+            }
+            r = maybe(self.acquiring.as_mut()), if self.acquiring.is_some() => {
+                self.acquiring = None;
+                let (slot, enc, now) = r?;
+                let endpoint = slot.endpoint.clone();
+                let timeout = endpoint.spec.request_timeout;
+                self.ready = Some((slot, enc, now));
+                Event::Acquired { endpoint, timeout, now }
+            }
+            _ = &mut self.hedge, if self.hedge_armed => {
+                self.hedge_armed = false;
+                Event::HedgeDue
+            }
+            () = maybe(self.backoff.as_mut()), if self.backoff.is_some() => {
+                self.backoff = None;
+                Event::BackoffOver
+            }
+        };
+        Ok(event)
+    }
+
+    /// An attempt ended: its slot given back, its outcome recorded against its endpoint;
+    /// an answer becomes the call's response, and the plan hears of it.
+    fn ended(
+        &mut self,
+        run: Running<'a, J::Reply>,
+        result: Result<J::Reply, AttemptError>,
+    ) -> Event<Arc<Endpoint>> {
+        let Running {
+            id,
+            fut,
+            slot,
+            span,
+            started,
+            max_tokens,
+        } = run;
+        drop(fut);
+        let ep = slot.endpoint.clone();
+        drop(slot);
+        let done = Ended {
+            endpoint: &ep,
+            span: &span,
+            started,
+            max_tokens,
+        };
+        let now = Instant::now();
+        let failure = match result {
+            Ok(reply) => {
+                self.answer = Some(self.job.answered(&done, reply, self.plan.attempts()));
+                self.shared.permanent.on_success(&ep.permanent_in_a_row);
+                return Event::Finished {
+                    attempt: id,
+                    result: Ok(()),
+                    now,
+                };
+            }
+            Err(f) => f,
+        };
+        let effects = ep.record_failure(&failure.error, started);
+        self.shared
+            .permanent
+            .on_failure(ep.name(), &ep.permanent_in_a_row, &failure.error);
+        self.job.failed(&done, &failure.error, effects);
+        self.last = Some((span.clone(), failure.error.clone()));
+        let result = Err(Failure {
+            error: failure.error,
+            retry_after: failure.retry_after,
+            healthy: ep.is_healthy(),
+        });
+        Event::Finished {
+            attempt: id,
+            result,
+            now,
+        }
+    }
+}
