@@ -275,6 +275,11 @@ pub struct ResilienceConfig {
     pub timeout_growth: f64,
     /// Attempts per call on a malformed or empty body.
     pub max_malformed_attempts: u32,
+    /// Crashes of its endpoints one request may be in flight at, each while the endpoint
+    /// answered other calls, before it is suspected of causing them and not sent again
+    /// (error kind `suspected_crash`); 0: never. Other crashes are the endpoint's: they
+    /// spend no attempt, only time (`outage_budget_secs`).
+    pub suspect_after_crashes: u32,
     pub backoff_min_ms: u64,
     pub backoff_max_ms: u64,
     /// Consecutive connection failures (refused or reset) that open an
@@ -339,6 +344,7 @@ impl ResilienceConfig {
             max_timeout_attempts: p.max_timeout_attempts,
             timeout_growth: p.timeout_growth,
             max_malformed_attempts: p.max_malformed_attempts,
+            suspect_after_crashes: p.suspect_after_crashes,
             backoff_min_ms: millis(p.backoff_min),
             backoff_max_ms: millis(p.backoff_max),
             breaker_failures: p.breaker_failures,
@@ -363,6 +369,7 @@ impl ResilienceConfig {
             max_timeout_attempts: self.max_timeout_attempts,
             timeout_growth: self.timeout_growth,
             max_malformed_attempts: self.max_malformed_attempts,
+            suspect_after_crashes: self.suspect_after_crashes,
             backoff_min: Duration::from_millis(self.backoff_min_ms),
             backoff_max: Duration::from_millis(self.backoff_max_ms),
             breaker_failures: self.breaker_failures,

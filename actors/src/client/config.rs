@@ -88,6 +88,10 @@ pub struct ResiliencePolicy {
     pub timeout_growth: f64,
     /// Attempts for a malformed or empty body (its own, smaller budget).
     pub max_malformed_attempts: u32,
+    /// Crashes of its endpoints a request may be in flight at, each while the endpoint
+    /// answered other calls, before it is suspected of causing them and stopped; 0: never.
+    /// (Crashes are otherwise the endpoint's, bounded by `outage_budget` in time.)
+    pub suspect_after_crashes: u32,
     pub backoff_min: Duration,
     pub backoff_max: Duration,
     /// Consecutive connection failures (refused or reset) that open an
@@ -123,7 +127,8 @@ impl Default for ResiliencePolicy {
             max_attempts: 6,
             max_timeout_attempts: 4,
             timeout_growth: 2.0,
-            max_malformed_attempts: 3,
+            max_malformed_attempts: 4,
+            suspect_after_crashes: 16,
             backoff_min: Duration::from_millis(200),
             backoff_max: Duration::from_secs(30),
             breaker_failures: 5,

@@ -115,6 +115,9 @@ pub(crate) struct Endpoint {
     pub errors: AtomicU64,
     pub retries: AtomicU64,
     pub trips: AtomicU64,
+    /// Attempts answered (what tells a server that answered others while a request was in
+    /// flight from one that never did).
+    pub successes: AtomicU64,
     /// Attempts answered 429 or 503.
     pub overloads: AtomicU64,
     /// Attempts that timed out.
@@ -238,6 +241,7 @@ impl Endpoint {
             errors: AtomicU64::new(0),
             retries: AtomicU64::new(0),
             trips: AtomicU64::new(0),
+            successes: AtomicU64::new(0),
             overloads: AtomicU64::new(0),
             timeouts: AtomicU64::new(0),
             input_tokens: AtomicU64::new(0),
@@ -269,6 +273,7 @@ impl Endpoint {
     /// A successful attempt: evidence of health, and one step up the AIMD limit.
     /// A successful attempt that took `latency` (the gradient limit's signal).
     pub fn record_success(&self, latency: Duration) -> Option<LimitChange> {
+        self.successes.fetch_add(1, Ordering::Relaxed);
         self.breaker.record(Signal::Success);
         self.limit.on_success(latency)
     }

@@ -60,6 +60,15 @@ pub enum ClientError {
     #[error("every endpoint of group `{group}` stayed down for {waited:?} (the outage budget)")]
     Outage { group: Arc<str>, waited: Duration },
 
+    /// A request in flight at `crashes` crashes of its endpoints, each of which answered
+    /// other calls while it ran: it may be what crashes them, so it is not sent again.
+    #[error(
+        "endpoint `{endpoint}`: the request was in flight at {crashes} crashes of its \
+         endpoints while they answered other calls; it may be what crashes the server, so it \
+         is not sent again"
+    )]
+    SuspectedCrash { endpoint: Arc<str>, crashes: u32 },
+
     #[error("the model client is shut down")]
     Shutdown,
 
@@ -83,6 +92,7 @@ impl ClientError {
             Self::Interrupted { .. } => "interrupted",
             Self::PromptTooLong { .. } => "prompt_too_long",
             Self::Outage { .. } => "outage",
+            Self::SuspectedCrash { .. } => "suspected_crash",
             Self::Shutdown => "shutdown",
             Self::Config { .. } => "config",
             Self::Actor { .. } => "actor",
@@ -96,7 +106,9 @@ impl ClientError {
             | Self::Connect { endpoint, .. }
             | Self::Status { endpoint, .. }
             | Self::Malformed { endpoint, .. }
-            | Self::PromptTooLong { endpoint, .. } => Some(endpoint),
+            | Self::PromptTooLong { endpoint, .. }
+            | Self::Interrupted { endpoint, .. }
+            | Self::SuspectedCrash { endpoint, .. } => Some(endpoint),
             _ => None,
         }
     }

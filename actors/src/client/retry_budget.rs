@@ -8,8 +8,11 @@
 //!   than the one before; a hedged attempt that a crash or a bad answer ends gives its
 //!   timeout back (its timeout is not what ended it);
 //! - malformed bodies: `max_malformed_attempts`;
-//! - a connection failure on an endpoint that is now marked down: not charged (the call
-//!   waits for a healthy endpoint instead, under the outage budget);
+//! - a crash (a refused or cut connection) on an endpoint that went down under the attempt
+//!   (marked down now, or at some point since the attempt was sent): the endpoint's
+//!   failure, not the call's. It spends no attempt and does not count towards the hard
+//!   cap; such crashes are bounded in time, by the outage budget from the first of them
+//!   (the call meanwhile waits for a healthy endpoint, under the same budget);
 //! - the rest: `max_attempts`.
 //!
 //! Whatever the mix, the charged attempts stay below a hard cap.
@@ -36,6 +39,8 @@ pub(crate) struct RetryBudget<'p> {
     charged: u32,
     hard_cap: u32,
     overloaded_since: Option<Instant>,
+    /// Sent time of the first attempt that the endpoint's crash ended.
+    crashing_since: Option<Instant>,
 }
 
 impl<'p> RetryBudget<'p> {
@@ -55,6 +60,7 @@ impl<'p> RetryBudget<'p> {
             charged: 0,
             hard_cap,
             overloaded_since: None,
+            crashing_since: None,
         }
     }
 
@@ -119,7 +125,7 @@ impl<'p> RetryBudget<'p> {
         &mut self,
         error: &ClientError,
         started: Instant,
-        healthy: bool,
+        went_down: bool,
         now: Instant,
     ) {
         if matches!(error, ClientError::Timeout { .. }) || !error.is_retryable() {
@@ -127,17 +133,17 @@ impl<'p> RetryBudget<'p> {
         }
         self.timeouts = self.timeouts.saturating_sub(1);
         // Exhaustion shows at the call's next failure: the attempt running now goes on.
-        let _ = self.exhausted_by(error, started, healthy, now);
+        let _ = self.exhausted_by(error, started, went_down, now);
     }
 
-    /// Charges a retryable failure of an attempt sent at `started` to an endpoint that is
-    /// (`endpoint_healthy`) or is not marked healthy at `now`. True when the call must give
-    /// up.
+    /// Charges a retryable failure of an attempt sent at `started`, whose endpoint went
+    /// down under it (`went_down`: marked down now or since the attempt was sent) or not.
+    /// True when the call must give up.
     pub fn exhausted_by(
         &mut self,
         error: &ClientError,
         started: Instant,
-        endpoint_healthy: bool,
+        went_down: bool,
         now: Instant,
     ) -> bool {
         let policy = self.policy;
@@ -148,10 +154,11 @@ impl<'p> RetryBudget<'p> {
         } else if matches!(error, ClientError::Malformed { .. }) {
             self.malformed += 1;
             self.malformed >= policy.max_malformed_attempts.max(1)
-        } else if error.is_crash() && !endpoint_healthy {
-            // The endpoint is unreachable and now marked down: the call waits for a
-            // healthy one (outage budget) instead of burning its attempts.
-            false
+        } else if error.is_crash() && went_down {
+            // The endpoint's crash, not the call's: the call waits for a healthy endpoint
+            // instead of burning its attempts, for as long as the outage budget lasts.
+            let since = *self.crashing_since.get_or_insert(started);
+            return now.saturating_duration_since(since) >= policy.outage_budget;
         } else if matches!(error, ClientError::Timeout { .. }) {
             self.on_timeout();
             self.timeouts >= policy.max_timeout_attempts.max(1)
@@ -202,19 +209,19 @@ mod tests {
             endpoint: "e".into(),
             message: String::new(),
         };
-        assert!(!b.exhausted_by(&status, now, true, now));
-        assert!(!b.exhausted_by(&malformed, now, true, now));
-        assert!(!b.exhausted_by(&status, now, true, now));
+        assert!(!b.exhausted_by(&status, now, false, now));
+        assert!(!b.exhausted_by(&malformed, now, false, now));
+        assert!(!b.exhausted_by(&status, now, false, now));
         // A connection failure on a down endpoint is not charged to the attempts.
-        assert!(!b.exhausted_by(&connect, now, false, now));
+        assert!(!b.exhausted_by(&connect, now, true, now));
         assert!(
-            b.exhausted_by(&malformed, now, true, now),
+            b.exhausted_by(&malformed, now, false, now),
             "2 malformed bodies"
         );
         let mut b = RetryBudget::new(&p);
-        assert!(!b.exhausted_by(&status, now, true, now));
-        assert!(!b.exhausted_by(&status, now, true, now));
-        assert!(b.exhausted_by(&status, now, true, now), "3 attempts");
+        assert!(!b.exhausted_by(&status, now, false, now));
+        assert!(!b.exhausted_by(&status, now, false, now));
+        assert!(b.exhausted_by(&status, now, false, now), "3 attempts");
     }
 
     #[test]
@@ -246,7 +253,7 @@ mod tests {
             endpoint: "e".into(),
             after: Duration::from_secs(1),
         };
-        assert!(b.exhausted_by(&timeout, Instant::now(), true, Instant::now()));
+        assert!(b.exhausted_by(&timeout, Instant::now(), false, Instant::now()));
     }
 
     #[test]
@@ -269,20 +276,21 @@ mod tests {
             endpoint: "e".into(),
             after: Duration::from_secs(1),
         };
-        b.on_pending_failure(&timeout, now, true, now);
+        b.on_pending_failure(&timeout, now, false, now);
         assert!(!b.may_hedge());
         // The second is cut by a crash: its timeout is given back.
         let reset = ClientError::Connect {
             endpoint: "e".into(),
             message: "connection reset".into(),
         };
-        b.on_pending_failure(&reset, now, false, now);
+        b.on_pending_failure(&reset, now, true, now);
         assert!(b.may_hedge(), "the crash did not spend a timeout");
         assert_eq!(b.timeout_scale(), 4.0, "nor took the ladder back down");
         b.on_hedge();
         assert_eq!(b.timeout_scale(), 8.0);
         assert!(!b.may_hedge());
-        // Crashes are bounded by the hard cap: 3 × 4 + 2 + 3 = 17 charged attempts.
+        // Crashes of an endpoint that stays up are bounded by the hard cap: 3 × 4 + 2 + 3 =
+        // 17 charged attempts.
         let mut b = RetryBudget::new(&p);
         let mut cycles = 0;
         loop {
@@ -295,6 +303,22 @@ mod tests {
             assert!(cycles < 100, "never exhausted");
         }
         assert!(cycles <= 9, "{cycles}");
+    }
+
+    #[test]
+    fn the_endpoints_crashes_are_bounded_in_time_not_attempts() {
+        let p = policy();
+        let mut b = RetryBudget::new(&p);
+        let reset = ClientError::Connect {
+            endpoint: "e".into(),
+            message: "connection reset".into(),
+        };
+        let first = Instant::now();
+        for _ in 0..100 {
+            assert!(!b.exhausted_by(&reset, first, true, first));
+        }
+        let later = first + p.outage_budget;
+        assert!(b.exhausted_by(&reset, later, true, later));
     }
 
     #[test]
@@ -311,9 +335,9 @@ mod tests {
         };
         let first = Instant::now();
         for _ in 0..50 {
-            assert!(!b.exhausted_by(&busy, first, true, first));
+            assert!(!b.exhausted_by(&busy, first, false, first));
         }
         let later = first + Duration::from_millis(40);
-        assert!(b.exhausted_by(&busy, later, true, later));
+        assert!(b.exhausted_by(&busy, later, false, later));
     }
 }

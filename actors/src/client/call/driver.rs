@@ -88,6 +88,9 @@ struct Running<'a, R> {
     span: tracing::Span,
     started: Instant,
     max_tokens: u32,
+    /// The endpoint's breaker trips and answers when the attempt was sent.
+    trips: u64,
+    successes: u64,
 }
 
 type Ready<'a, B> = (Slot<'a>, Encoded<B>, Instant);
@@ -174,6 +177,9 @@ struct Driver<'a, J: Job> {
     last: Option<(tracing::Span, ClientError)>,
     /// Events the driver made itself (an attempt it gave up), fed before waiting again.
     events: VecDeque<Event<Arc<Endpoint>>>,
+    /// The endpoint of the last crash seen while it was still marked up, and its breaker
+    /// trips when that attempt was sent: whether it went down is told at the next acquire.
+    last_crash: Option<(Arc<Endpoint>, u64)>,
 }
 
 impl Shared {
@@ -211,6 +217,7 @@ impl Shared {
             answer: None,
             last: None,
             events: VecDeque::new(),
+            last_crash: None,
         };
         let mut actions = driver.plan.start();
         loop {
@@ -219,6 +226,8 @@ impl Shared {
                     return end;
                 }
             }
+            // A slot the plan did not launch an attempt on goes back.
+            driver.ready = None;
             let event = match driver.events.pop_front() {
                 Some(event) => event,
                 None => driver.next_event().await?,
@@ -288,6 +297,8 @@ impl<'a, J: Job> Driver<'a, J> {
         let span = self.job.span(&ep, &enc, attempt);
         let mut headers = self.headers.clone();
         telemetry::inject_traceparent(&span, &mut headers);
+        let trips = ep.trips.load(Ordering::Relaxed);
+        let successes = ep.successes.load(Ordering::Relaxed);
         let fut = self.job.send(ep, enc.body, headers, scale);
         self.running.push(Running {
             id: attempt,
@@ -296,6 +307,8 @@ impl<'a, J: Job> Driver<'a, J> {
             span,
             started,
             max_tokens: enc.max_tokens,
+            trips,
+            successes,
         });
     }
 
@@ -351,7 +364,10 @@ impl<'a, J: Job> Driver<'a, J> {
                 let endpoint = slot.endpoint.clone();
                 let timeout = endpoint.spec.request_timeout;
                 self.ready = Some((slot, enc, now));
-                Event::Acquired { endpoint, timeout, now }
+                let crash_confirmed = self.last_crash.take().is_some_and(|(ep, trips)| {
+                    !ep.is_healthy() || ep.trips.load(Ordering::Relaxed) != trips
+                });
+                Event::Acquired { endpoint, timeout, crash_confirmed, now }
             }
             _ = &mut self.hedge, if self.hedge_armed => {
                 self.hedge_armed = false;
@@ -379,6 +395,8 @@ impl<'a, J: Job> Driver<'a, J> {
             span,
             started,
             max_tokens,
+            trips,
+            successes,
         } = run;
         drop(fut);
         let ep = slot.endpoint.clone();
@@ -408,10 +426,17 @@ impl<'a, J: Job> Driver<'a, J> {
             .on_failure(ep.name(), &ep.permanent_in_a_row, &failure.error);
         self.job.failed(&done, &failure.error, effects);
         self.last = Some((span.clone(), failure.error.clone()));
+        let healthy = ep.is_healthy();
+        let went_down = !healthy || ep.trips.load(Ordering::Relaxed) != trips;
+        if failure.error.is_crash() && !went_down {
+            self.last_crash = Some((ep.clone(), trips));
+        }
         let result = Err(Failure {
             error: failure.error,
             retry_after: failure.retry_after,
-            healthy: ep.is_healthy(),
+            healthy,
+            went_down,
+            served: ep.successes.load(Ordering::Relaxed) > successes,
         });
         Event::Finished {
             attempt: id,

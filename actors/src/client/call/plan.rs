@@ -22,6 +22,13 @@
 //! - **retry budget**: each kind of failure spends its own budget ([`RetryBudget`]);
 //!   a permanent error ends the call at once; an exhausted budget ends it, after the
 //!   attempt set aside (its last chance) has finished.
+//! - **a crash is the endpoint's**: an attempt cut or refused because its endpoint went
+//!   down spends no attempt, only time (the outage budget). A crash seen before the
+//!   endpoint is marked down (the breaker opens a moment after the connections break) is
+//!   charged when the next attempt starts, once it is known whether the endpoint went down
+//!   meanwhile. A request in flight at `suspect_after_crashes` crashes of endpoints that
+//!   answered other calls while it ran is suspected of causing them: it is stopped and
+//!   named (`ClientError::SuspectedCrash`).
 //! - **backoff**: the server's `Retry-After`, or nothing for an endpoint now marked down
 //!   (the next acquire waits for a healthy one, under the outage budget), or an
 //!   exponential backoff with jitter that an endpoint's change of health ends early.
@@ -48,16 +55,32 @@ pub(crate) struct Failure {
     pub retry_after: Option<Duration>,
     /// Whether the endpoint is marked healthy once this failure has been recorded.
     pub healthy: bool,
+    /// Whether the endpoint went down under the attempt: it is marked down now, or was at
+    /// some point since the attempt was sent.
+    pub went_down: bool,
+    /// Whether the endpoint answered other calls while the attempt ran.
+    pub served: bool,
+}
+
+/// A crash charged once the next attempt starts, when it is known whether its endpoint
+/// went down.
+#[derive(Debug)]
+struct Unconfirmed {
+    error: ClientError,
+    started: Instant,
+    served: bool,
 }
 
 /// What happened, for the plan to answer.
 #[derive(Debug)]
 pub(crate) enum Event<E> {
     /// A slot on `endpoint` is held and the request is ready to go there; `timeout` is the
-    /// endpoint's request timeout.
+    /// endpoint's request timeout. `crash_confirmed`: the endpoint of the call's last crash
+    /// seen while it was still marked up has been marked down since.
     Acquired {
         endpoint: E,
         timeout: Duration,
+        crash_confirmed: bool,
         now: Instant,
     },
     /// The hedge timer armed by [`Action::Hedge`] fired.
@@ -158,6 +181,11 @@ pub(crate) struct CallPlan<'p, E> {
     /// The next attempt is set aside at once, for a second one to race it: the call's only
     /// attempt, past its endpoint's timeout (a long generation), was cut by a crash.
     race_on_launch: bool,
+    /// The last crash, seen while its endpoint was still marked up, not yet charged.
+    unconfirmed: Option<Unconfirmed>,
+    /// Crashes of endpoints that answered other calls while this call's attempt ran.
+    suspect: u32,
+    suspect_after: u32,
     phase: Phase,
 }
 
@@ -183,6 +211,9 @@ impl<'p, E: Clone> CallPlan<'p, E> {
             retired: Vec::new(),
             racing: false,
             race_on_launch: false,
+            unconfirmed: None,
+            suspect: 0,
+            suspect_after: policy.suspect_after_crashes,
             phase: Phase::Acquiring,
         }
     }
@@ -207,8 +238,14 @@ impl<'p, E: Clone> CallPlan<'p, E> {
             Event::Acquired {
                 endpoint,
                 timeout,
+                crash_confirmed,
                 now,
-            } => self.on_acquired(endpoint, timeout, now),
+            } => {
+                if let Some(end) = self.confirm_crash(crash_confirmed, now) {
+                    return end;
+                }
+                self.on_acquired(endpoint, timeout, now)
+            }
             Event::HedgeDue => self.on_hedge_due(),
             Event::Finished {
                 attempt,
@@ -227,6 +264,62 @@ impl<'p, E: Clone> CallPlan<'p, E> {
                 exhausted: false,
             }),
         }
+    }
+
+    /// Charges the last crash seen while its endpoint was still up, now that it is known
+    /// whether the endpoint went down; the call's end if that spends its budget.
+    fn confirm_crash(&mut self, went_down: bool, now: Instant) -> Option<Vec<Action<E>>> {
+        let u = self.unconfirmed.take()?;
+        let failure = Failure {
+            error: u.error,
+            retry_after: None,
+            healthy: !went_down,
+            went_down,
+            served: u.served,
+        };
+        if let Some(end) = self.suspected(&failure) {
+            return Some(end);
+        }
+        if !self
+            .budget
+            .exhausted_by(&failure.error, u.started, went_down, now)
+        {
+            return None;
+        }
+        Some(self.out_of_budget(failure.error))
+    }
+
+    /// The call's end once its budget is spent: at once, or after the attempt set aside
+    /// (its last chance) has ended.
+    fn out_of_budget(&mut self, error: ClientError) -> Vec<Action<E>> {
+        if self.pending.is_some() {
+            self.phase = Phase::LastChance(error);
+            return Vec::new();
+        }
+        self.done(Action::Fail {
+            error,
+            exhausted: true,
+        })
+    }
+
+    /// Counts a crash of an endpoint that answered other calls while the attempt ran; the
+    /// call's end once there are `suspect_after` of them.
+    fn suspected(&mut self, f: &Failure) -> Option<Vec<Action<E>>> {
+        if !(f.error.is_crash() && f.went_down && f.served) || self.suspect_after == 0 {
+            return None;
+        }
+        self.suspect += 1;
+        if self.suspect < self.suspect_after {
+            return None;
+        }
+        let endpoint = f.error.endpoint().cloned().unwrap_or_else(|| "".into());
+        Some(self.done(Action::Fail {
+            error: ClientError::SuspectedCrash {
+                endpoint,
+                crashes: self.suspect,
+            },
+            exhausted: false,
+        }))
     }
 
     fn done(&mut self, action: Action<E>) -> Vec<Action<E>> {
@@ -386,10 +479,12 @@ impl<'p, E: Clone> CallPlan<'p, E> {
     fn charge_pending(&mut self, hedged: bool, f: &Failure, started: Instant, now: Instant) {
         if hedged {
             self.budget
-                .on_pending_failure(&f.error, started, f.healthy, now);
+                .on_pending_failure(&f.error, started, f.went_down, now);
         } else if f.error.is_retryable() {
             // Exhaustion shows at the call's next failure: the attempt running now goes on.
-            let _ = self.budget.exhausted_by(&f.error, started, f.healthy, now);
+            let _ = self
+                .budget
+                .exhausted_by(&f.error, started, f.went_down, now);
         }
     }
 
@@ -408,6 +503,9 @@ impl<'p, E: Clone> CallPlan<'p, E> {
             Err(f) => f,
         };
         self.charge_pending(pending.hedged, &f, pending.started, now);
+        if let Some(end) = self.suspected(&f) {
+            return end;
+        }
         match std::mem::replace(&mut self.phase, Phase::Acquiring) {
             Phase::Acquiring | Phase::BackingOff => vec![self.acquire()],
             Phase::LastChance(error) => self.done(Action::Fail {
@@ -465,22 +563,26 @@ impl<'p, E: Clone> CallPlan<'p, E> {
             }));
             return actions;
         }
-        if self
+        let crash = f.error.is_crash();
+        if crash && !f.went_down {
+            // Its endpoint may be going down (the breaker opens a moment after the
+            // connections break): charged when the next attempt starts.
+            self.unconfirmed = Some(Unconfirmed {
+                error: f.error.clone(),
+                started: current.started,
+                served: f.served,
+            });
+        } else if let Some(end) = self.suspected(&f) {
+            actions.extend(end);
+            return actions;
+        } else if self
             .budget
-            .exhausted_by(&f.error, current.started, f.healthy, now)
+            .exhausted_by(&f.error, current.started, f.went_down, now)
         {
-            if self.pending.is_some() {
-                // An attempt past its timeout may still answer: it is the call's last chance.
-                self.phase = Phase::LastChance(f.error);
-                return actions;
-            }
-            actions.extend(self.done(Action::Fail {
-                error: f.error,
-                exhausted: true,
-            }));
+            // An attempt set aside may still answer: it is the call's last chance.
+            actions.extend(self.out_of_budget(f.error));
             return actions;
         }
-        let crash = f.error.is_crash();
         let (delay, server_given) = match f.retry_after {
             Some(after) => (after, true),
             // Marked down: no point sleeping; the next acquire routes to a healthy

@@ -587,6 +587,7 @@ pub fn fast_policy() -> ResiliencePolicy {
         max_timeout_attempts: 3,
         timeout_growth: 1.0,
         max_malformed_attempts: 3,
+        suspect_after_crashes: 16,
         backoff_min: Duration::from_millis(10),
         backoff_max: Duration::from_millis(100),
         breaker_failures: 3,

@@ -36,6 +36,18 @@ fn acquired(ep: &'static str, secs: f64) -> Event<&'static str> {
     Event::Acquired {
         endpoint: ep,
         timeout: TIMEOUT,
+        crash_confirmed: false,
+        now: at(secs),
+    }
+}
+
+/// A slot acquired after a crash seen on an endpoint still marked up: `went_down` tells
+/// whether that endpoint has been marked down since.
+fn acquired_after_crash(ep: &'static str, went_down: bool, secs: f64) -> Event<&'static str> {
+    Event::Acquired {
+        endpoint: ep,
+        timeout: TIMEOUT,
+        crash_confirmed: went_down,
         now: at(secs),
     }
 }
@@ -48,6 +60,8 @@ fn answered(attempt: AttemptId, secs: f64) -> Event<&'static str> {
     }
 }
 
+/// A failure; `healthy`: the endpoint is still marked up (else it went down under the
+/// attempt). The endpoint answered no other call meanwhile.
 fn failed(attempt: AttemptId, error: ClientError, healthy: bool, secs: f64) -> Event<&'static str> {
     Event::Finished {
         attempt,
@@ -55,6 +69,24 @@ fn failed(attempt: AttemptId, error: ClientError, healthy: bool, secs: f64) -> E
             error,
             retry_after: None,
             healthy,
+            went_down: !healthy,
+            served: false,
+        }),
+        now: at(secs),
+    }
+}
+
+/// A crash of an endpoint that went down under the attempt after answering other calls
+/// while it ran.
+fn crashed_while_serving(attempt: AttemptId, secs: f64) -> Event<&'static str> {
+    Event::Finished {
+        attempt,
+        result: Err(Failure {
+            error: crash(),
+            retry_after: None,
+            healthy: false,
+            went_down: true,
+            served: true,
         }),
         now: at(secs),
     }
@@ -456,6 +488,8 @@ fn the_backoff_is_the_servers_or_none_for_a_down_endpoint_or_exponential() {
             error: status(429),
             retry_after: Some(Duration::from_secs(7)),
             healthy: true,
+            went_down: false,
+            served: false,
         }),
         now: at(1.0),
     };
@@ -561,4 +595,106 @@ fn shutdown_fails_the_call() {
             exhausted: false
         }]
     );
+}
+
+#[test]
+fn a_crash_seen_before_the_endpoint_is_marked_down_is_charged_only_if_it_stays_up() {
+    let p = policy();
+    // Connections cut while the endpoint is still marked up: the breaker opens a moment
+    // later. Each is charged when the next attempt starts, and not at all when the
+    // endpoint was marked down meanwhile.
+    let mut plan = running_on_a(&p, 1);
+    for attempt in 1..=10 {
+        let actions = plan.on(failed(attempt, crash(), true, 1.0));
+        assert!(
+            matches!(actions[..], [_, Action::Backoff { .. }]),
+            "{actions:?}"
+        );
+        plan.on(Event::BackoffOver);
+        let actions = plan.on(acquired_after_crash("a", true, 1.0));
+        assert!(matches!(actions[0], Action::Launch { .. }), "{actions:?}");
+    }
+    // An endpoint that stays up while it refuses: the call's own failures.
+    let mut plan = running_on_a(&p, 1);
+    for attempt in 1..=2 {
+        plan.on(failed(attempt, crash(), true, 1.0));
+        plan.on(Event::BackoffOver);
+        plan.on(acquired_after_crash("a", false, 1.0));
+    }
+    plan.on(failed(3, crash(), true, 1.0));
+    plan.on(Event::BackoffOver);
+    assert_eq!(
+        plan.on(acquired_after_crash("a", false, 1.0)),
+        vec![Action::Fail {
+            error: crash(),
+            exhausted: true
+        }],
+        "three attempts"
+    );
+}
+
+#[test]
+fn the_endpoints_crashes_spend_time_not_attempts() {
+    let p = policy();
+    let mut plan = running_on_a(&p, 1);
+    for attempt in 1..=20 {
+        let actions = plan.on(failed(attempt, crash(), false, f64::from(attempt)));
+        assert!(
+            matches!(actions[..], [_, Action::Backoff { .. }]),
+            "{actions:?}"
+        );
+        plan.on(Event::BackoffOver);
+        plan.on(acquired("a", f64::from(attempt)));
+    }
+    // The outage budget (60 s) from the first such crash's attempt, sent at 0 s.
+    assert_eq!(
+        plan.on(failed(21, crash(), false, 60.0)),
+        vec![
+            Action::Hedge(None),
+            Action::Fail {
+                error: crash(),
+                exhausted: true
+            }
+        ]
+    );
+}
+
+#[test]
+fn a_request_in_flight_at_repeated_crashes_of_serving_endpoints_is_stopped_and_named() {
+    let p = ResiliencePolicy {
+        suspect_after_crashes: 3,
+        ..policy()
+    };
+    let mut plan = running_on_a(&p, 1);
+    for attempt in 1..=2 {
+        let actions = plan.on(crashed_while_serving(attempt, 1.0));
+        assert!(
+            matches!(actions[..], [_, Action::Backoff { .. }]),
+            "{actions:?}"
+        );
+        plan.on(Event::BackoffOver);
+        plan.on(acquired("a", 1.0));
+    }
+    assert_eq!(
+        plan.on(crashed_while_serving(3, 1.0)),
+        vec![
+            Action::Hedge(None),
+            Action::Fail {
+                error: ClientError::SuspectedCrash {
+                    endpoint: "e".into(),
+                    crashes: 3
+                },
+                exhausted: false
+            }
+        ]
+    );
+    // Crashes of endpoints that answered nothing else meanwhile (a server down for all)
+    // are not the request's doing.
+    let mut plan = running_on_a(&p, 1);
+    for attempt in 1..=5 {
+        plan.on(failed(attempt, crash(), false, 1.0));
+        plan.on(Event::BackoffOver);
+        let actions = plan.on(acquired("a", 1.0));
+        assert!(matches!(actions[0], Action::Launch { .. }), "{actions:?}");
+    }
 }
