@@ -40,9 +40,11 @@
 //! the same plan with hedging off.
 
 mod acquire;
+mod attempt;
 mod chat;
 mod driver;
 mod embeddings;
+mod job;
 mod plan;
 
 use std::collections::HashMap;

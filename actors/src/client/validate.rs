@@ -72,6 +72,11 @@ impl ClientConfig {
         if let Some((g, _)) = self.routing.iter().find(|(g, _)| !groups.contains(g)) {
             return bad(format!("routing names unknown group `{g}`"));
         }
+        self.validate_policy()
+    }
+
+    /// The resilience policy's bounds.
+    fn validate_policy(&self) -> Result<(), ClientError> {
         let p = &self.policy;
         if p.max_attempts == 0 || p.max_malformed_attempts == 0 {
             return bad(

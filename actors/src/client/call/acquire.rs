@@ -3,11 +3,14 @@
 //! (re-routed if that endpoint goes down while the call queues, or if another one has room
 //! again under least-load routing).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::OwnedSemaphorePermit;
+
+use super::super::endpoint::take;
+use super::job::{Encoded, Job};
 
 use super::super::config::Routing;
 use super::super::endpoint::Endpoint;
@@ -33,6 +36,12 @@ impl Drop for Slot<'_> {
         }
     }
 }
+
+/// A slot, the body encoded for its endpoint, and when the attempt may start.
+pub(super) type Ready<'a, B> = (Slot<'a>, Encoded<B>, Instant);
+
+/// The call's bodies, one per endpoint it has been sent to.
+pub(super) type Bodies<B> = Mutex<Vec<(Arc<Endpoint>, Encoded<B>)>>;
 
 /// How long a call has waited, in all, for its group to have a healthy endpoint (what the
 /// outage budget bounds). Shared by the call's successive acquires, which may be dropped
@@ -68,6 +77,42 @@ impl Drop for Queued {
 }
 
 impl Shared {
+    /// A slot on an endpoint allowed by `avoid`/`exclude`, the body encoded for it (cached
+    /// per endpoint for the call's retries), and the rate limits passed.
+    pub(super) async fn ready<'a, J: Job>(
+        &'a self,
+        job: &J,
+        group: &Group,
+        route: (Option<Arc<Endpoint>>, Option<Arc<Endpoint>>),
+        waited: &OutageClock,
+        cache: &Bodies<J::Body>,
+    ) -> Result<Ready<'a, J::Body>, ClientError> {
+        let key = job.tags().affinity_key();
+        let slot = self
+            .acquire(group, route.0.as_ref(), route.1.as_ref(), key, waited)
+            .await?;
+        let ep = slot.endpoint.clone();
+        let cached = cache.lock().ok().and_then(|c| {
+            c.iter()
+                .find(|(e, _)| Arc::ptr_eq(e, &ep))
+                .map(|(_, enc)| enc.clone())
+        });
+        let encoded = match cached {
+            Some(enc) => enc,
+            None => {
+                let enc = job.encode(self, &ep).await?;
+                if let Ok(mut c) = cache.lock() {
+                    c.push((ep.clone(), enc.clone()));
+                }
+                enc
+            }
+        };
+        take(&self.global_rpm, 1).await;
+        take(&self.global_tpm, encoded.budget_tokens).await;
+        ep.rate_limit(encoded.budget_tokens).await;
+        Ok((slot, encoded, Instant::now()))
+    }
+
     /// Wait (bounded by the outage budget) until the group has a healthy endpoint.
     pub(super) async fn wait_for_health(
         &self,

@@ -14,7 +14,7 @@ use super::super::request_body::RequestBody;
 use super::super::telemetry;
 use super::super::tokens::fit_max_tokens;
 use super::Shared;
-use super::driver::{Encoded, Ended, Job};
+use super::job::{Encoded, Ended, Job};
 use crate::wire::{CallTags, ChatRequest, ChatResponse};
 
 /// One chat completion request.

@@ -1,159 +1,33 @@
 //! The call driver: carries out a [`CallPlan`]'s actions and turns what happens into its
 //! events. It owns the IO of a call (the slot wait, the attempts' futures, the hedge and
-//! backoff timers, recording each attempt's outcome against its endpoint) and decides
-//! nothing: every rule is the plan's.
-//!
-//! A [`Job`] is what is being called (a chat completion, an embeddings request): how its
-//! body is encoded, sent and answered, and its telemetry.
+//! backoff timers) and decides nothing: every rule is the plan's.
 
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use reqwest::header::HeaderMap;
 use tracing::Instrument;
 
-use super::super::endpoint::{AttemptError, Endpoint, take};
+use super::super::endpoint::{AttemptError, Endpoint};
 use super::super::error::ClientError;
 use super::super::router::Group;
 use super::super::telemetry;
-use super::acquire::{OutageClock, Slot};
-use super::plan::{Action, AttemptId, CallPlan, Event, Failure};
+use super::acquire::{Bodies, OutageClock, Ready};
+use super::attempt::{Running, first_ended};
+use super::job::Job;
+use super::plan::{Action, AttemptId, CallPlan, Event};
 use super::{Shared, spread, tag_headers};
-use crate::wire::CallTags;
-
-/// A request body ready for one endpoint (encoded once, reused on retries).
-#[derive(Clone)]
-pub(super) struct Encoded<B> {
-    pub body: B,
-    /// `max_tokens` as sent (0 when nothing is generated).
-    pub max_tokens: u32,
-    /// Tokens charged to the token rate limits.
-    pub budget_tokens: u32,
-}
-
-/// What a call sends and how it is answered.
-pub(super) trait Job: Sync {
-    type Body: Clone + Send + Sync + 'static;
-    type Reply: Send + 'static;
-    type Response;
-    /// "call" or "embeddings call", for the log.
-    const WHAT: &'static str;
-    fn tags(&self) -> &CallTags;
-    fn stream(&self) -> bool;
-    /// Whether an attempt past its timeout may be hedged (else it is abandoned).
-    fn hedge(&self) -> bool;
-    fn encode(
-        &self,
-        shared: &Shared,
-        ep: &Arc<Endpoint>,
-    ) -> impl Future<Output = Result<Encoded<Self::Body>, ClientError>> + Send;
-    fn span(&self, ep: &Endpoint, encoded: &Encoded<Self::Body>, attempt: u32) -> tracing::Span;
-    fn send(
-        &self,
-        ep: Arc<Endpoint>,
-        body: Self::Body,
-        headers: HeaderMap,
-        scale: f64,
-    ) -> BoxFuture<'static, Result<Self::Reply, AttemptError>>;
-    /// Records the answer (telemetry) and builds the call's response.
-    fn answered(&self, done: &Ended<'_>, reply: Self::Reply, attempts: u32) -> Self::Response;
-    fn failed(
-        &self,
-        done: &Ended<'_>,
-        error: &ClientError,
-        effects: super::super::endpoint::FailureEffects,
-    );
-    fn count_retry(&self, ep: &Endpoint);
-}
-
-/// An attempt as it ended: where it ran, its span, when it started.
-pub(super) struct Ended<'s> {
-    pub endpoint: &'s Arc<Endpoint>,
-    pub span: &'s tracing::Span,
-    pub started: Instant,
-    pub max_tokens: u32,
-}
-
-/// An attempt in flight, holding its slot.
-struct Running<'a, R> {
-    id: AttemptId,
-    fut: BoxFuture<'static, Result<R, AttemptError>>,
-    slot: Slot<'a>,
-    span: tracing::Span,
-    started: Instant,
-    max_tokens: u32,
-    /// The endpoint's breaker trips and answers when the attempt was sent.
-    trips: u64,
-    successes: u64,
-}
-
-type Ready<'a, B> = (Slot<'a>, Encoded<B>, Instant);
-
-/// The call's bodies, one per endpoint it has been sent to.
-type Bodies<B> = Mutex<Vec<(Arc<Endpoint>, Encoded<B>)>>;
 
 /// Polls `f` if there is one; never ready otherwise.
 async fn maybe<F: Future + Unpin>(f: Option<&mut F>) -> F::Output {
     match f {
         Some(f) => f.await,
         None => std::future::pending().await,
-    }
-}
-
-/// The first of the attempts to end, by index.
-async fn first_ended<R>(running: &mut [Running<'_, R>]) -> (usize, Result<R, AttemptError>) {
-    std::future::poll_fn(|cx| {
-        for (i, r) in running.iter_mut().enumerate() {
-            if let Poll::Ready(out) = r.fut.as_mut().poll(cx) {
-                return Poll::Ready((i, out));
-            }
-        }
-        Poll::Pending
-    })
-    .await
-}
-
-impl Shared {
-    /// A slot on an endpoint allowed by `avoid`/`exclude`, the body encoded for it (cached
-    /// per endpoint for the call's retries), and the rate limits passed.
-    async fn ready<'a, J: Job>(
-        &'a self,
-        job: &J,
-        group: &Group,
-        route: (Option<Arc<Endpoint>>, Option<Arc<Endpoint>>),
-        waited: &OutageClock,
-        cache: &Bodies<J::Body>,
-    ) -> Result<Ready<'a, J::Body>, ClientError> {
-        let key = job.tags().affinity_key();
-        let slot = self
-            .acquire(group, route.0.as_ref(), route.1.as_ref(), key, waited)
-            .await?;
-        let ep = slot.endpoint.clone();
-        let cached = cache.lock().ok().and_then(|c| {
-            c.iter()
-                .find(|(e, _)| Arc::ptr_eq(e, &ep))
-                .map(|(_, enc)| enc.clone())
-        });
-        let encoded = match cached {
-            Some(enc) => enc,
-            None => {
-                let enc = job.encode(self, &ep).await?;
-                if let Ok(mut c) = cache.lock() {
-                    c.push((ep.clone(), enc.clone()));
-                }
-                enc
-            }
-        };
-        take(&self.global_rpm, 1).await;
-        take(&self.global_tpm, encoded.budget_tokens).await;
-        ep.rate_limit(encoded.budget_tokens).await;
-        Ok((slot, encoded, Instant::now()))
     }
 }
 
@@ -381,67 +255,20 @@ impl<'a, J: Job> Driver<'a, J> {
         Ok(event)
     }
 
-    /// An attempt ended: its slot given back, its outcome recorded against its endpoint;
-    /// an answer becomes the call's response, and the plan hears of it.
+    /// An attempt ended: what the plan hears of it, and what the driver keeps.
     fn ended(
         &mut self,
         run: Running<'a, J::Reply>,
         result: Result<J::Reply, AttemptError>,
     ) -> Event<Arc<Endpoint>> {
-        let Running {
-            id,
-            fut,
-            slot,
-            span,
-            started,
-            max_tokens,
-            trips,
-            successes,
-        } = run;
-        drop(fut);
-        let ep = slot.endpoint.clone();
-        drop(slot);
-        let done = Ended {
-            endpoint: &ep,
-            span: &span,
-            started,
-            max_tokens,
-        };
-        let now = Instant::now();
-        let failure = match result {
-            Ok(reply) => {
-                self.answer = Some(self.job.answered(&done, reply, self.plan.attempts()));
-                self.shared.permanent.on_success(&ep.permanent_in_a_row);
-                return Event::Finished {
-                    attempt: id,
-                    result: Ok(()),
-                    now,
-                };
-            }
-            Err(f) => f,
-        };
-        let effects = ep.record_failure(&failure.error, started);
-        self.shared
-            .permanent
-            .on_failure(ep.name(), &ep.permanent_in_a_row, &failure.error);
-        self.job.failed(&done, &failure.error, effects);
-        self.last = Some((span.clone(), failure.error.clone()));
-        let healthy = ep.is_healthy();
-        let went_down = !healthy || ep.trips.load(Ordering::Relaxed) != trips;
-        if failure.error.is_crash() && !went_down {
-            self.last_crash = Some((ep.clone(), trips));
+        let outcome = run.end(self.shared, self.job, result, self.plan.attempts());
+        self.answer = outcome.answer.or(self.answer.take());
+        if outcome.failure.is_some() {
+            self.last = outcome.failure;
         }
-        let result = Err(Failure {
-            error: failure.error,
-            retry_after: failure.retry_after,
-            healthy,
-            went_down,
-            served: ep.successes.load(Ordering::Relaxed) > successes,
-        });
-        Event::Finished {
-            attempt: id,
-            result,
-            now,
+        if outcome.crash.is_some() {
+            self.last_crash = outcome.crash;
         }
+        outcome.event
     }
 }

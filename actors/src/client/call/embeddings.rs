@@ -16,7 +16,7 @@ use super::super::endpoint::{AttemptError, Endpoint, FailureEffects};
 use super::super::error::ClientError;
 use super::super::telemetry;
 use super::Shared;
-use super::driver::{Encoded, Ended, Job};
+use super::job::{Encoded, Ended, Job};
 use crate::wire::{CallTags, ChatMessage, ChatResponse, EmbeddingRequest};
 
 /// One embeddings request.
