@@ -34,6 +34,7 @@ use std::sync::Arc;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
 use crate::bank::{BankActor, BankArgs, BankError, BankInit, BankMsg, BankSink};
+use crate::failure::FailureKind;
 use crate::pool::{Job, RolePool};
 use crate::priority::{CallPriority, ProblemLatencies, StageOrder};
 use crate::stats::RuntimeStats;
@@ -256,7 +257,7 @@ impl<O: Send + 'static> CoordinatorState<O> {
         self.call_spans.insert(key.clone(), span.clone());
         let Some(route) = self.routes.get(&key.role) else {
             let failure = CallFailure::new(
-                "unknown_role",
+                FailureKind::UnknownRole,
                 format!(
                     "problem `{}`: no worker pool for role `{}`",
                     self.problem, key.role

@@ -7,6 +7,8 @@
 //! - [`wire`]: the OpenAI-compatible chat request/response types shared by every layer.
 //! - [`strategy`]: the trait a method implements, the commands it emits, and
 //!   [`strategy::CallExecutor`], whatever performs a call.
+//! - [`failure`]: [`failure::FailureKind`], why a call failed — one vocabulary for the
+//!   client, the pools, the coordinators and the application's store.
 //! - [`runner`]: runs many problems — admission policy, one pool per role, progress
 //!   counters. Plain async code in the caller's task; results reach the caller's
 //!   `on_done` there, in completion order.
@@ -51,6 +53,7 @@
 pub mod bank;
 pub mod client;
 pub mod coordinator;
+pub mod failure;
 pub mod pool;
 pub mod priority;
 pub mod runner;

@@ -35,6 +35,7 @@ pub use counters::{PoolCounters, PoolSnapshot};
 pub use queue::{JobQueue, Ticket};
 pub use worker::WorkerReport;
 
+use crate::failure::FailureKind;
 use crate::strategy::{CallExecutor, CallFailure, CallKey, CallOutcome, CallSpec, EmbeddingSpec};
 use crate::wire::ModelRequest;
 use worker::{PoolWorker, RunCall, WorkerArgs};
@@ -128,7 +129,7 @@ impl Job {
         reply(self.key.clone(), outcome);
     }
 
-    fn fail(mut self, kind: &str, message: String) {
+    fn fail(mut self, kind: FailureKind, message: String) {
         self.complete(Err(CallFailure::new(kind, message)));
     }
 }
@@ -139,7 +140,7 @@ impl Drop for Job {
             let role = self.key.role.clone();
             let message =
                 format!("role `{role}`: the worker pool stopped before the call finished");
-            self.complete(Err(CallFailure::new("pool_stopped", message)));
+            self.complete(Err(CallFailure::new(FailureKind::PoolStopped, message)));
         }
     }
 }
@@ -333,7 +334,7 @@ impl PoolState {
                     "call {key} crashed a `{}` worker {} times; last: {why}",
                     self.settings.role, held.crashes
                 );
-                held.job.fail("worker_panic", msg);
+                held.job.fail(FailureKind::WorkerPanic, msg);
             } else {
                 tracing::warn!(call = %key, crashes = held.crashes, error = %why,
                     "worker crashed; re-queueing its call");
@@ -355,10 +356,10 @@ impl PoolState {
 
     fn fail_all(&mut self, why: &str) {
         for held in self.queue.drain() {
-            held.job.fail("pool_stopped", why.to_owned());
+            held.job.fail(FailureKind::PoolStopped, why.to_owned());
         }
         for (_, (_, held, _)) in self.busy.drain() {
-            held.job.fail("pool_stopped", why.to_owned());
+            held.job.fail(FailureKind::PoolStopped, why.to_owned());
         }
     }
 }
@@ -400,7 +401,7 @@ impl Actor for PoolSupervisor {
                         "role `{}`: the pool has no workers left",
                         state.settings.role
                     );
-                    job.fail("pool_stopped", why);
+                    job.fail(FailureKind::PoolStopped, why);
                     return Ok(());
                 }
                 let priority = job.priority;

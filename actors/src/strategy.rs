@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::failure::FailureKind;
 use crate::wire::{ChatRequest, ChatResponse, EmbeddingRequest};
 
 /// Deterministic identity of one model call: never derived from completion order.
@@ -58,9 +59,8 @@ pub struct EmbeddingSpec {
 /// Why a call produced no response (after the client's own retries were exhausted).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallFailure {
-    /// Short machine-readable kind (`timeout`, `status`, `permanent`, `malformed`,
-    /// `outage`, …).
-    pub kind: String,
+    /// Why it failed; stored under its name (`timeout`, `status`, `permanent`, …).
+    pub kind: FailureKind,
     pub message: String,
     /// The endpoint that gave the last failed answer, when one did (none for an outage, a
     /// refused call or a failure before routing): failure accounting groups by it.
@@ -70,9 +70,9 @@ pub struct CallFailure {
 
 impl CallFailure {
     /// A failure not tied to an endpoint.
-    pub fn new(kind: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
         Self {
-            kind: kind.into(),
+            kind,
             message: message.into(),
             endpoint: None,
         }

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
+use tmas_actors::failure::FailureKind;
 
 use crate::store::StoredProblem;
 use crate::store::read::LostCallsRow;
@@ -24,7 +25,7 @@ pub struct LostCalls {
     /// The endpoint whose answer failed the call; `None` when no endpoint answered (an
     /// outage of the whole group).
     pub endpoint: Option<String>,
-    pub kind: String,
+    pub kind: FailureKind,
     pub calls: u64,
     /// One of the errors, as the client reported it (status and the server's body).
     pub example: String,
@@ -76,7 +77,9 @@ impl Accounting {
             lost_by_iteration: vec![0; iterations],
             ..Accounting::default()
         };
-        let mut by_group: BTreeMap<(String, Option<String>, String), LostCalls> = BTreeMap::new();
+        // Keyed by the kind's name: groups of equal size are listed in name order.
+        let mut by_group: BTreeMap<(String, Option<String>, &'static str), LostCalls> =
+            BTreeMap::new();
         let mut lost_of: HashMap<&str, (u64, &str)> = HashMap::new();
         for row in lost_rows {
             out.calls_lost += row.calls;
@@ -86,11 +89,11 @@ impl Accounting {
             }
             out.lost_by_iteration[slot] += row.calls;
             let group = by_group
-                .entry((row.role.clone(), row.endpoint.clone(), row.kind.clone()))
+                .entry((row.role.clone(), row.endpoint.clone(), row.kind.as_str()))
                 .or_insert_with(|| LostCalls {
                     role: row.role.clone(),
                     endpoint: row.endpoint.clone(),
-                    kind: row.kind.clone(),
+                    kind: row.kind,
                     calls: 0,
                     example: row.example.clone(),
                 });
@@ -174,7 +177,7 @@ impl Accounting {
                 "  {:<13} {:<16} {:<16} {:>7}  e.g. {}",
                 l.role,
                 l.endpoint.as_deref().unwrap_or("(none)"),
-                l.kind,
+                l.kind.as_str(),
                 l.calls,
                 clip(&l.example, 160)
             );
@@ -220,13 +223,19 @@ mod tests {
         }
     }
 
-    fn lost(problem: &str, iteration: u32, role: &str, kind: &str, calls: u64) -> LostCallsRow {
+    fn lost(
+        problem: &str,
+        iteration: u32,
+        role: &str,
+        kind: FailureKind,
+        calls: u64,
+    ) -> LostCallsRow {
         LostCallsRow {
             problem_id: problem.into(),
             iteration,
             role: role.into(),
             endpoint: Some("gpu".into()),
-            kind: kind.into(),
+            kind,
             calls,
             example: format!("endpoint `gpu`: {kind}"),
         }
@@ -242,9 +251,9 @@ mod tests {
             problem("e", "failed"),
         ];
         let rows = [
-            lost("b", 0, "verification", "timeout", 2),
-            lost("b", 1, "verification", "timeout", 1),
-            lost("c", 1, "solution", "permanent", 4),
+            lost("b", 0, "verification", FailureKind::Timeout, 2),
+            lost("b", 1, "verification", FailureKind::Timeout, 1),
+            lost("c", 1, "solution", FailureKind::Permanent, 4),
         ];
         let answered = BTreeMap::from([("a".to_string(), 10), ("b".to_string(), 7)]);
         let acc = Accounting::build(&problems, &rows, &answered, 2);
@@ -265,7 +274,7 @@ mod tests {
                 .contains("all 4 of its calls failed")
         );
         assert_eq!(acc.problems_unfinished, 1);
-        assert_eq!(acc.lost[0].kind, "permanent");
+        assert_eq!(acc.lost[0].kind, FailureKind::Permanent);
         assert_eq!(acc.lost[0].calls, 4);
         assert_eq!(acc.lost[1].calls, 3);
         assert!(!acc.is_clean());
@@ -282,8 +291,8 @@ mod tests {
     fn every_call_failed_never_reads_as_zero_failed() {
         let problems = [problem("a", "done"), problem("b", "done")];
         let rows = [
-            lost("a", 0, "solution", "permanent", 3),
-            lost("b", 0, "solution", "permanent", 3),
+            lost("a", 0, "solution", FailureKind::Permanent, 3),
+            lost("b", 0, "solution", FailureKind::Permanent, 3),
         ];
         let acc = Accounting::build(&problems, &rows, &BTreeMap::new(), 1);
         let text = acc.render_text();

@@ -332,7 +332,7 @@ pub fn on_accounting(accounting: &super::accounting::Accounting) {
         gauge!("tmas_run_calls_lost",
             "role" => l.role.clone(),
             "endpoint" => l.endpoint.clone().unwrap_or_default(),
-            "kind" => l.kind.clone())
+            "kind" => l.kind.as_str())
         .set(l.calls as f64);
     }
     let states = [

@@ -460,7 +460,7 @@ impl Strategy for BaselineStrategy {
                 self.calls.failed += 1;
                 self.failures.push(FailureRecord {
                     key: key.clone(),
-                    kind: e.kind.clone(),
+                    kind: e.kind.into(),
                     message: e.message.clone(),
                 });
             }

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{BankVersion, CallKey, Rejection};
 
 use crate::config::Role;
@@ -122,9 +123,43 @@ pub struct BankUpdateRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailureRecord {
     pub key: CallKey,
-    /// `CallFailure::kind`, or `unparseable_score` / `unparseable_json` / `empty_summary`.
-    pub kind: String,
+    pub kind: FailureRecordKind,
     pub message: String,
+}
+
+/// What went wrong with a recorded call, written as one name: the call's
+/// [`FailureKind`] (`timeout`, `status`, …) or what was wrong with its reply
+/// (`unparseable_score`, …). The two sets of names are disjoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FailureRecordKind {
+    /// Read first: a [`FailureKind`] reads any name (an unknown one as `unknown`).
+    Reply(UnusableReply),
+    Call(FailureKind),
+}
+
+impl From<FailureKind> for FailureRecordKind {
+    fn from(kind: FailureKind) -> Self {
+        FailureRecordKind::Call(kind)
+    }
+}
+
+impl From<UnusableReply> for FailureRecordKind {
+    fn from(why: UnusableReply) -> Self {
+        FailureRecordKind::Reply(why)
+    }
+}
+
+/// A call was answered, but its reply could not be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnusableReply {
+    /// A verification without a `\boxed{0|0.5|1}` score.
+    UnparseableScore,
+    /// A memory agent's reply without the JSON object holding its bank's list.
+    UnparseableJson,
+    /// A summary with no visible text.
+    EmptySummary,
 }
 
 /// Calls issued, by role, plus failures, re-asks and tokens.
@@ -383,6 +418,29 @@ mod tests {
         assert!(!is_fully_verified(&[], 0, false));
         assert!(is_fully_verified(&[1.0], 2, false));
         assert!(!is_fully_verified(&[], 2, false));
+    }
+
+    #[test]
+    fn a_recorded_failure_kind_is_one_name_and_reads_back_as_written() {
+        let replies = [
+            (UnusableReply::UnparseableScore, "unparseable_score"),
+            (UnusableReply::UnparseableJson, "unparseable_json"),
+            (UnusableReply::EmptySummary, "empty_summary"),
+        ];
+        for (why, name) in replies {
+            let kind = FailureRecordKind::from(why);
+            assert_eq!(serde_json::to_value(kind).unwrap(), name);
+            let back: FailureRecordKind = serde_json::from_value(name.into()).unwrap();
+            assert_eq!(back, kind);
+        }
+        for call in FailureKind::ALL {
+            let kind = FailureRecordKind::from(call);
+            assert_eq!(serde_json::to_value(kind).unwrap(), call.as_str());
+            let back: FailureRecordKind = serde_json::from_value(call.as_str().into()).unwrap();
+            assert_eq!(back, kind, "{call}");
+        }
+        let newer: FailureRecordKind = serde_json::from_value("overheated".into()).unwrap();
+        assert_eq!(newer, FailureKind::Unknown.into());
     }
 
     #[test]

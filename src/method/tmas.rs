@@ -306,7 +306,7 @@ impl TmasStrategy {
         if let Some((kind, message)) = note {
             it.failures.push(FailureRecord {
                 key: key.clone(),
-                kind,
+                kind: kind.into(),
                 message,
             });
         }
@@ -536,7 +536,7 @@ impl Strategy for TmasStrategy {
                 it.calls.failed += 1;
                 it.failures.push(FailureRecord {
                     key: key.clone(),
-                    kind: e.kind.clone(),
+                    kind: e.kind.into(),
                     message: e.message.clone(),
                 });
             }

@@ -11,7 +11,9 @@
 //!
 //! Once the run is stopping ([`StoreExecutor::stopping`] cancelled) no new call is sent:
 //! each fails at once with kind `shutdown`, and its problem is marked *tainted* so that
-//! its (incomplete) result is not stored as done — resume redoes it by replay.
+//! its (incomplete) result is not stored as done — resume redoes it by replay. Likewise a
+//! failure that says "this process stopped", not "the endpoint failed"
+//! ([`FailureKind::is_transient`]) is never stored: resume makes that call for real.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{CallExecutor, CallFailure, CallKey, CallOutcome};
 use tmas_actors::wire::{ChatRequest, EmbeddingRequest, ModelRequest};
 use tokio_util::sync::CancellationToken;
@@ -26,18 +29,6 @@ use tokio_util::sync::CancellationToken;
 use super::RunStore;
 use super::chunks::prompt_id;
 use super::rows::{CallRow, Fact, now_ms};
-
-/// Failure kinds that say "the run stopped", not "the endpoint failed": never stored, so
-/// resume makes those calls for real.
-pub const TRANSIENT_KINDS: [&str; 7] = [
-    "shutdown",
-    "pool_stopped",
-    "panic",
-    "worker_panic",
-    "actor",
-    "config",
-    "unknown_group",
-];
 
 /// Keys of stored failures by problem.
 type StaleByProblem = HashMap<Arc<str>, HashSet<Arc<str>>>;
@@ -229,7 +220,7 @@ impl StoreExecutor {
                 taint(&tainted, &key.problem);
                 counts.refused.fetch_add(1, Ordering::Relaxed);
                 return Err(CallFailure::new(
-                    "shutdown",
+                    FailureKind::Shutdown,
                     format!("call {key_text} not sent: the run is stopping (it is made on resume)"),
                 ));
             }
@@ -276,7 +267,7 @@ impl StoreExecutor {
                 }
             };
             if let Err(f) = &outcome
-                && TRANSIENT_KINDS.contains(&f.kind.as_str())
+                && f.kind.is_transient()
             {
                 taint(&tainted, &key.problem);
                 return outcome;
@@ -285,7 +276,7 @@ impl StoreExecutor {
                 metrics::counter!("tmas_calls_lost_total",
                     "role" => key.role.to_string(),
                     "endpoint" => f.endpoint.as_deref().unwrap_or("").to_string(),
-                    "kind" => f.kind.clone())
+                    "kind" => f.kind.as_str())
                 .increment(1);
             }
             let row = CallRow {

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{BankVersion, CallFailure, CallOutcome};
 use tmas_actors::wire::{ChatMessage, ChatResponse, Usage, prompt_text};
 
@@ -74,8 +75,8 @@ pub struct LostCallsRow {
     /// The endpoint that gave the last failed answer (none: an outage, or no endpoint
     /// answered at all).
     pub endpoint: Option<String>,
-    /// `CallFailure::kind` (`permanent`, `status`, `timeout`, `connect`, `outage`, …).
-    pub kind: String,
+    /// Why they failed (a name this build does not know reads as `unknown`).
+    pub kind: FailureKind,
     pub calls: u64,
     /// One of their error messages (the server's status and body when there was one).
     pub example: String,
@@ -457,7 +458,9 @@ impl StoreReader {
                         })
                     } else {
                         Err(CallFailure {
-                            kind: r.get(11)?,
+                            kind: FailureKind::from_name(
+                                r.get::<_, Option<String>>(11)?.as_deref().unwrap_or(""),
+                            ),
                             message: r.get(12)?,
                             endpoint: r.get::<_, Option<String>>(8)?.map(Into::into),
                         })
@@ -543,7 +546,7 @@ impl StoreReader {
                     iteration: r.get(1)?,
                     role: r.get(2)?,
                     endpoint: r.get(3)?,
-                    kind: r.get(4)?,
+                    kind: FailureKind::from_name(&r.get::<_, String>(4)?),
                     calls: r.get::<_, i64>(5)?.max(0) as u64,
                     example: r.get(6)?,
                 })

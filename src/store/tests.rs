@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{BankVersion, CallFailure, CallKey};
 use tmas_actors::wire::{
     CallTags, ChatMessage, ChatRequest, ChatResponse, EmbeddingRequest, ModelRequest, Sampling,
@@ -79,7 +80,7 @@ async fn calls_round_trip_and_a_shared_prompt_is_stored_once() {
             .unwrap();
     }
     let failed = key("p1", "solution", Some(1), None);
-    let failure = CallFailure::new("timeout", "no answer in 60 s");
+    let failure = CallFailure::new(FailureKind::Timeout, "no answer in 60 s");
     store
         .write(Fact::Call(Box::new(row(
             failed.clone(),
@@ -483,5 +484,90 @@ async fn a_done_record_is_stored_without_the_replies_its_calls_hold() {
     assert!(lean.contains("edited"), "{lean}");
     assert_eq!(whole.as_deref(), Some(json.as_str()));
     assert_eq!(back.unwrap().outcome, record.outcome);
+    store.close().await.unwrap();
+}
+
+/// Fails every call with the kind named by the call's role.
+struct FailingAs;
+
+impl tmas_actors::strategy::CallExecutor for FailingAs {
+    fn execute(
+        &self,
+        _group: Arc<str>,
+        request: ChatRequest,
+    ) -> futures::future::BoxFuture<'static, tmas_actors::strategy::CallOutcome> {
+        let kind = FailureKind::from_name(&request.tags.role);
+        Box::pin(async move { Err(CallFailure::new(kind, "failed on purpose")) })
+    }
+
+    fn execute_embeddings(
+        &self,
+        _key: &CallKey,
+        _group: Arc<str>,
+        _request: EmbeddingRequest,
+    ) -> futures::future::BoxFuture<'static, tmas_actors::strategy::CallOutcome> {
+        Box::pin(async { Err(CallFailure::new(FailureKind::Config, "no embeddings here")) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transient_failures_are_not_stored_and_an_unknown_stored_kind_reads_as_unknown() {
+    use tmas_actors::strategy::CallExecutor;
+    let dir = tempfile::tempdir().unwrap();
+    let store = RunStore::create(dir.path()).unwrap();
+    let executor =
+        executor::StoreExecutor::new(Arc::new(FailingAs), store.clone(), Default::default());
+    for kind in FailureKind::ALL {
+        let problem = format!("p-{kind}");
+        let k = key(&problem, kind.as_str(), None, None);
+        let request = ChatRequest {
+            messages: vec![ChatMessage::user("q")],
+            sampling: Sampling {
+                temperature: 1.0,
+                top_p: 0.95,
+                max_tokens: 100,
+            },
+            tags: CallTags {
+                role: kind.as_str().into(),
+                ..CallTags::default()
+            },
+            stream: false,
+        };
+        let outcome = executor.execute_call(&k, "default".into(), request).await;
+        assert_eq!(outcome.unwrap_err().kind, kind);
+        let stored = store.read(move |r| r.call(&k.to_string())).await.unwrap();
+        assert_eq!(stored.is_none(), kind.is_transient(), "{kind}");
+        assert_eq!(executor.is_tainted(&problem), kind.is_transient(), "{kind}");
+    }
+    // A kind this build does not know (a newer build wrote it) reads as `unknown`.
+    let k = key("p-newer", "solution", None, None);
+    store
+        .write(Fact::Call(Box::new(row(
+            k.clone(),
+            "q".into(),
+            Err(CallFailure::new(FailureKind::Timeout, "no answer")),
+        ))))
+        .await
+        .unwrap();
+    let text = k.to_string();
+    rusqlite::Connection::open(dir.path().join(DB_FILE))
+        .unwrap()
+        .execute(
+            "UPDATE calls SET error_kind = 'overheated' WHERE call_key = ?1",
+            [&text],
+        )
+        .unwrap();
+    let (call, lost) = store
+        .read(move |r| Ok((r.call(&text)?, r.lost_calls()?)))
+        .await
+        .unwrap();
+    let failure = call.unwrap().outcome.unwrap_err();
+    assert_eq!(
+        (failure.kind, failure.message.as_str()),
+        (FailureKind::Unknown, "no answer")
+    );
+    let newer: Vec<_> = lost.iter().filter(|l| l.problem_id == "p-newer").collect();
+    assert_eq!(newer.len(), 1);
+    assert_eq!(newer[0].kind, FailureKind::Unknown);
     store.close().await.unwrap();
 }

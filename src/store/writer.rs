@@ -283,7 +283,7 @@ fn insert_call(
             f.endpoint.as_deref(),
             None::<u32>,
             None::<u32>,
-            &f.kind,
+            f.kind.as_str(),
             &f.message,
             row.completed_at_ms,
         ])?,

@@ -10,7 +10,7 @@ use crate::support::engine::{
     dataset, requests_by_problem_iteration, run_on_sim, sim_options, start_sim,
 };
 use tmas::engine::run_dir::RunDir;
-use tmas::method::{CandidateStatus, VerificationStatus};
+use tmas::method::{CandidateStatus, UnusableReply, VerificationStatus};
 use tmas::sim::{FaultRates, LatencyModel};
 use tmas_actors::client::{
     ClientConfig, EndpointSpec, LimitAlgorithm, ModelClient, ResiliencePolicy, TokenEstimate,
@@ -319,7 +319,7 @@ async fn unparseable_verifier_scores_are_reasked_until_every_candidate_has_m_sco
             let unparseable_here = it
                 .failures
                 .iter()
-                .filter(|f| f.kind == "unparseable_score")
+                .filter(|f| f.kind == UnusableReply::UnparseableScore.into())
                 .count() as u32;
             assert_eq!(
                 unparseable_here, it.calls.reasked,

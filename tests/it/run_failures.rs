@@ -16,6 +16,7 @@ use std::path::Path;
 use std::process::Output;
 
 use crate::support::cli::*;
+use tmas_actors::failure::FailureKind;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -466,16 +467,17 @@ fn an_outage_past_the_budget_degrades_the_run_and_resume_recovers_it_exactly() {
     assert_eq!(summary["status"], "degraded", "{summary}");
     let lost = summary["accounting"]["calls_lost"].as_u64().unwrap_or(0);
     assert!(lost > 0, "{summary}");
-    let kinds: Vec<&str> = summary["accounting"]["lost"]
+    let kinds: Vec<FailureKind> = summary["accounting"]["lost"]
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|l| l["kind"].as_str())
+        .map(|l| serde_json::from_value(l["kind"].clone()).unwrap())
         .collect();
     assert!(
-        kinds
-            .iter()
-            .all(|k| ["outage", "connect", "timeout"].contains(k)),
+        kinds.iter().all(|k| matches!(
+            k,
+            FailureKind::Outage | FailureKind::Connect | FailureKind::Timeout
+        )),
         "{kinds:?}"
     );
     // The table's calls-lost column adds up to the lost calls.

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::failure::FailureKind;
 use crate::strategy::CallFailure;
 
 use super::config::ApiKey;
@@ -80,22 +81,22 @@ pub enum ClientError {
 }
 
 impl ClientError {
-    /// Short machine-readable kind, used as [`CallFailure::kind`].
-    pub fn kind(&self) -> &'static str {
+    /// Why the call failed, as [`CallFailure::kind`].
+    pub fn kind(&self) -> FailureKind {
         match self {
-            Self::UnknownGroup { .. } => "unknown_group",
-            Self::Timeout { .. } => "timeout",
-            Self::Connect { .. } => "connect",
-            Self::Status { .. } if self.is_permanent() => "permanent",
-            Self::Status { .. } => "status",
-            Self::Malformed { .. } => "malformed",
-            Self::Interrupted { .. } => "interrupted",
-            Self::PromptTooLong { .. } => "prompt_too_long",
-            Self::Outage { .. } => "outage",
-            Self::SuspectedCrash { .. } => "suspected_crash",
-            Self::Shutdown => "shutdown",
-            Self::Config { .. } => "config",
-            Self::Actor { .. } => "actor",
+            Self::UnknownGroup { .. } => FailureKind::UnknownGroup,
+            Self::Timeout { .. } => FailureKind::Timeout,
+            Self::Connect { .. } => FailureKind::Connect,
+            Self::Status { .. } if self.is_permanent() => FailureKind::Permanent,
+            Self::Status { .. } => FailureKind::Status,
+            Self::Malformed { .. } => FailureKind::Malformed,
+            Self::Interrupted { .. } => FailureKind::Interrupted,
+            Self::PromptTooLong { .. } => FailureKind::PromptTooLong,
+            Self::Outage { .. } => FailureKind::Outage,
+            Self::SuspectedCrash { .. } => FailureKind::SuspectedCrash,
+            Self::Shutdown => FailureKind::Shutdown,
+            Self::Config { .. } => FailureKind::Config,
+            Self::Actor { .. } => FailureKind::Actor,
         }
     }
 
@@ -150,7 +151,7 @@ impl ClientError {
 impl From<ClientError> for CallFailure {
     fn from(e: ClientError) -> Self {
         CallFailure {
-            kind: e.kind().to_string(),
+            kind: e.kind(),
             message: e.to_string(),
             endpoint: e.endpoint().cloned(),
         }
@@ -240,11 +241,11 @@ mod tests {
         assert!(!status(400).is_retryable());
         for permanent in [400, 401, 403, 404, 422] {
             assert!(status(permanent).is_permanent(), "{permanent}");
-            assert_eq!(status(permanent).kind(), "permanent");
+            assert_eq!(status(permanent).kind(), FailureKind::Permanent);
         }
         for other in [408, 409, 429, 500, 503] {
             assert!(!status(other).is_permanent(), "{other}");
-            assert_eq!(status(other).kind(), "status");
+            assert_eq!(status(other).kind(), FailureKind::Status);
         }
         let too_long_400 = ClientError::Status {
             endpoint: "e".into(),
@@ -262,7 +263,7 @@ mod tests {
             context_window: 8,
         };
         assert!(!too_long.is_retryable());
-        assert_eq!(CallFailure::from(too_long).kind, "prompt_too_long");
+        assert_eq!(CallFailure::from(too_long).kind, FailureKind::PromptTooLong);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::failure::FailureKind;
 use crate::strategy::{CallExecutor, CallFailure, CallKey, CallOutcome};
 use crate::wire::{ChatRequest, ChatResponse, EmbeddingRequest};
 
@@ -332,7 +333,7 @@ fn joined(
         match task.await {
             Ok(result) => result.map_err(CallFailure::from),
             Err(e) => Err(CallFailure::new(
-                "panic",
+                FailureKind::Panic,
                 format!("model call task failed: {e}"),
             )),
         }

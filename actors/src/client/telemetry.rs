@@ -273,7 +273,7 @@ pub(crate) fn on_role_failure(
     elapsed: Duration,
     effects: FailureEffects,
 ) {
-    span.record("error.type", error.kind());
+    span.record("error.type", error.kind().as_str());
     span.record("otel.status_code", "ERROR");
     if let ClientError::Status { status, .. } = error {
         span.record("http.response.status_code", i64::from(*status));
@@ -297,7 +297,7 @@ pub(crate) fn on_role_failure(
         "outcome" => "error")
     .record(elapsed.as_secs_f64());
     metrics::counter!("tmas_request_errors_total",
-        "endpoint" => ep.name().to_string(), "kind" => error.kind())
+        "endpoint" => ep.name().to_string(), "kind" => error.kind().as_str())
     .increment(1);
 }
 
@@ -307,7 +307,7 @@ pub(crate) fn on_retry(span: &tracing::Span, error: &ClientError, delay: Duratio
         span,
         "retry",
         vec![
-            KeyValue::new("error.type", error.kind()),
+            KeyValue::new("error.type", error.kind().as_str()),
             KeyValue::new(
                 "tmas.retry.delay_ms",
                 i64::try_from(delay.as_millis()).unwrap_or(i64::MAX),

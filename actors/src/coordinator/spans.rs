@@ -139,7 +139,7 @@ pub(crate) fn record_outcome(span: &tracing::Span, outcome: &CallOutcome, trace_
             }
         }
         Err(failure) => {
-            set("error.type", failure.kind.clone().into());
+            set("error.type", failure.kind.as_str().into());
             span_ext::set_error(span, failure.message.clone());
         }
     }

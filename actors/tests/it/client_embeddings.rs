@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::support::mock_server::{MockServer, Reply, config, endpoint};
 use tmas_actors::client::{ClientError, ModelClient};
+use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{CallExecutor, CallKey};
 use tmas_actors::wire::{CallTags, EmbeddingRequest};
 
@@ -135,7 +136,7 @@ async fn overload_is_waited_out_and_a_rejected_request_is_not_retried() {
     });
     let before = server.embeddings_count();
     let err = client.embed("g", request(&["x"])).await.expect_err("404");
-    assert_eq!(err.kind(), "permanent");
+    assert_eq!(err.kind(), FailureKind::Permanent);
     assert!(err.to_string().contains("HTTP 404"), "{err}");
     assert_eq!(server.embeddings_count() - before, 1, "never re-sent");
     client.shutdown().await;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::support::mock_server::{MockServer, Reply, config, endpoint, request};
 use tmas_actors::client::tokens::TokenCounter;
 use tmas_actors::client::{ClientError, ModelClient, TokenEstimate};
+use tmas_actors::failure::FailureKind;
 use tmas_actors::wire::ChatMessage;
 
 async fn client_for(server: &MockServer) -> ModelClient {
@@ -398,7 +399,7 @@ async fn a_call_that_always_times_out_is_reported_as_timeout_without_taking_the_
     let client = ModelClient::start(cfg).await.unwrap();
     let started = std::time::Instant::now();
     let err = client.chat("g", request("slow", false)).await.unwrap_err();
-    assert_eq!(err.kind(), "timeout", "{err:?}");
+    assert_eq!(err.kind(), FailureKind::Timeout, "{err:?}");
     // 150 + 300 + 600 ms: each attempt was allowed twice as long as the one before.
     assert!(
         started.elapsed() >= Duration::from_millis(1050),
@@ -425,7 +426,7 @@ async fn an_interrupted_stream_is_retried_and_reported_as_interrupted_if_it_neve
 
     server.set_default(Reply::Interrupted);
     let err = client.chat("g", request("go", true)).await.unwrap_err();
-    assert_eq!(err.kind(), "interrupted", "{err:?}");
+    assert_eq!(err.kind(), FailureKind::Interrupted, "{err:?}");
     assert!(err.to_string().contains("[DONE] received"), "{err}");
     client.shutdown().await;
 }

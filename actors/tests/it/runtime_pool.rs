@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::support::toy::*;
 use crate::support::{TEST_TIMEOUT, wait_until};
+use tmas_actors::failure::FailureKind;
 use tmas_actors::pool::{Job, PoolCounters, PoolSettings, RolePool};
 use tmas_actors::strategy::{CallKey, CallOutcome};
 use tokio::sync::{Notify, mpsc};
@@ -120,7 +121,7 @@ async fn a_job_that_always_crashes_fails_after_the_limit_and_the_rest_complete()
     }
     let out = collect(&mut rx, 6).await;
     let failure = out[&2].as_ref().unwrap_err();
-    assert_eq!(failure.kind, "worker_panic");
+    assert_eq!(failure.kind, FailureKind::WorkerPanic);
     assert!(failure.message.contains("3 times"), "{}", failure.message);
     assert_eq!(fake.attempts_of(&content(2)), 3);
     assert!((0..6).filter(|n| *n != 2).all(|n| out[&n].is_ok()));
@@ -172,7 +173,7 @@ async fn stopping_the_pool_fails_waiting_and_running_jobs_and_later_submissions(
     for n in 0..4 {
         assert_eq!(
             out[&n].as_ref().unwrap_err().kind,
-            "pool_stopped",
+            FailureKind::PoolStopped,
             "job {n}"
         );
     }

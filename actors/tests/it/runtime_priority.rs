@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tmas_actors::bank::NoopSink;
+use tmas_actors::failure::FailureKind;
 use tmas_actors::runner::{
     Admission, CallPriority, ProblemJob, RoleSettings, Runner, RunnerSettings, RuntimeStats,
 };
@@ -87,7 +88,10 @@ impl Recorder {
             let deadline = tokio::time::Instant::now() + TEST_TIMEOUT;
             while self.first_calls.load(Ordering::SeqCst) < 2 {
                 if tokio::time::Instant::now() > deadline {
-                    return Err(CallFailure::new("test", "the other first call never ran"));
+                    return Err(CallFailure::new(
+                        FailureKind::Status,
+                        "the other first call never ran",
+                    ));
                 }
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
@@ -109,7 +113,10 @@ impl Recorder {
                     break;
                 }
                 if tokio::time::Instant::now() > deadline {
-                    return Err(CallFailure::new("test", "the other calls never queued"));
+                    return Err(CallFailure::new(
+                        FailureKind::Status,
+                        "the other calls never queued",
+                    ));
                 }
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
@@ -143,7 +150,13 @@ struct Executor(Arc<Recorder>);
 
 impl CallExecutor for Executor {
     fn execute(&self, _: Arc<str>, _: ChatRequest) -> BoxFuture<'static, CallOutcome> {
-        async { Err(CallFailure::new("test", "calls go through execute_call")) }.boxed()
+        async {
+            Err(CallFailure::new(
+                FailureKind::Status,
+                "calls go through execute_call",
+            ))
+        }
+        .boxed()
     }
 
     fn execute_call(
@@ -163,7 +176,7 @@ impl CallExecutor for Executor {
     ) -> BoxFuture<'static, CallOutcome> {
         async {
             Err(CallFailure::new(
-                "test",
+                FailureKind::Status,
                 "this test sends no embeddings calls",
             ))
         }

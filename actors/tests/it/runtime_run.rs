@@ -8,6 +8,7 @@ use crate::support::TEST_TIMEOUT;
 use crate::support::toy::*;
 use tmas_actors::bank::{BankInit, BankSink, NoopSink};
 use tmas_actors::coordinator::ProblemError;
+use tmas_actors::failure::FailureKind;
 use tmas_actors::runner::{
     Admission, CallPriority, ProblemJob, RoleSettings, RunSummary, Runner, RunnerSettings,
 };
@@ -291,7 +292,7 @@ async fn worker_panics_inside_a_run_are_retried_or_reported_and_the_run_finishes
     );
     assert_eq!(fake.attempts_of(&flaky), 2);
     let p0 = results["p0"].as_ref().unwrap();
-    assert_eq!(p0.answers[&doomed], Err("worker_panic".to_string()));
+    assert_eq!(p0.answers[&doomed], Err(FailureKind::WorkerPanic));
     assert_eq!(fake.attempts_of(&doomed), 3);
     // The problem carried on past the failed call.
     assert_eq!(p0.bank_versions, [1, 2, 3]);
@@ -351,10 +352,7 @@ async fn a_panicking_strategy_fails_only_its_problem_and_unknown_roles_fail_the_
         other => panic!("p1: expected a strategy panic, got {other:?}"),
     }
     let p2 = results["p2"].as_ref().unwrap();
-    assert_eq!(
-        p2.answers["p2/it0/ghost/a0"],
-        Err("unknown_role".to_string())
-    );
+    assert_eq!(p2.answers["p2/it0/ghost/a0"], Err(FailureKind::UnknownRole));
     assert_eq!(
         (
             summary.stats.problems_succeeded,

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use anyhow::Context;
+use tmas_actors::failure::FailureKind;
 
 /// One stored call, as far as the comparison needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,7 +20,7 @@ pub struct CallOutcome {
     pub finish_reason: Option<String>,
     pub attempts: u32,
     pub role: String,
-    pub error_kind: Option<String>,
+    pub error_kind: Option<FailureKind>,
     /// Seconds the answered attempt took (`calls.latency_ms`): in the clean run, where
     /// nothing is retried or queued, the call's generation time.
     pub latency_s: Option<f64>,
@@ -48,7 +49,9 @@ pub fn read_calls(db: &Path) -> anyhow::Result<HashMap<String, CallOutcome>> {
                     finish_reason: r.get(3)?,
                     attempts: r.get::<_, Option<i64>>(4)?.unwrap_or(1).max(1) as u32,
                     role: r.get(5)?,
-                    error_kind: r.get(6)?,
+                    error_kind: r
+                        .get::<_, Option<String>>(6)?
+                        .map(|name| FailureKind::from_name(&name)),
                     latency_s: r
                         .get::<_, Option<i64>>(7)?
                         .map(|ms| ms.max(0) as f64 / 1000.0),
@@ -133,7 +136,7 @@ pub fn compare(
         if f.ok {
             c.retries += u64::from(f.attempts - 1);
         } else {
-            let kind = f.error_kind.as_deref().unwrap_or("unknown");
+            let kind = f.error_kind.unwrap_or(FailureKind::Unknown);
             *c.lost.entry(format!("{}/{kind}", f.role)).or_default() += 1;
             c.lost_total += 1;
             let generation = clean.get(key).filter(|r| r.ok).and_then(|r| r.latency_s);
@@ -197,14 +200,14 @@ mod tests {
         }
     }
 
-    fn lost_call(role: &str, kind: &str) -> CallOutcome {
+    fn lost_call(role: &str, kind: FailureKind) -> CallOutcome {
         CallOutcome {
             ok: false,
             content: None,
             finish_reason: None,
             attempts: 6,
             role: role.into(),
-            error_kind: Some(kind.into()),
+            error_kind: Some(kind),
             latency_s: None,
         }
     }
@@ -223,9 +226,12 @@ mod tests {
         ]
         .into();
         let faulty: HashMap<String, CallOutcome> = [
-            ("long".into(), lost_call("solution", "connect")),
-            ("risky".into(), lost_call("solution", "connect")),
-            ("short".into(), lost_call("verification", "malformed")),
+            ("long".into(), lost_call("solution", FailureKind::Connect)),
+            ("risky".into(), lost_call("solution", FailureKind::Connect)),
+            (
+                "short".into(),
+                lost_call("verification", FailureKind::Malformed),
+            ),
             ("fine".into(), generation(70.0)),
         ]
         .into();
@@ -254,7 +260,7 @@ mod tests {
         assert_eq!(c.retries, 2);
 
         let mut lost = same.clone();
-        lost.insert("b".into(), lost_call("verification", "timeout"));
+        lost.insert("b".into(), lost_call("verification", FailureKind::Timeout));
         lost.insert("c".into(), ok("z", 1));
         let c = compare(&clean, &lost, None);
         assert!(!c.identical());

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{
     BankVersion, CallFailure, CallOutcome, CallSpec, Command, EmbeddingSpec, MergePolicy, Strategy,
 };
@@ -37,7 +38,7 @@ fn ok(content: &str) -> CallOutcome {
 }
 
 fn fail() -> CallOutcome {
-    Err(CallFailure::new("status", "HTTP 503 from fake"))
+    Err(CallFailure::new(FailureKind::Status, "HTTP 503 from fake"))
 }
 
 /// Plain text comparison (the evaluation's rule check is tested in `crate::eval`).

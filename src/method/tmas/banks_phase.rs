@@ -10,7 +10,7 @@ use super::{IterationState, TmasStrategy};
 use crate::config::Role;
 use crate::method::banks::{EXPERIENCE_BANK, GUIDELINE_BANK};
 use crate::method::parse::{parse_experience_reply, parse_guideline_reply};
-use crate::method::result::{BankUpdateRecord, FailureRecord};
+use crate::method::result::{BankUpdateRecord, FailureRecord, UnusableReply};
 
 /// How much of an unreadable memory-agent reply is logged: enough to see what the model
 /// wrote (prose, a cut-off object, broken escapes) without flooding the log.
@@ -134,7 +134,7 @@ impl TmasStrategy {
             );
             it.failures.push(FailureRecord {
                 key: key.clone(),
-                kind: "unparseable_json".to_string(),
+                kind: UnusableReply::UnparseableJson.into(),
                 message: format!(
                     "no JSON object with the {} bank's list in the reply; it starts: {head:?}",
                     it.banks[t].bank

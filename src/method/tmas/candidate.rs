@@ -11,8 +11,8 @@ use crate::config::Role;
 use crate::method::call_key::call_key;
 use crate::method::parse::{parse_score, visible_text};
 use crate::method::result::{
-    Branch, CandidateResult, CandidateStatus, Field, PromptMode, TextRef, VerificationRecord,
-    VerificationStatus, is_fully_verified,
+    Branch, CandidateResult, CandidateStatus, Field, PromptMode, TextRef, UnusableReply,
+    VerificationRecord, VerificationStatus, is_fully_verified,
 };
 
 /// What the candidate needs after an outcome.
@@ -30,8 +30,8 @@ pub(crate) enum Next {
     Done,
 }
 
-/// A problem with a reply worth recording: (kind, message).
-pub(crate) type Note = Option<(String, String)>;
+/// A problem with a reply worth recording: (what was wrong, message).
+pub(crate) type Note = Option<(UnusableReply, String)>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -162,7 +162,7 @@ impl CandidateState {
                     }
                     None => {
                         note = Some((
-                            "unparseable_score".to_string(),
+                            UnusableReply::UnparseableScore,
                             "no \\boxed{0|0.5|1} score in the verification reply".to_string(),
                         ));
                         let m = self.open.len() as u32;
@@ -210,7 +210,7 @@ impl CandidateState {
         let text = visible_text(&response.content);
         if text.is_empty() {
             return Some((
-                "empty_summary".to_string(),
+                UnusableReply::EmptySummary,
                 "summary reply had no visible text".to_string(),
             ));
         }

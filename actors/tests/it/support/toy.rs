@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tmas_actors::bank::{BankSink, BankSinkError};
+use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{
     BankVersion, CallExecutor, CallKey, CallOutcome, CallSpec, Command, EmbeddingSpec,
     MergeOutcome, MergePolicy, Rejection, Strategy,
@@ -293,7 +294,7 @@ pub struct ToyPlan {
 pub struct ToyOutput {
     /// Call key (display form) → response content (an embeddings reply's vectors as
     /// `{:?}`) or failure kind.
-    pub answers: BTreeMap<String, Result<String, String>>,
+    pub answers: BTreeMap<String, Result<String, FailureKind>>,
     pub bank_versions: Vec<u32>,
     pub rejected_per_round: Vec<Vec<String>>,
     pub final_items: Vec<String>,

@@ -1,10 +1,11 @@
 //! Call flow: counts, verification re-asks, failures, skipping, early stop, banks.
 
+use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{CallKey, Strategy};
 
 use super::harness::{Driver, Run, fail, ok, params};
 use super::replies::good;
-use crate::method::result::{CandidateStatus, StopReason, VerificationStatus};
+use crate::method::result::{CandidateStatus, StopReason, UnusableReply, VerificationStatus};
 use crate::method::tmas::TmasStrategy;
 
 #[test]
@@ -88,7 +89,7 @@ fn unparseable_score_is_reasked_and_candidate_still_gets_m_scores() {
     assert_eq!(
         it0.failures
             .iter()
-            .filter(|f| f.kind == "unparseable_score")
+            .filter(|f| f.kind == UnusableReply::UnparseableScore.into())
             .count(),
         3
     );
@@ -221,7 +222,7 @@ fn failed_solution_drops_the_candidate() {
         && c.key.role.as_ref() != "solution")));
     assert_eq!(run.count("verification", 0), 4);
     assert_eq!(it0.calls.failed, 1);
-    assert_eq!(it0.failures[0].kind, "status");
+    assert_eq!(it0.failures[0].kind, FailureKind::Status.into());
     for s in run.solutions(1) {
         let p = Run::prompt(s);
         assert!(p.contains("SUMMARY-TEXT-c0-it0") && p.contains("SUMMARY-TEXT-c2-it0"));
@@ -272,7 +273,11 @@ fn failed_summary_keeps_candidate_without_summary() {
             .iter()
             .all(|c| c.status == CandidateStatus::SummaryFailed && c.summary.is_none())
     );
-    assert!(it0.failures.iter().any(|f| f.kind == "empty_summary"));
+    assert!(
+        it0.failures
+            .iter()
+            .any(|f| f.kind == UnusableReply::EmptySummary.into())
+    );
     assert!(Run::prompt(run.solutions(1)[0]).contains("(no review summary available)"));
 }
 
@@ -304,7 +309,7 @@ fn bank_replies_reasked_then_update_fails_and_old_bank_is_kept() {
     let unreadable: Vec<&str> = it1
         .failures
         .iter()
-        .filter(|f| f.kind == "unparseable_json")
+        .filter(|f| f.kind == UnusableReply::UnparseableJson.into())
         .map(|f| f.message.as_str())
         .collect();
     assert_eq!(unreadable.len(), 3);

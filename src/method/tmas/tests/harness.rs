@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{
     BankVersion, CallFailure, CallOutcome, CallSpec, Command, MergePolicy, Strategy,
 };
@@ -42,7 +43,7 @@ pub fn ok(content: impl Into<Arc<str>>) -> CallOutcome {
 }
 
 pub fn fail() -> CallOutcome {
-    Err(CallFailure::new("status", "HTTP 503 from fake"))
+    Err(CallFailure::new(FailureKind::Status, "HTTP 503 from fake"))
 }
 
 pub fn params(n: usize, m: usize, iterations: u32, epsilon: f64) -> TmasParams {

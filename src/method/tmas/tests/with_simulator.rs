@@ -8,7 +8,7 @@ use tmas_actors::strategy::CallSpec;
 
 use super::harness::{Driver, ok, params};
 use crate::method::parse::{last_boxed, strip_think};
-use crate::method::result::TmasOutcome;
+use crate::method::result::{TmasOutcome, UnusableReply};
 use crate::sim::options::SimOptions;
 use crate::sim::rng::{SimRng, hash_str};
 use crate::sim::task::{Problem, Role, generate};
@@ -66,7 +66,9 @@ fn simulator_replies_parse_and_banks_follow_their_rules() {
         for it in &outcome.iterations {
             assert!(!it.skipped);
             assert!(
-                it.failures.iter().all(|f| f.kind != "unparseable_json"),
+                it.failures
+                    .iter()
+                    .all(|f| f.kind != UnusableReply::UnparseableJson.into()),
                 "{id} it{}: {:?}",
                 it.iteration,
                 it.failures
