@@ -90,6 +90,16 @@ pub struct Args {
     /// How long a hang lasts, in seconds.
     #[arg(long)]
     pub hang_secs: Option<f64>,
+    /// The first K requests to the model API (`/v1/models`, chat, embeddings; start-up
+    /// requests included) answer --fault-first-status: a server still warming up.
+    #[arg(long, value_name = "K")]
+    pub fault_first_requests: Option<u32>,
+    /// Status of those first requests (400..=599; default 500).
+    #[arg(long, value_name = "STATUS")]
+    pub fault_first_status: Option<u16>,
+    /// `Retry-After` seconds sent with them (default: none).
+    #[arg(long, value_name = "SECS")]
+    pub fault_first_retry_after_secs: Option<u64>,
     /// Chance the verifier scores a wrong answer 1.
     #[arg(long, value_name = "RATE")]
     pub verifier_fp_rate: Option<f64>,
@@ -138,6 +148,17 @@ impl Args {
         );
         set(&mut o.faults.interrupted_stream, &self.fault_interrupted);
         set(&mut o.faults.hang_secs, &self.hang_secs);
+        set(
+            &mut o.faults.first_requests.count,
+            &self.fault_first_requests,
+        );
+        set(
+            &mut o.faults.first_requests.status,
+            &self.fault_first_status,
+        );
+        if self.fault_first_retry_after_secs.is_some() {
+            o.faults.first_requests.retry_after_secs = self.fault_first_retry_after_secs;
+        }
         set(&mut o.fault_salt, &self.fault_salt);
         set(
             &mut o.task.verifier_false_positive_rate,
@@ -235,5 +256,27 @@ mod tests {
             .resolve()
             .unwrap_err();
         assert!(format!("{e:#}").contains("sim.toml"), "{e:#}");
+    }
+
+    #[test]
+    fn first_requests_flags() {
+        let w = Wrap::try_parse_from([
+            "x",
+            "--fault-first-requests",
+            "2",
+            "--fault-first-status",
+            "429",
+            "--fault-first-retry-after-secs",
+            "1",
+        ])
+        .unwrap();
+        let first = w.args.resolve().unwrap().faults.first_requests;
+        assert_eq!(
+            (first.count, first.status, first.retry_after_secs),
+            (2, 429, Some(1))
+        );
+        let bad = Wrap::try_parse_from(["x", "--fault-first-status", "302"]).unwrap();
+        let e = bad.args.resolve().unwrap_err().to_string();
+        assert!(e.contains("faults.first_requests.status"), "{e}");
     }
 }

@@ -4,8 +4,8 @@
 //! as for chat completions (same keying, so a re-sent call gets the same vectors):
 //! `error_500`, `drop_connection`, `hang`, `malformed_json` (a cut-off body) and
 //! `interrupted_stream` (the body aborted half-way) apply; `truncated` and
-//! `unparseable_score` concern generated text and do nothing here. The `down` fault and
-//! the concurrency limit apply as to chat. The server model (`[server_model]`) does not
+//! `unparseable_score` concern generated text and do nothing here. The `down` and
+//! `first_requests` faults and the concurrency limit apply as to chat. The server model (`[server_model]`) does not
 //! serve embeddings: they take the base latency only.
 
 use std::borrow::Cow;
@@ -19,7 +19,9 @@ use bytes::Bytes;
 use serde::Deserialize;
 
 use super::faults::Fault;
-use super::handler::{PREFLIGHT_HEADER, SimState, error_response, json_response, request_draws};
+use super::handler::{
+    PREFLIGHT_HEADER, SimState, error_response, first_requests_error, json_response, request_draws,
+};
 use super::openai::tokens;
 use super::task::Role;
 use super::task::embedding::embed;
@@ -78,6 +80,9 @@ pub async fn embeddings(
             "simulated outage",
             Some(opts.retry_after_secs),
         );
+    }
+    if let Some(error) = first_requests_error(&st, &rates) {
+        return error;
     }
     let parsed: EmbeddingsBody<'_> = match serde_json::from_slice(&body) {
         Ok(b) => b,

@@ -1,6 +1,9 @@
-//! Drawing at most one fault per request.
+//! Drawing at most one fault per request, and the `first_requests` fault, which is not
+//! drawn.
 
-use super::options::FaultRates;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::options::{FaultRates, FirstRequests};
 use super::rng::SimRng;
 use super::task::Role;
 
@@ -61,9 +64,39 @@ pub fn draw(rates: &FaultRates, role: Role, rng: &mut SimRng) -> Fault {
     Fault::None
 }
 
+/// Whether the `first_requests` fault answers a model-API request: counts it in `seen`
+/// (the requests since the settings took effect) while the fault is on, and gives its
+/// number (from 1) when it is one of the first `first.count`.
+pub fn first_requests(first: &FirstRequests, seen: &AtomicU64) -> Option<u64> {
+    if first.count == 0 {
+        return None;
+    }
+    let n = seen.fetch_add(1, Ordering::Relaxed) + 1;
+    (n <= u64::from(first.count)).then_some(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_requests_fail_the_first_k_only() {
+        let seen = AtomicU64::new(0);
+        let first = FirstRequests {
+            count: 2,
+            status: 429,
+            retry_after_secs: Some(1),
+        };
+        let answers: Vec<_> = (0..4).map(|_| first_requests(&first, &seen)).collect();
+        assert_eq!(answers, [Some(1), Some(2), None, None]);
+        // New settings count again from 0 (`SimState::set_faults`).
+        seen.store(0, Ordering::Relaxed);
+        assert_eq!(first_requests(&first, &seen), Some(1));
+        let off = FirstRequests::default();
+        let seen = AtomicU64::new(0);
+        assert_eq!(first_requests(&off, &seen), None);
+        assert_eq!(seen.load(Ordering::Relaxed), 0, "off: nothing counted");
+    }
 
     #[test]
     fn rates_and_role_filter() {

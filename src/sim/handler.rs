@@ -2,6 +2,7 @@
 //! model, faults, latency and the response (JSON or SSE).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -34,6 +35,9 @@ pub struct SimState {
     pub occurrences: Mutex<HashMap<u64, u32>>,
     /// The server model, when `opts.server_model` is set.
     pub server_model: Option<Arc<ServerModel>>,
+    /// Model-API requests since the fault settings took effect (the `first_requests`
+    /// fault); zeroed with them and by `/sim/reset`.
+    pub api_requests: AtomicU64,
 }
 
 impl SimState {
@@ -49,7 +53,15 @@ impl SimState {
             answers: dataset.unwrap_or_default().into_iter().collect(),
             occurrences: Mutex::new(HashMap::new()),
             server_model,
+            api_requests: AtomicU64::new(0),
         }
+    }
+
+    /// Replaces the fault settings; the `first_requests` fault counts again from 0.
+    pub fn set_faults(&self, faults: FaultRates) {
+        let mut current = self.faults.write().unwrap_or_else(|e| e.into_inner());
+        *current = Arc::new(faults);
+        self.api_requests.store(0, Ordering::Relaxed);
     }
 
     /// The counters, with the server model's when it is on.
@@ -129,23 +141,48 @@ pub fn error_response(
     r
 }
 
+/// The `first_requests` fault's answer to this model-API request, while it lasts (see
+/// [`super::options::FirstRequests`]).
+pub(super) fn first_requests_error(st: &SimState, rates: &FaultRates) -> Option<Response> {
+    let first = &rates.first_requests;
+    let n = faults::first_requests(first, &st.api_requests)?;
+    st.counters.fault("first_requests");
+    let status = StatusCode::from_u16(first.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let message = format!(
+        "simulated error: request {n} of the first {} answered {}",
+        first.count,
+        status.as_u16()
+    );
+    Some(error_response(
+        &st.counters,
+        status,
+        &message,
+        first.retry_after_secs,
+    ))
+}
+
 /// Separates the fault draws of a call-identified request from its reply draws.
 const FAULT_SALT: u64 = 0x5EED_FA17_0000_0001;
 
 /// Header `tmas run`'s start-up check sets on its one-token request.
 pub const PREFLIGHT_HEADER: &str = "x-tmas-preflight";
 
-/// The start-up check's request: answered (unless the simulator is down) without a fault
-/// draw and outside the request counters, so a test's "requests at the simulator = calls
-/// in the store" stays exact and a fault rate cannot fail a run before it starts.
+/// The start-up check's request: answered (unless the simulator is down, or the
+/// `first_requests` fault lasts) without a fault draw and outside the request counters, so
+/// a test's "requests at the simulator = calls in the store" stays exact and a fault rate
+/// cannot fail a run before it starts.
 fn preflight(st: &SimState) -> Response {
-    if st.fault_rates().down {
+    let rates = st.fault_rates();
+    if rates.down {
         return error_response(
             &st.counters,
             StatusCode::SERVICE_UNAVAILABLE,
             "simulated outage",
             Some(st.opts.retry_after_secs),
         );
+    }
+    if let Some(error) = first_requests_error(st, &rates) {
+        return error;
     }
     let body = openai::completion_json(&Completion {
         id: "chatcmpl-preflight",
@@ -180,6 +217,9 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
             "simulated outage",
             Some(opts.retry_after_secs),
         );
+    }
+    if let Some(error) = first_requests_error(&st, &rates) {
+        return error;
     }
     let Some(slot) = st
         .counters

@@ -131,6 +131,36 @@ pub struct FaultRates {
     pub roles: Vec<String>,
     /// Endpoint down: every request (including `/health` and `/v1/models`) gets 503.
     pub down: bool,
+    /// The first requests of the model API answer an error status (a server or gateway
+    /// still warming up, a rate-limited gateway). Not drawn: see [`FirstRequests`].
+    pub first_requests: FirstRequests,
+}
+
+/// `faults.first_requests`: the first `count` requests to the model API (`/v1/models`,
+/// chat completions and embeddings, `tmas run`'s start-up requests included; not
+/// `/health`) after the fault settings take effect — the server's start, `/sim/reset` or
+/// `POST /sim/faults` — answer `status`, with `Retry-After: retry_after_secs` when set.
+/// Requests after them are served as usual. Outside the rates: it takes no draw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FirstRequests {
+    /// How many requests get the status (0: off).
+    pub count: u32,
+    /// The status they get: 400..=599.
+    pub status: u16,
+    /// `Retry-After` seconds sent with it (absent: none sent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_secs: Option<u64>,
+}
+
+impl Default for FirstRequests {
+    fn default() -> Self {
+        Self {
+            count: 0,
+            status: 500,
+            retry_after_secs: None,
+        }
+    }
 }
 
 impl Default for FaultRates {
@@ -146,6 +176,7 @@ impl Default for FaultRates {
             hang_secs: 3600.0,
             roles: Vec::new(),
             down: false,
+            first_requests: FirstRequests::default(),
         }
     }
 }
@@ -180,6 +211,13 @@ impl FaultRates {
             return Err(InvalidOption::new(
                 "faults.hang_secs",
                 format!("must be within 0..=86400 seconds (got {})", self.hang_secs),
+            ));
+        }
+        let status = self.first_requests.status;
+        if !(400..=599).contains(&status) {
+            return Err(InvalidOption::new(
+                "faults.first_requests.status",
+                format!("must be an error status, 400..=599 (got {status})"),
             ));
         }
         Ok(())
@@ -412,5 +450,28 @@ mod tests {
             ..SimOptions::default()
         };
         assert_eq!(o.validate().unwrap_err().field, "overload_status");
+        let mut o = SimOptions::default();
+        o.faults.first_requests.status = 200;
+        assert_eq!(
+            o.validate().unwrap_err().field,
+            "faults.first_requests.status"
+        );
+    }
+
+    #[test]
+    fn first_requests_read_from_toml() {
+        let o: SimOptions = toml::from_str(
+            "[faults.first_requests]\ncount = 2\nstatus = 429\nretry_after_secs = 1\n",
+        )
+        .unwrap();
+        let first = &o.faults.first_requests;
+        assert_eq!(
+            (first.count, first.status, first.retry_after_secs),
+            (2, 429, Some(1))
+        );
+        o.validate().unwrap();
+        let o: SimOptions = toml::from_str("[faults.first_requests]\ncount = 3\n").unwrap();
+        assert_eq!(o.faults.first_requests.status, 500, "the default status");
+        assert!(toml::from_str::<SimOptions>("[faults.first_requests]\ncont = 3").is_err());
     }
 }

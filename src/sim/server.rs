@@ -100,7 +100,7 @@ impl SimServer {
     /// Replaces the fault settings (as `POST /sim/faults`).
     pub fn set_faults(&self, faults: FaultRates) -> anyhow::Result<()> {
         faults.validate()?;
-        *self.state.faults.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(faults);
+        self.state.set_faults(faults);
         Ok(())
     }
 
@@ -130,6 +130,9 @@ fn reset_state(state: &SimState) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clear();
+    state
+        .api_requests
+        .store(0, std::sync::atomic::Ordering::Relaxed);
 }
 
 fn router(state: Arc<SimState>) -> Router {
@@ -206,13 +209,17 @@ async fn serve_connection(stream: TcpStream, router: Router) {
 }
 
 async fn models(State(st): State<Arc<SimState>>) -> Response {
-    if st.fault_rates().down {
+    let rates = st.fault_rates();
+    if rates.down {
         return error_response(
             &st.counters,
             StatusCode::SERVICE_UNAVAILABLE,
             "simulated outage",
             Some(st.opts.retry_after_secs),
         );
+    }
+    if let Some(error) = handler::first_requests_error(&st, &rates) {
+        return error;
     }
     axum::Json(serde_json::json!({
         "object": "list",
@@ -256,7 +263,7 @@ async fn set_faults(State(st): State<Arc<SimState>>, body: axum::body::Bytes) ->
     if let Err(e) = faults.validate() {
         return (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response();
     }
-    *st.faults.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(faults.clone());
+    st.set_faults(faults.clone());
     axum::Json(faults).into_response()
 }
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::task::Role;
 
 /// Fault kinds, in counter order.
-pub const FAULT_KINDS: [&str; 8] = [
+pub const FAULT_KINDS: [&str; 9] = [
     "overload",
     "error_500",
     "drop_connection",
@@ -22,6 +22,7 @@ pub const FAULT_KINDS: [&str; 8] = [
     "truncated",
     "unparseable_score",
     "interrupted_stream",
+    "first_requests",
 ];
 
 /// Statuses the simulator answers with; anything else is counted as `other`.

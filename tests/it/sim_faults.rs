@@ -332,3 +332,63 @@ async fn hangs_stall_until_the_client_gives_up() {
     assert_eq!(server.stats().faults["hang"], 2);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_requests_answer_the_configured_status_then_all_is_served() {
+    let server = start(SimOptions::default()).await;
+    let client = reqwest::Client::new();
+    set_faults(
+        &client,
+        &server,
+        json!({"first_requests": {"count": 3, "status": 429, "retry_after_secs": 1}}),
+    )
+    .await;
+    let models = || client.get(format!("{}/models", server.base_url())).send();
+    let resp = models().await.unwrap();
+    assert_eq!(resp.status(), 429);
+    assert_eq!(resp.headers()["retry-after"], "1");
+    // The start-up check's request is not spared.
+    let resp = client
+        .post(format!("{}/chat/completions", server.base_url()))
+        .header(tmas::sim::PREFLIGHT_HEADER, "1")
+        .json(&body("Reply with OK.", false, Some(1)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 429);
+    let resp = post(
+        &client,
+        &server,
+        "solution",
+        "p",
+        0,
+        &body("q", false, None),
+    )
+    .await
+    .unwrap();
+    assert_eq!(resp.status(), 429);
+    assert_eq!(
+        models().await.unwrap().status(),
+        200,
+        "the fourth is served"
+    );
+    let resp = post(
+        &client,
+        &server,
+        "solution",
+        "p",
+        0,
+        &body("q", false, None),
+    )
+    .await
+    .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(server.stats().faults["first_requests"], 3);
+    // New settings count again; without `retry_after_secs` no header is sent.
+    set_faults(&client, &server, json!({"first_requests": {"count": 1}})).await;
+    let resp = models().await.unwrap();
+    assert_eq!(resp.status(), 500, "the default status");
+    assert!(resp.headers().get("retry-after").is_none());
+    assert_eq!(models().await.unwrap().status(), 200);
+    server.shutdown().await;
+}

@@ -27,11 +27,17 @@ impl Sim {
     /// Starts a simulator on `port` (0: any) with a fixed latency; retries while the port
     /// is still held by a process that was just killed.
     pub fn start(port: u16, latency_ms: u64) -> Sim {
+        Sim::start_with(port, latency_ms, &[])
+    }
+
+    /// [`Sim::start`] with more `tmas sim-server` flags (faults, …).
+    pub fn start_with(port: u16, latency_ms: u64, flags: &[&str]) -> Sim {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let mut child = Command::new(BIN)
                 .args(["sim-server", "--port", &port.to_string(), "--seed", "7"])
                 .args(["--latency", &format!("fixed:{latency_ms}ms")])
+                .args(flags)
                 .arg("--dataset")
                 .arg(dataset())
                 .env("RUST_LOG", "warn")
