@@ -11,17 +11,24 @@
 //! checked as the client checks it (an endpoint serving both gets both checks). A rejected
 //! key, a URL without an OpenAI-compatible API, a model the server does not serve, a
 //! server without an embeddings route and a reply that is not the expected JSON are each
-//! named with the endpoint, the URL and what to do. A refused
-//! connection, a timeout or a 502/503/504 mean the server may still be loading its
-//! weights: the check waits (`resilience.preflight_wait_secs`) with a status line every
-//! few seconds.
+//! named with the endpoint, the URL and what to do.
+//!
+//! HTTP statuses are classified as the model client classifies them
+//! ([`is_retryable_status`]), so the check never refuses a start the client would have
+//! carried through: what the client retries — a refused connection, a timeout, 408, 429
+//! and every 5xx — means the server may still be loading its weights, or is busy or
+//! briefly failing; the check waits (`resilience.preflight_wait_secs`), coming back no
+//! sooner than a `Retry-After` asks, with a status line every few seconds naming the
+//! status. Any other status stops the start: the client would not retry it either, and
+//! the permanent ones (a rejected key, a missing route or model) say what to fix.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use tmas_actors::client::error::{is_retryable_status, retry_after};
 
 use crate::config::{Config, EndpointConfig, Role};
 
@@ -37,6 +44,9 @@ pub struct StartupError {
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the "waiting for endpoint" line is printed.
 const WAIT_LINE_EVERY: Duration = Duration::from_secs(5);
+/// Pause between attempts while the endpoint is not ready (longer when its `Retry-After`
+/// asks for longer).
+const RETRY_EVERY: Duration = Duration::from_secs(1);
 /// Bytes of an unexpected reply shown in the error.
 const SHOWN_BYTES: usize = 200;
 
@@ -206,10 +216,35 @@ pub async fn check_endpoints(
 
 /// Why one attempt of the check did not pass.
 enum Outcome {
-    /// The server may be starting: try again until the wait is over.
-    NotReady(String),
+    /// The client would try again (the server may be starting, busy or briefly failing):
+    /// so does the check, until the wait is over.
+    NotReady(NotReady),
     /// Retrying will not help: the message says what to fix.
     Fatal(String),
+}
+
+/// An attempt the check tries again.
+struct NotReady {
+    /// For the waiting line: `connection refused`, `HTTP 503, retry after 2 s`, ….
+    reason: String,
+    /// For the error once the wait is over: what the endpoint answered last ...
+    detail: String,
+    /// ... and what to do.
+    hint: String,
+    /// The server's `Retry-After`: the next attempt comes no sooner.
+    retry_after: Option<Duration>,
+}
+
+impl NotReady {
+    /// No answer (refused, reset, timed out): the server is not up, or not there.
+    fn unreachable(reason: String, name: &str) -> Outcome {
+        Outcome::NotReady(NotReady {
+            detail: reason.clone(),
+            reason,
+            hint: format!("start the server or fix endpoints.{name}.base_url"),
+            retry_after: None,
+        })
+    }
 }
 
 struct Probe {
@@ -248,32 +283,32 @@ impl Probe {
         let started = Instant::now();
         let mut next_line = Duration::ZERO;
         loop {
-            let reason = match self.once().await {
+            let not_ready = match self.once().await {
                 Ok(()) => return Ok(()),
                 Err(Outcome::Fatal(message)) => return Err(message),
-                Err(Outcome::NotReady(reason)) => reason,
+                Err(Outcome::NotReady(not_ready)) => not_ready,
             };
             let waited = started.elapsed();
             if waited >= wait {
                 return Err(format!(
-                    "{}: {reason}; waited {} s (resilience.preflight_wait_secs = {}); start \
-                     the server or fix endpoints.{}.base_url",
+                    "{}: {}; waited {} s (resilience.preflight_wait_secs = {}); {}",
                     self.at(self.base()),
+                    not_ready.detail,
                     waited.as_secs(),
                     wait.as_secs(),
-                    self.name
+                    not_ready.hint,
                 ));
             }
             if waited >= next_line {
                 eprintln!(
-                    "waiting for endpoint {} ({reason}), {} s",
+                    "waiting for endpoint {} ({}), {} s",
                     self.name,
+                    not_ready.reason,
                     waited.as_secs()
                 );
                 next_line = waited + WAIT_LINE_EVERY;
             }
-            let pause = Duration::from_secs(1).min(wait.saturating_sub(waited));
-            tokio::time::sleep(pause).await;
+            tokio::time::sleep(pause(not_ready.retry_after, wait.saturating_sub(waited))).await;
         }
     }
 
@@ -439,15 +474,18 @@ impl Probe {
     }
 
     async fn send(&self, req: reqwest::RequestBuilder, url: &str) -> Result<Reply, Outcome> {
+        let no_answer = || {
+            NotReady::unreachable(
+                format!("no answer within {} s", REQUEST_TIMEOUT.as_secs()),
+                &self.name,
+            )
+        };
         let resp = match req.send().await {
             Ok(r) => r,
-            Err(e) if e.is_timeout() => {
-                return Err(Outcome::NotReady(format!(
-                    "no answer within {} s",
-                    REQUEST_TIMEOUT.as_secs()
-                )));
+            Err(e) if e.is_timeout() => return Err(no_answer()),
+            Err(e) if e.is_connect() => {
+                return Err(NotReady::unreachable(connect_reason(&e), &self.name));
             }
-            Err(e) if e.is_connect() => return Err(Outcome::NotReady(connect_reason(&e))),
             Err(e) if e.is_builder() => {
                 return Err(Outcome::Fatal(format!(
                     "{}: not a usable URL ({e}); fix endpoints.{}.base_url",
@@ -455,9 +493,14 @@ impl Probe {
                     self.name
                 )));
             }
-            Err(e) => return Err(Outcome::NotReady(connect_reason(&e))),
+            Err(e) => return Err(NotReady::unreachable(connect_reason(&e), &self.name)),
         };
         let status = resp.status().as_u16();
+        let asked_wait = resp
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(retry_after);
         let content_type = resp
             .headers()
             .get(CONTENT_TYPE)
@@ -466,16 +509,20 @@ impl Probe {
             .to_owned();
         let body = match tokio::time::timeout(REQUEST_TIMEOUT, resp.bytes()).await {
             Ok(Ok(b)) => b.to_vec(),
-            Ok(Err(e)) => return Err(Outcome::NotReady(connect_reason(&e))),
-            Err(_) => {
-                return Err(Outcome::NotReady(format!(
-                    "no answer within {} s",
-                    REQUEST_TIMEOUT.as_secs()
-                )));
-            }
+            Ok(Err(e)) => return Err(NotReady::unreachable(connect_reason(&e), &self.name)),
+            Err(_) => return Err(no_answer()),
         };
-        if matches!(status, 502..=504) {
-            return Err(Outcome::NotReady(format!("HTTP {status}")));
+        if !(200..300).contains(&status) && is_retryable_status(status) {
+            let reason = match asked_wait {
+                Some(after) => format!("HTTP {status}, retry after {}", seconds(after)),
+                None => format!("HTTP {status}"),
+            };
+            return Err(Outcome::NotReady(NotReady {
+                reason,
+                detail: format!("{url} still answered HTTP {status}: {}", shown(&body)),
+                hint: "see the server's log, or wait longer".to_owned(),
+                retry_after: asked_wait,
+            }));
         }
         Ok(Reply {
             status,
@@ -540,6 +587,19 @@ fn shown(body: &[u8]) -> String {
     }
 }
 
+/// The pause before the next attempt: [`RETRY_EVERY`], or as long as the server's
+/// `Retry-After` asks when that is longer, but never past the end of the wait (`left`).
+fn pause(retry_after: Option<Duration>, left: Duration) -> Duration {
+    retry_after
+        .map_or(RETRY_EVERY, |asked| asked.max(RETRY_EVERY))
+        .min(left)
+}
+
+/// `2 s`, `0.5 s`: a wait as a server's `Retry-After` gave it.
+fn seconds(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
+
 /// "connection refused" and the like, from the error's innermost cause.
 fn connect_reason(e: &reqwest::Error) -> String {
     let mut last = e.to_string();
@@ -561,6 +621,16 @@ fn connect_reason(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_next_attempt_comes_no_sooner_than_retry_after_asks() {
+        let s = Duration::from_secs_f64;
+        let long = s(900.0);
+        assert_eq!(pause(None, long), RETRY_EVERY);
+        assert_eq!(pause(Some(s(3.0)), long), s(3.0));
+        assert_eq!(pause(Some(s(0.2)), long), RETRY_EVERY, "never a busy loop");
+        assert_eq!(pause(Some(s(3.0)), s(0.5)), s(0.5), "the wait ends first");
+    }
 
     #[test]
     fn shown_bodies_are_bounded_and_on_one_line() {

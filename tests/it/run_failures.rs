@@ -4,7 +4,8 @@
 //! - Start-up checks: a rejected key, a URL without `/v1`, an HTML page, a model the
 //!   server does not serve, a refused connection, a missing key variable and a busy metrics
 //!   address each fail with one line naming the endpoint and what to do, exit 2, and leave
-//!   no run directory behind.
+//!   no run directory behind. A server whose first answers are 500s, or 429s with
+//!   `Retry-After`, is waited out as the client would retry it: the run starts.
 //! - Permanent errors: an endpoint answering 401 to every call stops the run (exit 4) with
 //!   the server's error and the resume command; the resume pointed at a working endpoint
 //!   (`--set endpoints.sim.base_url=…`) ends where a fault-free run does.
@@ -260,6 +261,106 @@ async fn each_start_up_failure_is_one_line_with_exit_2_and_creates_nothing() {
             "is not set",
             &busy_addr,
             "cannot be bound",
+        ],
+    );
+}
+
+/// What the model client retries (429 with `Retry-After`, 5xx) the start-up check waits
+/// out, against a `tmas sim-server` whose first answers are errors: the run starts and
+/// completes. A status the client treats as permanent stops the start; one it retries
+/// stops it only once `resilience.preflight_wait_secs` is over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_waits_out_what_the_client_retries_and_stops_on_what_it_never_would() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[&str], &str); 2] = [
+        (
+            "first-500",
+            &["--fault-first-requests", "3", "--fault-first-status", "500"],
+            "waiting for endpoint sim (HTTP 500), 0 s",
+        ),
+        (
+            "first-429",
+            &[
+                "--fault-first-requests",
+                "2",
+                "--fault-first-status",
+                "429",
+                "--fault-first-retry-after-secs",
+                "1",
+            ],
+            "waiting for endpoint sim (HTTP 429, retry after 1 s), 0 s",
+        ),
+    ];
+    for (name, flags, waiting) in cases {
+        let sim = Sim::start_with(0, 5, flags);
+        std::fs::create_dir(tmp.path().join(name)).unwrap();
+        let config = write_config(&tmp.path().join(name), &sim.root, 1, 1);
+        let dir = tmp.path().join(name).join("run");
+        let out = run_with(&config, &dir, &[], &[]).await;
+        assert_eq!(code(&out), Some(0), "{name}: {}", show(&out));
+        assert!(
+            text(&out.stderr).contains(waiting),
+            "{name}: {}",
+            show(&out)
+        );
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+        assert_eq!(summary["status"], "completed", "{name}: {summary}");
+        let injected = sim.stats()["faults"]["first_requests"].as_u64();
+        let wanted = flags[1].parse::<u64>().ok();
+        assert_eq!(injected, wanted, "{name}: every injected error was met");
+    }
+
+    // Permanent: a rejected key stops the start at once, whatever the wait allows.
+    let sim = Sim::start_with(
+        0,
+        5,
+        &[
+            "--fault-first-requests",
+            "1000",
+            "--fault-first-status",
+            "401",
+        ],
+    );
+    let config = write_config(tmp.path(), &sim.root, 1, 1);
+    let dir = tmp.path().join("first-401");
+    let out = run_with(&config, &dir, &[], &[]).await;
+    assert_startup_failure(
+        &out,
+        &dir,
+        &["HTTP 401", "wants an API key", "nothing was created"],
+    );
+    assert!(!text(&out.stderr).contains("waiting for"), "{}", show(&out));
+
+    // Retried, but for longer than the wait: the start stops with the last answer.
+    let sim = Sim::start_with(
+        0,
+        5,
+        &[
+            "--fault-first-requests",
+            "1000",
+            "--fault-first-status",
+            "503",
+        ],
+    );
+    let config = write_config(tmp.path(), &sim.root, 1, 1);
+    let dir = tmp.path().join("first-503");
+    let out = run_with(
+        &config,
+        &dir,
+        &["--set", "resilience.preflight_wait_secs=2"],
+        &[],
+    )
+    .await;
+    assert_startup_failure(
+        &out,
+        &dir,
+        &[
+            "waiting for endpoint sim (HTTP 503), 0 s",
+            "still answered HTTP 503",
+            "simulated error",
+            "preflight_wait_secs = 2",
+            "nothing was created",
         ],
     );
 }

@@ -163,6 +163,13 @@ pub fn is_retryable_status(status: u16) -> bool {
     status == 408 || status == 429 || (500..600).contains(&status)
 }
 
+/// The wait an HTTP `Retry-After` value asks for, from now (seconds, fractions allowed, or
+/// an HTTP date; at most ten minutes), `None` if unreadable: what the client waits before
+/// it sends a call again after a retryable status that carried one.
+pub fn retry_after(value: &str) -> Option<Duration> {
+    super::retry_after::parse(value, std::time::SystemTime::now())
+}
+
 /// 400 (unless the body says the prompt is over the context length: that one is about
 /// this call's prompt, not the endpoint's settings), 401, 403, 404 and 422: the server
 /// understood the request and refuses it; sending it again gets the same answer.
