@@ -2,8 +2,8 @@
 //! files of one module directory import each other, directly or around a longer cycle.
 //!
 //! The layers, lowest first (a module may use its own layer and those below):
-//! `resources` → `sim` → `config` → `method` → `eval` → `record` → `store` → `engine` →
-//! `bench`, `rl` → `cli`. The runtime (`tmas-actors`) and `tmas-observability` are other
+//! `role` → `resources` → `sim` → `config` → `method` → `eval` → `record` → `store` →
+//! `engine` → `bench`, `rl` → `cli`. The runtime (`tmas-actors`) and `tmas-observability` are other
 //! crates below all of them, so they cannot import this one at all.
 //!
 //! Paths are read from the code with comments removed: every `crate::…` path, every
@@ -18,6 +18,9 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules by layer, lowest first.
 const LAYERS: &[&[&str]] = &[
+    // The one vocabulary of agent roles: the simulator reads them from a header and every
+    // layer above names them, so it sits under all of them and imports nothing.
+    &["role"],
     &["resources"],
     &["sim"],
     &["config"],

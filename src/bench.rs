@@ -1,7 +1,8 @@
 //! Benchmarks (`tmas bench …`): each prints its figures as ratios against the ideal
 //! measured in the same run and writes them as JSON under `bench-results/`.
 
-use crate::config::{Config, Role};
+use crate::config::Config;
+use crate::role::Role;
 
 pub mod client;
 pub mod eval;

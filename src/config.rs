@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::role::Role;
 use crate::sim::SimOptions;
 
 pub mod args;
@@ -33,7 +34,7 @@ pub mod templates;
 pub mod validate;
 
 pub use args::ConfigArgs;
-pub use endpoints::{DEFAULT_GROUP, EMBEDDED_SIM, EndpointConfig, Role, RoleConfig, Roles};
+pub use endpoints::{DEFAULT_GROUP, EMBEDDED_SIM, EndpointConfig, RoleConfig, Roles};
 pub use error::{ConfigErrors, ConfigIssue, KeyIssue, KeyPath};
 pub use layers::{CliOverride, ENV_PREFIX};
 pub use loader::{load, load_str, load_with};
@@ -115,7 +116,7 @@ impl Config {
 
     /// The settings of one role.
     pub fn role(&self, role: Role) -> &RoleConfig {
-        self.roles.get(role)
+        &self.roles[role]
     }
 }
 

@@ -51,10 +51,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{Config, Role};
+use crate::config::Config;
 use crate::eval::dataset::{Dataset, Problem};
 use crate::eval::pass_at_1::PassAt1Table;
 use crate::method::TmasOutcome;
+use crate::role::Role;
 use crate::store::bank_files::JsonFileSink;
 use crate::store::executor::{ExecutorCounts, StoreExecutor};
 use crate::store::sink::StoreBankSink;

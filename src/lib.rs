@@ -15,6 +15,7 @@
 //! - [`sim`]: the simulated OpenAI-compatible endpoint with its synthetic task model.
 //! - [`record`]: the records the store and the engine share (one problem's result, …).
 //! - [`resources`]: CPU time and peak memory of this process and thread.
+//! - [`role`]: the agent roles ([`role::Role`]) and a value per role ([`role::PerRole`]).
 //! - [`store`]: the run store (SQLite) behind crash-safe resume and `tmas export`, and
 //!   the run directory's bank files.
 //! - [`bench`]: benchmarks (`tmas bench …`).
@@ -22,7 +23,7 @@
 //! - [`cli`]: one module per subcommand.
 //!
 //! Layers point one way (checked by `architecture_tests`): cli → bench/rl → engine → store →
-//! record → eval → method → config → sim → resources.
+//! record → eval → method → config → sim → resources → role.
 //!
 //! The runtime (coordinators, role pools, bank actors, the model client) lives in the
 //! `tmas-actors` crate and knows nothing TMAS-specific; this crate's methods implement its
@@ -38,6 +39,7 @@ pub mod method;
 pub mod record;
 pub mod resources;
 pub mod rl;
+pub mod role;
 pub mod sim;
 pub mod store;
 

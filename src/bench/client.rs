@@ -20,6 +20,7 @@ use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
 
 use super::sim_process::SimProcess;
 use crate::resources;
+use crate::role::Role;
 
 /// Knobs of the client benchmark.
 #[derive(Debug, Clone, clap::Args)]
@@ -249,7 +250,7 @@ fn bench_request(prompt_bytes: usize, stream: bool) -> ChatRequest {
             max_tokens: 1024,
         },
         tags: CallTags {
-            role: "judge".into(),
+            role: Role::Judge.as_str().into(),
             problem: "bench".into(),
             iteration: 0,
             call: None,
@@ -294,7 +295,7 @@ async fn drive(
                         let key = tmas_actors::strategy::CallKey {
                             problem: "bench".into(),
                             iteration: task as u32,
-                            role: "judge".into(),
+                            role: Role::Judge.as_str().into(),
                             candidate: Some(n),
                             index: None,
                             attempt: 0,

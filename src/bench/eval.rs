@@ -611,7 +611,7 @@ fn bench_config(
     for role in super::TMAS_ROLES {
         // max_tokens only has to let the padded replies through (the simulator cuts a
         // reply at max_tokens × 4 bytes).
-        let r = config.roles.get_mut(role);
+        let r = &mut config.roles[role];
         r.max_tokens = 65_536;
         r.pool_size = Some(cap);
     }
@@ -790,7 +790,7 @@ mod tests {
             .validate()
             .expect("the runner accepts it");
         assert!(!c.judge.enabled);
-        assert_eq!(c.roles.verification.pool_size, Some(64));
+        assert_eq!(c.roles[crate::role::Role::Verification].pool_size, Some(64));
         assert_eq!(c.endpoints["sim"].max_in_flight, 64);
         assert_eq!((c.method.n, c.method.m, c.method.iterations), (8, 8, 5));
         assert!(

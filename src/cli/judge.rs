@@ -21,16 +21,17 @@ use std::sync::Arc;
 use anyhow::Context;
 use futures::future::join_all;
 
+use crate::config::Config;
 use crate::config::layers::CliOverride;
 use crate::config::loader::load_with;
 use crate::config::resolve::process_env;
-use crate::config::{Config, Role};
 use crate::engine::endpoints::Endpoints;
 use crate::engine::judging::LlmJudge;
 use crate::eval::equivalence::{Outcome, check};
 use crate::eval::judge::LlmJudgePolicy;
 use crate::eval::judge::pairs::{Pair, PairVerdict, load_pairs, score};
 use crate::method::PromptSet;
+use crate::role::Role;
 
 /// Misses and disagreements listed in the report (all are in the verdict file).
 const MAX_LISTED: usize = 25;

@@ -9,15 +9,16 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use crate::config::Config;
 use crate::config::layers::CliOverride;
 use crate::config::loader::load_with;
 use crate::config::resolve::process_env;
-use crate::config::{Config, Role};
 use crate::engine::endpoints::Endpoints;
 use crate::engine::run_dir::write_atomic_with;
 use crate::rl::data::{self, Instance, Mix};
 use crate::rl::runs::run_instances;
 use crate::rl::sample::Sampler;
+use crate::role::Role;
 use tmas_actors::strategy::CallExecutor;
 
 /// Exit code when some rollout calls failed (the batch is written without them).

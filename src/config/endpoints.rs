@@ -2,13 +2,15 @@
 //! how they are sampled.
 //!
 //! Endpoint entries have no defaults layer (their names are the user's), so their optional
-//! keys carry serde default functions; role defaults live in `Roles::default()`.
+//! keys carry serde default functions; role defaults live in `Roles::default()`. The roles
+//! themselves are [`crate::role::Role`].
 
-use std::fmt;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use tmas_actors::wire::Sampling;
+
+use crate::role::{PerRole, Role};
 
 /// `base_url` value meaning "start the simulator in-process and use its URL".
 pub const EMBEDDED_SIM: &str = "embedded-sim";
@@ -108,106 +110,6 @@ impl EndpointConfig {
     }
 }
 
-/// The agent roles that make model calls: the one vocabulary of roles for the config
-/// (`[roles.ROLE]`), the methods, the engine and the benchmarks.
-///
-/// It lives in the config layer, the lowest that names roles, so every layer above uses
-/// it. The runtime (`tmas-actors`) knows no TMAS roles: it schedules pools and tags calls
-/// by an opaque label (`CallKey::role`, `RoleSettings::role`, the `x-tmas-role` header),
-/// which is [`Role::as_str`] going out and [`Role::from_label`] coming back. The simulator
-/// sits below the config and parses the header with its own enum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Role {
-    Solution,
-    Verification,
-    Summary,
-    Experience,
-    Guideline,
-    Judge,
-    /// Hybrid-RL scoring: is a rollout's strategy already in the guideline bank?
-    GuidelineJudge,
-    /// Self-Refine's feedback on its own solution.
-    Critique,
-    /// RSE's extractor (a rollout into propositions and pitfalls).
-    Extraction,
-    /// Sentence embeddings of bank items (RSE with `method.rse_dedup = "embeddings"`):
-    /// an embeddings endpoint, not a chat model.
-    Embedding,
-}
-
-impl Role {
-    pub const ALL: [Role; 10] = [
-        Role::Solution,
-        Role::Verification,
-        Role::Summary,
-        Role::Experience,
-        Role::Guideline,
-        Role::Judge,
-        Role::GuidelineJudge,
-        Role::Critique,
-        Role::Extraction,
-        Role::Embedding,
-    ];
-
-    /// The roles the methods call, in stage order: the actor runtime's role pools and the
-    /// columns of per-role reports. (The judges are the evaluation's: they call the store
-    /// executor directly.)
-    pub const METHOD: [Role; 8] = [
-        Role::Solution,
-        Role::Verification,
-        Role::Summary,
-        Role::Experience,
-        Role::Guideline,
-        Role::Critique,
-        Role::Extraction,
-        Role::Embedding,
-    ];
-
-    /// True for a role whose calls run side by side with those of the role before it in
-    /// [`Role::METHOD`], not after them: TMAS's guideline agent updates its bank while the
-    /// experience agent updates its own, both from the same iteration's summaries. The
-    /// runtime's latency-aware call order counts such a stage once, at the longer of the
-    /// two.
-    pub fn runs_beside_previous(self) -> bool {
-        matches!(self, Role::Guideline)
-    }
-
-    /// The role a runtime label names ([`Role::as_str`] read back); `None` for a label no
-    /// role has.
-    pub fn from_label(label: &str) -> Option<Role> {
-        Role::ALL.into_iter().find(|r| r.as_str() == label)
-    }
-
-    /// The name used in config keys and in the `x-tmas-role` header.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Solution => "solution",
-            Role::Verification => "verification",
-            Role::Summary => "summary",
-            Role::Experience => "experience",
-            Role::Guideline => "guideline",
-            Role::Judge => "judge",
-            Role::GuidelineJudge => "guideline_judge",
-            Role::Critique => "critique",
-            Role::Extraction => "extraction",
-            Role::Embedding => "embedding",
-        }
-    }
-
-    /// Whether the role's calls are embeddings calls (`POST /embeddings`) rather than chat
-    /// completions: its endpoints serve an embeddings model, and its sampling keys are
-    /// unused.
-    pub fn is_embedding(self) -> bool {
-        self == Role::Embedding
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// `[roles.ROLE]`: one role's endpoint group, sampling and worker pool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -248,24 +150,9 @@ impl RoleConfig {
     }
 }
 
-/// `[roles]`: the five TMAS roles, the judge and the baselines' own roles.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Roles {
-    pub solution: RoleConfig,
-    pub verification: RoleConfig,
-    pub summary: RoleConfig,
-    pub experience: RoleConfig,
-    pub guideline: RoleConfig,
-    pub judge: RoleConfig,
-    /// The novelty judge of `tmas rl-score` / `tmas rl-serve` (not used by `tmas run`).
-    pub guideline_judge: RoleConfig,
-    pub critique: RoleConfig,
-    pub extraction: RoleConfig,
-    /// The embeddings endpoint's group (only `group` and `pool_size` are used: an
-    /// embeddings call samples nothing).
-    pub embedding: RoleConfig,
-}
+/// `[roles]`: the five TMAS roles, the judge and the baselines' own roles, one table per
+/// role keyed by its name.
+pub type Roles = PerRole<RoleConfig>;
 
 /// The released `max_tokens` (the runner then fits it into the context window).
 const RELEASED_MAX_TOKENS: u32 = 128_000;
@@ -275,53 +162,22 @@ impl Default for Roles {
     /// memory agents, top_p 0.95. The judge samples at 0.6 too: its R = 4 runs are averaged,
     /// which only means something if they can differ; its answer is short, hence 32768.
     fn default() -> Self {
-        Self {
-            solution: RoleConfig::with_temperature(1.0, RELEASED_MAX_TOKENS),
-            verification: RoleConfig::with_temperature(1.0, RELEASED_MAX_TOKENS),
-            summary: RoleConfig::with_temperature(0.6, RELEASED_MAX_TOKENS),
-            experience: RoleConfig::with_temperature(0.6, RELEASED_MAX_TOKENS),
-            guideline: RoleConfig::with_temperature(0.6, RELEASED_MAX_TOKENS),
-            judge: RoleConfig::with_temperature(0.6, 32_768),
+        PerRole::from_fn(|role| match role {
+            Role::Solution | Role::Verification => {
+                RoleConfig::with_temperature(1.0, RELEASED_MAX_TOKENS)
+            }
+            Role::Summary | Role::Experience | Role::Guideline => {
+                RoleConfig::with_temperature(0.6, RELEASED_MAX_TOKENS)
+            }
+            Role::Judge => RoleConfig::with_temperature(0.6, 32_768),
             // One short verdict per rollout, asked once: sampled cold.
-            guideline_judge: RoleConfig::with_temperature(0.0, 8_192),
-            // Self-Refine's feedback is the generator's own model at its sampling;
+            Role::GuidelineJudge => RoleConfig::with_temperature(0.0, 8_192),
+            // Self-Refine's feedback is the generator's own model at its sampling.
+            Role::Critique => RoleConfig::with_temperature(1.0, RELEASED_MAX_TOKENS),
             // RSE's extractor summarizes, like the memory agents.
-            critique: RoleConfig::with_temperature(1.0, RELEASED_MAX_TOKENS),
-            extraction: RoleConfig::with_temperature(0.6, RELEASED_MAX_TOKENS),
+            Role::Extraction => RoleConfig::with_temperature(0.6, RELEASED_MAX_TOKENS),
             // Sampling keys unused; set to what a deterministic call would send.
-            embedding: RoleConfig::with_temperature(0.0, 1),
-        }
-    }
-}
-
-impl Roles {
-    pub fn get(&self, role: Role) -> &RoleConfig {
-        match role {
-            Role::Solution => &self.solution,
-            Role::Verification => &self.verification,
-            Role::Summary => &self.summary,
-            Role::Experience => &self.experience,
-            Role::Guideline => &self.guideline,
-            Role::Judge => &self.judge,
-            Role::GuidelineJudge => &self.guideline_judge,
-            Role::Critique => &self.critique,
-            Role::Extraction => &self.extraction,
-            Role::Embedding => &self.embedding,
-        }
-    }
-
-    pub fn get_mut(&mut self, role: Role) -> &mut RoleConfig {
-        match role {
-            Role::Solution => &mut self.solution,
-            Role::Verification => &mut self.verification,
-            Role::Summary => &mut self.summary,
-            Role::Experience => &mut self.experience,
-            Role::Guideline => &mut self.guideline,
-            Role::Judge => &mut self.judge,
-            Role::GuidelineJudge => &mut self.guideline_judge,
-            Role::Critique => &mut self.critique,
-            Role::Extraction => &mut self.extraction,
-            Role::Embedding => &mut self.embedding,
-        }
+            Role::Embedding => RoleConfig::with_temperature(0.0, 1),
+        })
     }
 }

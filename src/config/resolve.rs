@@ -9,8 +9,9 @@ use std::time::Duration;
 use tmas_actors::client::{ApiKey, ClientConfig, EndpointSpec, TokenEstimate};
 
 use super::Config;
-use super::endpoints::{DEFAULT_GROUP, EndpointConfig, Role};
+use super::endpoints::{DEFAULT_GROUP, EndpointConfig};
 use super::error::{ConfigErrors, ConfigIssue, KeyPath};
+use crate::role::Role;
 
 /// The process environment as UTF-8 pairs (non-UTF-8 variables cannot be config values
 /// and are skipped).
@@ -44,7 +45,7 @@ impl Config {
     /// Names of the endpoints serving `role` (empty only in an invalid config).
     pub fn role_endpoints(&self, role: Role) -> Vec<String> {
         self.effective_groups()
-            .remove(&self.roles.get(role).group)
+            .remove(&self.roles[role].group)
             .unwrap_or_default()
     }
 
@@ -110,7 +111,7 @@ impl Config {
         let routing = Role::ALL
             .iter()
             .filter_map(|&role| {
-                let routing = self.routing.get(&self.roles.get(role).group)?;
+                let routing = self.routing.get(&self.roles[role].group)?;
                 Some((Arc::from(role.as_str()), *routing))
             })
             .collect();
@@ -147,7 +148,7 @@ impl Config {
         }
         let margin = self.resilience.context_margin;
         for role in Role::ALL {
-            let cap = self.roles.get(role).max_tokens;
+            let cap = self.roles[role].max_tokens;
             for ep in self.role_endpoints(role) {
                 let Some(e) = self.endpoints.get(&ep) else {
                     continue;

@@ -6,9 +6,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::Config;
-use super::endpoints::{DEFAULT_GROUP, EMBEDDED_SIM, Role};
+use super::endpoints::{DEFAULT_GROUP, EMBEDDED_SIM};
 use super::error::{KeyIssue, KeyPath};
 use super::schema::probe_interval_problem;
+use crate::role::Role;
 
 /// Collects issues under a base path.
 struct Sink {
@@ -159,8 +160,8 @@ fn prompt_rules(c: &Config, s: &mut Sink) {
                 p,
                 format!("unknown template `{name}` (known: {})", known.join(", ")),
             );
-        } else if let Some(role) = Role::ALL.into_iter().find(|r| r.as_str() == name)
-            && c.roles.get(role).prompt.is_some()
+        } else if let Some(role) = Role::from_label(name)
+            && c.roles[role].prompt.is_some()
         {
             s.push(p, format!("set twice: also roles.{name}.prompt (keep one)"));
         }
@@ -316,7 +317,7 @@ fn names<'a>(it: impl Iterator<Item = &'a String>) -> String {
 
 fn role_rules(c: &Config, s: &mut Sink) {
     for role in Role::ALL {
-        let r = c.roles.get(role);
+        let r = &c.roles[role];
         let p = k(&["roles", role.as_str()]);
         // With no endpoint at all, `endpoints` already carries the error.
         let known =
@@ -421,7 +422,7 @@ pub fn check_paths(c: &Config) -> Vec<KeyIssue> {
         }
     };
     for role in Role::ALL {
-        if let Some(file) = &c.roles.get(role).prompt {
+        if let Some(file) = &c.roles[role].prompt {
             need(
                 k(&["roles", role.as_str(), "prompt"]),
                 file,

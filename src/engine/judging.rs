@@ -8,13 +8,13 @@ use futures::future::join_all;
 use tmas_actors::strategy::{CallExecutor, CallKey};
 use tmas_actors::wire::Sampling;
 
-use crate::config::Role;
 use crate::eval::dataset::Problem;
 use crate::eval::judge::{
     JudgeInput, JudgeRecord, LlmJudgePolicy, judge_request, parse_judge_reply,
 };
 use crate::method::parse::parse_score;
 use crate::method::{PromptSet, TmasOutcome, call_key};
+use crate::role::Role;
 
 /// How candidates are judged in a run.
 #[derive(Clone)]

@@ -30,7 +30,8 @@ use std::time::{Duration, Instant};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use tmas_actors::client::error::{is_retryable_status, retry_after};
 
-use crate::config::{Config, EndpointConfig, Role};
+use crate::config::{Config, EndpointConfig};
+use crate::role::Role;
 
 /// A start-up check failed; nothing was created. `tmas run` prints it and exits 2.
 #[derive(Debug, thiserror::Error)]
@@ -683,7 +684,7 @@ group = "judging"
         // With embeddings, the embedding role's endpoint gets the embeddings check only;
         // one serving chat roles too gets both.
         config.method.rse_dedup = crate::config::RseDedup::Embeddings;
-        config.roles.embedding.group = "spare".into();
+        config.roles[Role::Embedding].group = "spare".into();
         let uses = endpoint_uses(&config);
         let both = Uses {
             chat: true,
@@ -695,9 +696,9 @@ group = "judging"
             EndpointConfig::new("http://127.0.0.1:8002/v1", "bge-m3"),
         );
         config.groups.insert("embed".into(), vec!["emb".into()]);
-        config.roles.embedding.group = "embed".into();
+        config.roles[Role::Embedding].group = "embed".into();
         // (The extractor's default group would now hold `emb` too.)
-        config.roles.extraction.group = "main".into();
+        config.roles[Role::Extraction].group = "main".into();
         let uses = endpoint_uses(&config);
         assert_eq!(
             uses["emb"],

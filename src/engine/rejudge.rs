@@ -16,11 +16,12 @@ use tmas_actors::wire::ChatRequest;
 
 use super::judging::{JudgeSetup, LlmJudge};
 use super::run_dir::ProblemRecord;
-use crate::config::{Config, Role};
+use crate::config::Config;
 use crate::eval::dataset::Problem;
 use crate::eval::judge::JudgeRecord;
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
 use crate::method::PromptSet;
+use crate::role::Role;
 use crate::store::{DB_FILE, StoreReader};
 
 /// One finished problem judged again.

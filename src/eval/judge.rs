@@ -15,8 +15,8 @@ use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
 
 use super::equivalence::{self, Outcome, Verdict};
 use super::extract;
-use crate::config::Role;
 pub use crate::config::{JudgeInput, LlmJudgePolicy};
+use crate::role::Role;
 
 /// Judge repeats per candidate in the paper.
 pub const PAPER_JUDGE_REPEATS: usize = 4;

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use crate::config::Role;
+use crate::role::Role;
 
 /// True for the roles whose prompt is about one candidate.
 fn quotes_one_candidate(role: Role) -> bool {

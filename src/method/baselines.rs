@@ -28,7 +28,7 @@ use tmas_actors::strategy::{
 };
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, EmbeddingRequest};
 
-use crate::config::{Role, RseDedup};
+use crate::config::RseDedup;
 use crate::method::call_key::call_key;
 use crate::method::params::{RoleCall, RoleCalls};
 use crate::method::parse::visible_text;
@@ -37,6 +37,7 @@ use crate::method::result::{
     BankUpdateRecord, Branch, CallCounts, CandidateResult, CandidateStatus, FailureRecord,
     IterationResult, ProblemInput, PromptMode, RoleTokens, StopReason, TmasOutcome,
 };
+use crate::role::Role;
 
 pub mod majority_vote;
 pub mod pacore;
@@ -103,7 +104,7 @@ impl std::fmt::Debug for BaselineParams {
 
 impl BaselineParams {
     fn role_call(&self, role: Role) -> RoleCall {
-        self.roles.get(role)
+        self.roles[role]
     }
 
     /// The similarity threshold of RSE's bank merge policy. With embeddings the
@@ -581,7 +582,9 @@ pub fn reply_of(
     replies
         .iter()
         .find(|(k, _)| {
-            k.role.as_ref() == role.as_str() && k.candidate == Some(candidate) && k.index == index
+            Role::from_label(&k.role) == Some(role)
+                && k.candidate == Some(candidate)
+                && k.index == index
         })
         .map(|(_, v)| v)
 }
@@ -590,7 +593,7 @@ pub fn reply_of(
 pub fn embeddings_of(replies: &Replies) -> Option<&CallOutcome> {
     replies
         .iter()
-        .find(|(k, _)| k.role.as_ref() == Role::Embedding.as_str())
+        .find(|(k, _)| Role::from_label(&k.role) == Some(Role::Embedding))
         .map(|(_, v)| v)
 }
 

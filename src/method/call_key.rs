@@ -5,7 +5,7 @@
 //! spelled once, here.
 //!
 //! ```
-//! use tmas::config::Role;
+//! use tmas::role::Role;
 //! use tmas::method::call_key;
 //!
 //! let key = call_key(&"p7".into(), 2, Role::Verification, Some(3), Some(1), 0);
@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use tmas_actors::strategy::CallKey;
 
-use crate::config::Role;
+use crate::role::Role;
 
 /// The key of `role`'s call for `problem`'s iteration `iteration`: for candidate
 /// `candidate` (per-candidate roles), its sub-call `index` (a verification, a judge

@@ -2,8 +2,9 @@
 //! role, …) and the prompt-template overrides. In the method layer: the config knows
 //! nothing of the method's types.
 
-use crate::config::{Config, Role};
+use crate::config::Config;
 use crate::method::{PromptOverrides, RoleCall, RoleCalls, TmasParams};
+use crate::role::Role;
 
 impl Config {
     /// The TMAS parameters, with derived defaults applied.
@@ -26,18 +27,7 @@ impl Config {
             max_bank_attempts: m.max_bank_attempts,
             seed: self.run.seed,
             release_texts: false,
-            roles: RoleCalls {
-                solution: self.role_call(Role::Solution),
-                verification: self.role_call(Role::Verification),
-                summary: self.role_call(Role::Summary),
-                experience: self.role_call(Role::Experience),
-                guideline: self.role_call(Role::Guideline),
-                judge: self.role_call(Role::Judge),
-                critique: self.role_call(Role::Critique),
-                extraction: self.role_call(Role::Extraction),
-                guideline_judge: self.role_call(Role::GuidelineJudge),
-                embedding: self.role_call(Role::Embedding),
-            },
+            roles: RoleCalls::from_fn(|role| self.role_call(role)),
         }
     }
 
@@ -51,7 +41,7 @@ impl Config {
                 .iter()
                 .all(|e| self.endpoints.get(e).is_some_and(|e| e.stream));
         RoleCall {
-            sampling: self.roles.get(role).sampling(),
+            sampling: self.roles[role].sampling(),
             stream,
         }
     }
@@ -61,7 +51,7 @@ impl Config {
     pub fn prompt_overrides(&self) -> PromptOverrides {
         let mut out = self.prompts.clone();
         for role in Role::ALL {
-            if let Some(p) = &self.roles.get(role).prompt {
+            if let Some(p) = &self.roles[role].prompt {
                 out.insert(role.as_str().to_string(), p.clone());
             }
         }

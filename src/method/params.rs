@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use tmas_actors::wire::Sampling;
 
-use crate::config::Role;
+use crate::role::PerRole;
 
 /// How one agent role calls the model.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -15,57 +15,9 @@ pub struct RoleCall {
     pub stream: bool,
 }
 
-/// Per-role call settings (`judge` is used by the evaluation code, not by the strategy).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct RoleCalls {
-    pub solution: RoleCall,
-    pub verification: RoleCall,
-    pub summary: RoleCall,
-    pub experience: RoleCall,
-    pub guideline: RoleCall,
-    pub judge: RoleCall,
-    /// Self-Refine's self-feedback.
-    pub critique: RoleCall,
-    /// RSE's experience extractor.
-    pub extraction: RoleCall,
-    /// Hybrid-RL's guideline judge (`tmas rl-score`).
-    pub guideline_judge: RoleCall,
-    /// RSE's bank-item embeddings (only `stream` is meaningful: never; nothing is sampled).
-    #[serde(default = "RoleCall::unsampled")]
-    pub embedding: RoleCall,
-}
-
-impl RoleCall {
-    /// The settings of a role that samples nothing (embeddings).
-    pub fn unsampled() -> Self {
-        RoleCall {
-            sampling: tmas_actors::wire::Sampling {
-                temperature: 0.0,
-                top_p: 1.0,
-                max_tokens: 1,
-            },
-            stream: false,
-        }
-    }
-}
-
-impl RoleCalls {
-    /// The settings of `role`'s calls.
-    pub fn get(&self, role: Role) -> RoleCall {
-        match role {
-            Role::Solution => self.solution,
-            Role::Verification => self.verification,
-            Role::Summary => self.summary,
-            Role::Experience => self.experience,
-            Role::Guideline => self.guideline,
-            Role::Judge => self.judge,
-            Role::GuidelineJudge => self.guideline_judge,
-            Role::Critique => self.critique,
-            Role::Extraction => self.extraction,
-            Role::Embedding => self.embedding,
-        }
-    }
-}
+/// Per-role call settings (`judge` is used by the evaluation code, not by the strategy;
+/// an embeddings call uses neither setting).
+pub type RoleCalls = PerRole<RoleCall>;
 
 /// Parameters of one TMAS run (shared by every problem's strategy through an `Arc`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

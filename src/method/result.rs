@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{BankVersion, CallKey, Rejection};
 
-use crate::config::Role;
+use crate::role::Role;
 
 /// The problem a strategy works on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -18,7 +18,6 @@ use std::sync::Arc;
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, CallSpec, Command, Strategy};
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, PromptText};
 
-use crate::config::Role;
 use crate::method::call_key::call_key;
 use crate::method::params::{RoleCall, TmasParams};
 use crate::method::prompts::PromptSet;
@@ -27,6 +26,7 @@ use crate::method::result::{
     StopReason, TextRef, TmasOutcome, text_mut,
 };
 use crate::method::rng::DecisionRng;
+use crate::role::Role;
 
 mod banks_phase;
 mod candidate;
@@ -110,7 +110,7 @@ impl TmasStrategy {
     }
 
     fn role_call(&self, role: Role) -> RoleCall {
-        self.params.roles.get(role)
+        self.params.roles[role]
     }
 
     /// Builds a call for iteration `it`, registers it as pending and counts it. (The

@@ -17,14 +17,15 @@ use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
 use super::batch::{self, Judged, RewardMode, Rollout, Scored, Source};
 use super::guideline_judge;
 use super::rewards::{RewardKind, RewardParams};
+use crate::config::Config;
 use crate::config::layers::CliOverride;
 use crate::config::loader::load_with;
 use crate::config::resolve::process_env;
-use crate::config::{Config, Role};
 use crate::engine::endpoints::Endpoints;
 use crate::engine::judging::LlmJudge;
 use crate::eval::judge::{JudgeInput, JudgeRecord, LlmJudgePolicy};
 use crate::method::{PromptSet, call_key};
+use crate::role::Role;
 
 /// The guideline judge's client side.
 #[derive(Clone)]

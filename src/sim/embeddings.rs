@@ -23,8 +23,8 @@ use super::handler::{
     PREFLIGHT_HEADER, SimState, error_response, first_requests_error, json_response, request_draws,
 };
 use super::openai::tokens;
-use super::task::Role;
 use super::task::embedding::embed;
+use crate::role::Role;
 
 /// The request fields the simulator reads (`model` and `encoding_format` are ignored:
 /// vectors are always floats from the one simulated model).
@@ -67,7 +67,7 @@ pub async fn embeddings(
     body: Bytes,
 ) -> Response {
     let opts = &st.opts;
-    let role = Role::Embedding;
+    let role = Some(Role::Embedding);
     let preflight = headers.contains_key(PREFLIGHT_HEADER);
     if !preflight {
         st.counters.request(role);

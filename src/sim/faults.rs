@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::options::{FaultRates, FirstRequests};
 use super::rng::SimRng;
-use super::task::Role;
+use crate::role::Role;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Fault {
@@ -37,9 +37,9 @@ impl Fault {
 
 /// Draws the fault of one request. Always consumes exactly one draw so the rest of the
 /// reply does not depend on the fault settings.
-pub fn draw(rates: &FaultRates, role: Role, rng: &mut SimRng) -> Fault {
+pub fn draw(rates: &FaultRates, role: Option<Role>, rng: &mut SimRng) -> Fault {
     let u = rng.unit();
-    if !rates.roles.is_empty() && !rates.roles.iter().any(|r| r == role.as_str()) {
+    if !rates.roles.is_empty() && !role.is_some_and(|r| rates.roles.contains(&r)) {
         return Fault::None;
     }
     let kinds = [
@@ -55,7 +55,7 @@ pub fn draw(rates: &FaultRates, role: Role, rng: &mut SimRng) -> Fault {
     for (kind, (_, rate)) in kinds.into_iter().zip(rates.rates()) {
         acc += rate;
         if u < acc {
-            if kind == Fault::UnparseableScore && role != Role::Verification {
+            if kind == Fault::UnparseableScore && role != Some(Role::Verification) {
                 return Fault::None;
             }
             return kind;
@@ -110,7 +110,7 @@ mod tests {
         let mut counts = std::collections::HashMap::new();
         for _ in 0..10_000 {
             *counts
-                .entry(draw(&rates, Role::Verification, &mut rng))
+                .entry(draw(&rates, Some(Role::Verification), &mut rng))
                 .or_insert(0) += 1;
         }
         assert!(
@@ -123,14 +123,15 @@ mod tests {
         );
         assert!(!counts.contains_key(&Fault::None));
         assert!(
-            (0..1000).all(|_| draw(&rates, Role::Solution, &mut rng) != Fault::UnparseableScore)
+            (0..1000)
+                .all(|_| draw(&rates, Some(Role::Solution), &mut rng) != Fault::UnparseableScore)
         );
         let only = FaultRates {
             error_500: 1.0,
-            roles: vec!["judge".into()],
+            roles: vec![Role::Judge],
             ..FaultRates::default()
         };
-        assert_eq!(draw(&only, Role::Solution, &mut rng), Fault::None);
-        assert_eq!(draw(&only, Role::Judge, &mut rng), Fault::Error500);
+        assert_eq!(draw(&only, Some(Role::Solution), &mut rng), Fault::None);
+        assert_eq!(draw(&only, Some(Role::Judge), &mut rng), Fault::Error500);
     }
 }

@@ -18,8 +18,9 @@ use super::options::{FaultRates, SimOptions};
 use super::rng::{SimRng, hash_bytes, hash_str, mix};
 use super::server_model::{Running, ServerModel};
 use super::stats::{Counters, InFlight, RecordedRequest};
-use super::task::{self, Problem, Role};
+use super::task::{self, Problem};
 use super::text::truncate_at_char;
+use crate::role::Role;
 
 /// Shared by all requests of one simulator.
 pub struct SimState {
@@ -207,7 +208,7 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
         return preflight(&st);
     }
     let opts = &st.opts;
-    let role = header_str(&headers, "x-tmas-role").map_or(Role::Other, Role::from_header);
+    let role = header_str(&headers, "x-tmas-role").and_then(task::role_of_header);
     st.counters.request(role);
     let rates = st.fault_rates();
     if rates.down {
@@ -441,7 +442,7 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
 pub(super) fn request_draws(
     st: &SimState,
     headers: &HeaderMap,
-    role: Role,
+    role: Option<Role>,
     body: &[u8],
     rates: &FaultRates,
 ) -> (SimRng, Fault) {
@@ -450,7 +451,7 @@ pub(super) fn request_draws(
     let iteration = header_iteration(headers);
     let key = mix(
         mix(
-            mix(mix(opts.seed, role.index() as u64), hash_str(1, problem_id)),
+            mix(mix(opts.seed, seed_number(role)), hash_str(1, problem_id)),
             iteration,
         ),
         hash_bytes(2, body),
@@ -475,6 +476,18 @@ pub(super) fn request_draws(
     }
 }
 
+/// The number a request's role adds to its draws' seed: the role's place in the order the
+/// simulator numbered roles in before it shared the crate's role type, where a request
+/// naming no role came right after the judge. Kept so every reply and fault draw stays
+/// what it was for the same seed.
+fn seed_number(role: Option<Role>) -> u64 {
+    match role {
+        Some(r) if r <= Role::Judge => r.index() as u64,
+        None => Role::Judge.index() as u64 + 1,
+        Some(r) => r.index() as u64 + 1,
+    }
+}
+
 /// The server model's timing of one request now running: (prefill wall time, decode
 /// wall time per reply token), from its prefix-cache hit, its modelled output length and
 /// the batch it runs in.
@@ -484,7 +497,7 @@ fn model_timing(
     running: &Running,
     seed: u64,
     problem: &str,
-    role: Role,
+    role: Option<Role>,
     prompt: &str,
     completion_tokens: u64,
     call_draw: u64,
@@ -492,7 +505,13 @@ fn model_timing(
 ) -> (Duration, Duration) {
     let o = &model.opts;
     let hit = model.prefill(prompt.as_bytes(), shared_context);
-    let output = o.output_tokens(seed, problem, role.as_str(), call_draw, completion_tokens);
+    let output = o.output_tokens(
+        seed,
+        problem,
+        task::role_label(role),
+        call_draw,
+        completion_tokens,
+    );
     let prefill_secs = o.service_secs(hit.computed_tokens, 0, running.running_at_start);
     let decode_secs = o.service_secs(0, output, running.running_at_start);
     model.served(output, prefill_secs + decode_secs);
@@ -502,9 +521,9 @@ fn model_timing(
 
 /// Whether a call quotes a context other calls share: a refine prompt (a solution call
 /// after the first iteration, quoting the previous rollouts) or a verification.
-fn shares_context(role: Role, headers: &HeaderMap) -> bool {
-    matches!(role, Role::Verification)
-        || (matches!(role, Role::Solution) && header_iteration(headers) > 0)
+fn shares_context(role: Option<Role>, headers: &HeaderMap) -> bool {
+    matches!(role, Some(Role::Verification))
+        || (matches!(role, Some(Role::Solution)) && header_iteration(headers) > 0)
 }
 
 /// A generation cut off half-way (see `FaultRates::interrupted_stream`).
@@ -628,5 +647,33 @@ fn record(
             .collect(),
         stream: body.stream,
         max_tokens: body.max_completion_tokens.or(body.max_tokens),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The numbers every role's draws were seeded with before the simulator shared the
+    /// crate's role type: the same seed still gives the same replies and faults.
+    #[test]
+    fn each_role_keeps_the_seed_number_its_draws_had() {
+        let numbered = [
+            (Some(Role::Solution), 0),
+            (Some(Role::Verification), 1),
+            (Some(Role::Summary), 2),
+            (Some(Role::Experience), 3),
+            (Some(Role::Guideline), 4),
+            (Some(Role::Judge), 5),
+            (None, 6),
+            (Some(Role::GuidelineJudge), 7),
+            (Some(Role::Critique), 8),
+            (Some(Role::Extraction), 9),
+            (Some(Role::Embedding), 10),
+        ];
+        assert_eq!(numbered.len(), Role::COUNT + 1);
+        for (role, n) in numbered {
+            assert_eq!(seed_number(role), n, "{role:?}");
+        }
     }
 }

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::role::Role;
+
 pub use super::invalid_option::InvalidOption;
 
 pub use super::latency::LatencyModel;
@@ -127,8 +129,8 @@ pub struct FaultRates {
     pub interrupted_stream: f64,
     /// How long a hang lasts, in seconds.
     pub hang_secs: f64,
-    /// Only these roles get faults; empty = all roles.
-    pub roles: Vec<String>,
+    /// Only these roles get faults; empty = all roles (and requests naming none).
+    pub roles: Vec<Role>,
     /// Endpoint down: every request (including `/health` and `/v1/models`) gets 503.
     pub down: bool,
     /// The first requests of the model API answer an error status (a server or gateway

@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::task::Role;
+use super::task::role_label;
+use crate::role::{PerRole, Role};
 
 /// Fault kinds, in counter order.
 pub const FAULT_KINDS: [&str; 9] = [
@@ -64,11 +65,46 @@ pub struct SimStats {
     pub server_model: Option<super::server_model::ServerModelStats>,
 }
 
+/// A counter per role, and one for requests that named no role.
+struct RoleCounts {
+    roles: PerRole<AtomicU64>,
+    other: AtomicU64,
+}
+
+impl Default for RoleCounts {
+    fn default() -> Self {
+        Self {
+            roles: PerRole::from_fn(|_| AtomicU64::new(0)),
+            other: AtomicU64::new(0),
+        }
+    }
+}
+
+impl RoleCounts {
+    fn of(&self, role: Option<Role>) -> &AtomicU64 {
+        role.map_or(&self.other, |r| &self.roles[r])
+    }
+
+    fn all(&self) -> impl Iterator<Item = &AtomicU64> {
+        self.roles.values().chain([&self.other])
+    }
+
+    /// Every count by the name the stats give its role.
+    fn snapshot(&self) -> BTreeMap<String, u64> {
+        self.roles
+            .iter()
+            .map(|(r, a)| (Some(r), a))
+            .chain([(None, &self.other)])
+            .map(|(r, a)| (role_label(r).to_owned(), a.load(Relaxed)))
+            .collect()
+    }
+}
+
 #[derive(Default)]
 pub struct Counters {
     requests: AtomicU64,
-    by_role: [AtomicU64; Role::ALL.len()],
-    ok_by_role: [AtomicU64; Role::ALL.len()],
+    by_role: RoleCounts,
+    ok_by_role: RoleCounts,
     statuses: [AtomicU64; STATUSES.len()],
     in_flight: AtomicU64,
     peak: AtomicU64,
@@ -82,9 +118,9 @@ pub struct Counters {
 }
 
 impl Counters {
-    pub fn request(&self, role: Role) {
+    pub fn request(&self, role: Option<Role>) {
         self.requests.fetch_add(1, Relaxed);
-        self.by_role[role.index()].fetch_add(1, Relaxed);
+        self.by_role.of(role).fetch_add(1, Relaxed);
     }
 
     pub fn status(&self, status: u16) {
@@ -102,7 +138,7 @@ impl Counters {
     }
 
     /// Admits a request unless `limit` (0 = none) requests are already in flight.
-    pub fn try_enter(self: &Arc<Self>, limit: usize, role: Role) -> Option<InFlight> {
+    pub fn try_enter(self: &Arc<Self>, limit: usize, role: Option<Role>) -> Option<InFlight> {
         let now = self.in_flight.fetch_add(1, Relaxed) + 1;
         if limit > 0 && now > limit as u64 {
             self.in_flight.fetch_sub(1, Relaxed);
@@ -124,7 +160,7 @@ impl Counters {
         self: &Arc<Self>,
         limit: usize,
         max_queue: usize,
-        role: Role,
+        role: Option<Role>,
     ) -> Option<InFlight> {
         if let Some(slot) = self.try_enter(limit, role) {
             return Some(slot);
@@ -166,8 +202,8 @@ impl Counters {
         self.requests.store(0, Relaxed);
         for a in self
             .by_role
-            .iter()
-            .chain(&self.ok_by_role)
+            .all()
+            .chain(self.ok_by_role.all())
             .chain(&self.statuses)
             .chain(&self.faults)
         {
@@ -183,16 +219,10 @@ impl Counters {
     }
 
     pub fn snapshot(&self) -> SimStats {
-        let roles = |arr: &[AtomicU64; Role::ALL.len()]| {
-            Role::ALL
-                .iter()
-                .map(|r| (r.as_str().to_owned(), arr[r.index()].load(Relaxed)))
-                .collect()
-        };
         SimStats {
             requests_total: self.requests.load(Relaxed),
-            by_role: roles(&self.by_role),
-            ok_by_role: roles(&self.ok_by_role),
+            by_role: self.by_role.snapshot(),
+            ok_by_role: self.ok_by_role.snapshot(),
             responses_by_status: STATUSES
                 .iter()
                 .zip(&self.statuses)
@@ -233,7 +263,7 @@ impl Counters {
 pub struct InFlight {
     counters: Arc<Counters>,
     start: Instant,
-    role: Role,
+    role: Option<Role>,
     ok: bool,
 }
 
@@ -261,7 +291,7 @@ impl Drop for InFlight {
         let nanos = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         c.busy_nanos.fetch_add(nanos, Relaxed);
         if self.ok {
-            c.ok_by_role[self.role.index()].fetch_add(1, Relaxed);
+            c.ok_by_role.of(self.role).fetch_add(1, Relaxed);
         }
     }
 }
@@ -344,10 +374,10 @@ mod tests {
     #[test]
     fn slots_counts_and_reset() {
         let c = Arc::new(Counters::default());
-        c.request(Role::Judge);
-        let mut a = c.try_enter(2, Role::Judge).unwrap();
-        let b = c.try_enter(2, Role::Judge).unwrap();
-        assert!(c.try_enter(2, Role::Judge).is_none());
+        c.request(Some(Role::Judge));
+        let mut a = c.try_enter(2, Some(Role::Judge)).unwrap();
+        let b = c.try_enter(2, Some(Role::Judge)).unwrap();
+        assert!(c.try_enter(2, Some(Role::Judge)).is_none());
         a.complete_ok();
         drop(a);
         drop(b);

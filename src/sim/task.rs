@@ -22,79 +22,20 @@ pub use super::options::STRATEGY_NAMES;
 use super::options::{ReasoningField, SimOptions};
 use super::rng::SimRng;
 use super::text::filler;
+use crate::role::Role;
 
-/// Agent roles, from the `x-tmas-role` header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
-    Solution,
-    Verification,
-    Summary,
-    Experience,
-    Guideline,
-    Judge,
-    /// Missing or unknown role: a short generic reply.
-    Other,
-    /// Hybrid-RL novelty judge: is the response's strategy in the guideline bank?
-    GuidelineJudge,
-    /// Self-Refine's feedback on its own solution.
-    Critique,
-    /// RSE's extractor.
-    Extraction,
-    /// Embeddings of bank items (`POST /v1/embeddings`, see [`embedding`]).
-    Embedding,
+/// The role a request's `x-tmas-role` header names; `None` when the value is no role's
+/// name (such a request gets a short generic reply and is counted as [`OTHER`]).
+pub fn role_of_header(value: &str) -> Option<Role> {
+    Role::from_label(value.trim())
 }
 
-impl Role {
-    pub const ALL: [Role; 11] = [
-        Role::Solution,
-        Role::Verification,
-        Role::Summary,
-        Role::Experience,
-        Role::Guideline,
-        Role::Judge,
-        Role::Other,
-        Role::GuidelineJudge,
-        Role::Critique,
-        Role::Extraction,
-        Role::Embedding,
-    ];
+/// How the stats and replies name the requests whose header names no role.
+pub const OTHER: &str = "other";
 
-    pub fn from_header(v: &str) -> Role {
-        match v.trim() {
-            "solution" => Role::Solution,
-            "verification" => Role::Verification,
-            "summary" => Role::Summary,
-            "experience" => Role::Experience,
-            "guideline" => Role::Guideline,
-            "judge" => Role::Judge,
-            "guideline_judge" => Role::GuidelineJudge,
-            "critique" => Role::Critique,
-            "extraction" => Role::Extraction,
-            "embedding" => Role::Embedding,
-            _ => Role::Other,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Solution => "solution",
-            Role::Verification => "verification",
-            Role::Summary => "summary",
-            Role::Experience => "experience",
-            Role::Guideline => "guideline",
-            Role::Judge => "judge",
-            Role::Other => "other",
-            Role::GuidelineJudge => "guideline_judge",
-            Role::Critique => "critique",
-            Role::Extraction => "extraction",
-            Role::Embedding => "embedding",
-        }
-    }
-
-    /// Dense index for counters.
-    pub fn index(self) -> usize {
-        self as usize
-    }
+/// The name of a request's role in the stats and replies.
+pub fn role_label(role: Option<Role>) -> &'static str {
+    role.map_or(OTHER, Role::as_str)
 }
 
 /// A generated reply before transport concerns (truncation, streaming).
@@ -104,10 +45,11 @@ pub struct Reply {
     pub reasoning: String,
 }
 
-/// Generates the reply of `role` for `prompt` (all message texts joined).
-/// `unparseable_score` is the fault that drops a verification's boxed score.
+/// Generates the reply of `role` for `prompt` (all message texts joined); `None` is a
+/// request that named no role. `unparseable_score` is the fault that drops a
+/// verification's boxed score.
 pub fn generate(
-    role: Role,
+    role: Option<Role>,
     problem: &Problem,
     prompt: &str,
     opts: &SimOptions,
@@ -115,7 +57,23 @@ pub fn generate(
     unparseable_score: bool,
 ) -> Reply {
     let t = &opts.task;
-    let mut content =
+    let Some(role) = role else {
+        let chat_roles: Vec<&str> = Role::ALL
+            .into_iter()
+            .filter(|r| !r.is_embedding())
+            .map(Role::as_str)
+            .collect();
+        return finish(
+            format!(
+                "This is the TMAS simulator; send an x-tmas-role header ({}) to get a \
+                 modelled reply.",
+                chat_roles.join(", ")
+            ),
+            OTHER,
+            opts,
+        );
+    };
+    let content =
         match role {
             Role::Solution if proofs::asks_for_proof(prompt) => proofs::as_proof(
                 replies::solution(problem, prompt, t, opts.solution_bytes, rng),
@@ -135,15 +93,16 @@ pub fn generate(
             Role::Embedding => "The embedding role's calls go to /v1/embeddings, not to chat \
                         completions."
                 .to_owned(),
-            Role::Other => "This is the TMAS simulator; send an x-tmas-role header \
-                        (solution, verification, summary, experience, guideline, judge, \
-                        guideline_judge, critique, extraction) \
-                        to get a modelled reply."
-                .to_owned(),
         };
+    finish(content, role.as_str(), opts)
+}
+
+/// The reply: `content`, with the reasoning the options ask for (in its own field or
+/// inline in a think block).
+fn finish(mut content: String, role: &str, opts: &SimOptions) -> Reply {
     let mut reasoning = String::new();
     if opts.reasoning_bytes > 0 {
-        let head = format!("Thinking about the {} task. ", role.as_str());
+        let head = format!("Thinking about the {role} task. ");
         let fill = filler(opts.reasoning_bytes.saturating_sub(head.len()));
         reasoning = head + &fill;
         if opts.reasoning_field == ReasoningField::None {

@@ -18,10 +18,10 @@
 
 use std::sync::Arc;
 
-use crate::config::Role;
 use crate::method::parse::strip_think;
 use crate::method::{TmasOutcome, call_key};
 use crate::record::ProblemRecord;
+use crate::role::Role;
 
 pub use crate::method::result::{Field, TextRef};
 

@@ -272,7 +272,7 @@ async fn unparseable_verifier_scores_are_reasked_until_every_candidate_has_m_sco
     let mut opts = sim_options(5);
     opts.faults = FaultRates {
         unparseable_score: 0.3,
-        roles: vec!["verification".into()],
+        roles: vec![tmas::role::Role::Verification],
         ..FaultRates::default()
     };
     let (n, m, t, p) = (3u64, 3u64, 2u64, 4u64);

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::config::Role;
+use crate::role::Role;
 
 /// One call's place in a problem's dependency graph and its latency.
 #[derive(Debug, Clone, PartialEq)]

@@ -233,7 +233,7 @@ fn soak_config(
         config.endpoints.insert((*name).into(), endpoint);
     }
     for role in super::super::TMAS_ROLES {
-        let r = config.roles.get_mut(role);
+        let r = &mut config.roles[role];
         r.max_tokens = 65_536;
         r.pool_size = Some(cap);
     }

@@ -42,7 +42,7 @@ fn env_reaches_nested_tables_and_ignores_other_tmas_vars() {
         ("TMAS_RUN__DATASET", "data/x.jsonl"),
     ];
     let c = load_layers("", &env, &[]).expect("loads");
-    assert_eq!(c.roles.solution.temperature, 0.7);
+    assert_eq!(c.roles[Role::Solution].temperature, 0.7);
     assert_eq!(c.endpoints["local"].max_in_flight, 16);
     assert_eq!(
         c.run.dataset.as_deref(),

@@ -63,7 +63,7 @@ fn groups_are_named_by_role() {
             .expect("role group");
         g.1.iter().map(|s| s.to_string()).collect()
     };
-    assert_eq!(cc.groups.len(), crate::config::Role::ALL.len());
+    assert_eq!(cc.groups.len(), crate::role::Role::ALL.len());
     assert_eq!(
         group("solution"),
         ["a", "b"],
@@ -191,10 +191,10 @@ fn tmas_params_follow_the_config() {
     assert_eq!((p.n, p.m, p.iterations, p.seed), (3, 2, 20, 11));
     assert_eq!(p.max_rollouts, Some(5));
     assert_eq!(p.max_verification_attempts, 4, "derived 2 × M");
-    assert_eq!(p.roles.summary.sampling.temperature, 0.3);
-    assert_eq!(p.roles.judge.sampling.max_tokens, 32_768);
+    assert_eq!(p.roles[Role::Summary].sampling.temperature, 0.3);
+    assert_eq!(p.roles[Role::Judge].sampling.max_tokens, 32_768);
     assert!(
-        !p.roles.solution.stream,
+        !p.roles[Role::Solution].stream,
         "endpoints default to stream = false"
     );
     c.endpoints.get_mut("b").expect("b").stream = true;

@@ -11,13 +11,17 @@ fn minimal_config_has_the_paper_defaults() {
     assert_eq!(c.run.max_concurrent_problems, 100);
     assert_eq!(c.run.admission, AdmissionKind::Fixed);
     assert_eq!(c.run.call_priority, CallPriority::LeastProgressFirst);
-    assert_eq!(c.roles.solution.temperature, 1.0);
-    assert_eq!(c.roles.verification.temperature, 1.0);
-    for r in [&c.roles.summary, &c.roles.experience, &c.roles.guideline] {
+    assert_eq!(c.roles[Role::Solution].temperature, 1.0);
+    assert_eq!(c.roles[Role::Verification].temperature, 1.0);
+    for r in [
+        &c.roles[Role::Summary],
+        &c.roles[Role::Experience],
+        &c.roles[Role::Guideline],
+    ] {
         assert_eq!(r.temperature, 0.6);
         assert_eq!(r.max_tokens, 128_000);
     }
-    assert_eq!(c.roles.solution.top_p, 0.95);
+    assert_eq!(c.roles[Role::Solution].top_p, 0.95);
     assert_eq!(c.judge.repeats, 4);
     assert_eq!(c.endpoints["local"].context_window, 131_072);
     // Derived defaults are written in.
@@ -28,9 +32,10 @@ fn minimal_config_has_the_paper_defaults() {
 #[test]
 fn partial_role_table_keeps_that_roles_defaults() {
     let c = load_text("[roles.summary]\ntop_p = 0.9\n").expect("loads");
-    assert_eq!(c.roles.summary.top_p, 0.9);
+    assert_eq!(c.roles[Role::Summary].top_p, 0.9);
     assert_eq!(
-        c.roles.summary.temperature, 0.6,
+        c.roles[Role::Summary].temperature,
+        0.6,
         "role-specific default kept"
     );
 }

@@ -25,6 +25,10 @@ fn unknown_keys_are_rejected_with_their_path() {
 
     let errs = load_text("[roles.critic]\ntemperature = 1.0\n").expect_err("unknown role");
     assert!(errs.has_path("roles.critic"), "{errs}");
+    let i = errs.iter().next().expect("one issue");
+    assert!(i.message.contains("unknown role `critic`"), "{i}");
+    assert!(i.message.contains("critique"), "{i}");
+    assert!(i.origin.starts_with("t.toml:1:"), "{i}");
 }
 
 #[test]

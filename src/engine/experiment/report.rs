@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::{ExperimentPlan, PlannedVariant};
-use crate::config::{Config, Role};
+use crate::config::Config;
 use crate::engine::run_dir::{ProblemRecord, RunDir, RunSummaryFile, write_atomic};
 use crate::eval::analyses::guidelines::{sweep_chart, sweep_text};
 use crate::eval::analyses::{Analyses, ProblemRun};
@@ -37,6 +37,7 @@ use crate::eval::chart::{
 };
 use crate::eval::pass_at_1::PassAt1Table;
 use crate::method::CallCounts;
+use crate::role::Role;
 
 /// Per-problem means of one iteration.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -18,7 +18,7 @@ use crate::method::parse::last_boxed;
 use crate::method::rng::DecisionRng;
 use crate::sim::options::SimOptions;
 use crate::sim::rng::{SimRng, hash_str};
-use crate::sim::task::{Problem, Role as SimRole, generate};
+use crate::sim::task::{Problem, generate};
 
 fn ok(content: &str) -> CallOutcome {
     Ok(ChatResponse {
@@ -84,7 +84,7 @@ impl Run {
         }
         self.calls
             .iter()
-            .filter(|c| c.key.role.as_ref() == role.as_str())
+            .filter(|c| Role::from_label(&c.key.role) == Some(role))
             .count()
     }
 }
@@ -579,7 +579,7 @@ fn sim_run(p: BaselineParams, ids: &[&str]) -> (Vec<f64>, usize) {
             let mut rng = SimRng::new(hash_str(7, &spec.key.to_string()));
             let prompt = spec.request.messages[0].content.flatten();
             let r = generate(
-                SimRole::from_header(&spec.key.role),
+                Role::from_label(&spec.key.role),
                 &problem,
                 &prompt,
                 &opts,

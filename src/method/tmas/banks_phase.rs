@@ -7,10 +7,10 @@ use tmas_actors::wire::PromptText;
 
 use super::render::{self, Rollout};
 use super::{IterationState, TmasStrategy};
-use crate::config::Role;
 use crate::method::banks::{EXPERIENCE_BANK, GUIDELINE_BANK};
 use crate::method::parse::{parse_experience_reply, parse_guideline_reply};
 use crate::method::result::{BankUpdateRecord, FailureRecord, UnusableReply};
+use crate::role::Role;
 
 /// How much of an unreadable memory-agent reply is logged: enough to see what the model
 /// wrote (prose, a cut-off object, broken escapes) without flooding the log.

@@ -7,13 +7,13 @@ use std::sync::Arc;
 use tmas_actors::strategy::CallOutcome;
 use tmas_actors::wire::PromptText;
 
-use crate::config::Role;
 use crate::method::call_key::call_key;
 use crate::method::parse::{parse_score, visible_text};
 use crate::method::result::{
     Branch, CandidateResult, CandidateStatus, Field, PromptMode, TextRef, UnusableReply,
     VerificationRecord, VerificationStatus, is_fully_verified,
 };
+use crate::role::Role;
 
 /// What the candidate needs after an outcome.
 #[derive(Debug, PartialEq, Eq)]

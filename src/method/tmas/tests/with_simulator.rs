@@ -9,9 +9,10 @@ use tmas_actors::strategy::CallSpec;
 use super::harness::{Driver, ok, params};
 use crate::method::parse::{last_boxed, strip_think};
 use crate::method::result::{TmasOutcome, UnusableReply};
+use crate::role::Role;
 use crate::sim::options::SimOptions;
 use crate::sim::rng::{SimRng, hash_str};
-use crate::sim::task::{Problem, Role, generate};
+use crate::sim::task::{Problem, generate};
 
 fn run_problem(id: &'static str, epsilon: f64, inline_think: bool) -> (TmasOutcome, Problem) {
     let mut opts = SimOptions::default();
@@ -30,7 +31,7 @@ fn run_problem(id: &'static str, epsilon: f64, inline_think: bool) -> (TmasOutco
             .join("\n");
         let mut rng = SimRng::new(hash_str(7, &spec.key.to_string()));
         let r = generate(
-            Role::from_header(&spec.key.role),
+            Role::from_label(&spec.key.role),
             &problem,
             &prompt,
             &opts,
