@@ -2,22 +2,12 @@
 //! measured in the same run and writes them as JSON under `bench-results/`.
 
 use crate::config::Config;
-use crate::role::Role;
 
 pub mod client;
 pub mod eval;
 pub mod schedule;
 pub mod sim_process;
 pub mod soak;
-
-/// The roles TMAS calls: the ones a benchmark sizes (pool and `max_tokens`).
-const TMAS_ROLES: [Role; 5] = [
-    Role::Solution,
-    Role::Verification,
-    Role::Summary,
-    Role::Experience,
-    Role::Guideline,
-];
 
 /// A benchmark's config built in code, with its derived defaults filled in and every
 /// rule `tmas run` applies to a loaded config checked (`label` names it in errors).

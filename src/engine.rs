@@ -626,13 +626,15 @@ async fn finish(closing: Closing, driven: Driven) -> anyhow::Result<RunResult> {
     })
 }
 
-/// The runner's roles, admission and call priority for `config` (also what
-/// `tmas bench eval` hands its scheduling model). Text on spans is the run's observer
-/// option ([`observe::trace_content`]), set by the caller.
+/// The runner's roles (a pool for each role the method calls), admission and call
+/// priority for `config` (also what `tmas bench eval` hands its scheduling model). Text
+/// on spans is the run's observer option ([`observe::trace_content`]), set by the caller.
 pub fn runner_settings(config: &Config) -> RunnerSettings {
-    let roles = Role::METHOD
-        .into_iter()
-        .map(|role| {
+    let roles = config
+        .method
+        .roles()
+        .iter()
+        .map(|&role| {
             let workers = config
                 .role(role)
                 .pool_size
@@ -686,11 +688,19 @@ mod tests {
         assert_eq!(s.iterations, Some(3));
         assert!(!s.trace_content, "the observer's option, set by the caller");
         s.validate().expect("valid runner settings");
-        // One pool per method role, in stage order; only the guideline runs beside the
+        // One pool per role TMAS calls, in stage order; only the guideline runs beside the
         // role before it (experience).
         let labels: Vec<&str> = s.roles.iter().map(|r| &*r.role).collect();
-        let expected: Vec<&str> = Role::METHOD.iter().map(|r| r.as_str()).collect();
-        assert_eq!(labels, expected);
+        assert_eq!(
+            labels,
+            [
+                "solution",
+                "verification",
+                "summary",
+                "experience",
+                "guideline"
+            ]
+        );
         let beside: Vec<&str> = s
             .roles
             .iter()
@@ -698,12 +708,14 @@ mod tests {
             .map(|r| &*r.role)
             .collect();
         assert_eq!(beside, [Role::Guideline.as_str()]);
-        let before = Role::METHOD
+        // A baseline's run has the pools of its own roles only.
+        config.method.name = crate::config::MethodName::SelfRefine;
+        let labels: Vec<String> = runner_settings(&config)
+            .roles
             .iter()
-            .position(|r| *r == Role::Guideline)
-            .and_then(|i| i.checked_sub(1))
-            .map(|i| Role::METHOD[i]);
-        assert_eq!(before, Some(Role::Experience));
+            .map(|r| r.role.to_string())
+            .collect();
+        assert_eq!(labels, ["solution", "critique"]);
         config.run.admission = AdmissionKind::Fixed;
         assert_eq!(
             runner_settings(&config).admission,

@@ -4,7 +4,8 @@
 //!
 //! It is the lowest module of the crate because the simulator (the lowest layer that
 //! does more than measure the process) already names roles: it reads them from the
-//! `x-tmas-role` header.
+//! `x-tmas-role` header. Which roles a run calls is not decided here: each method declares
+//! its own (`MethodConfig::roles` in `crate::method::from_config`).
 //!
 //! The runtime (`tmas-actors`) knows no TMAS roles: it schedules pools and tags calls by
 //! an opaque label (`CallKey::role`, `RoleSettings::role`, the `x-tmas-role` header), which
@@ -53,20 +54,6 @@ impl Role {
         Role::Guideline,
         Role::Judge,
         Role::GuidelineJudge,
-        Role::Critique,
-        Role::Extraction,
-        Role::Embedding,
-    ];
-
-    /// The roles the methods call, in stage order: the actor runtime's role pools and the
-    /// columns of per-role reports. (The judges are the evaluation's: they call the store
-    /// executor directly.)
-    pub const METHOD: [Role; 8] = [
-        Role::Solution,
-        Role::Verification,
-        Role::Summary,
-        Role::Experience,
-        Role::Guideline,
         Role::Critique,
         Role::Extraction,
         Role::Embedding,

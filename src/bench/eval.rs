@@ -608,7 +608,7 @@ fn bench_config(
         sim.context_window = 16_777_216;
         config.endpoints.insert(name, sim);
     }
-    for role in super::TMAS_ROLES {
+    for &role in config.method.roles() {
         // max_tokens only has to let the padded replies through (the simulator cuts a
         // reply at max_tokens × 4 bytes).
         let r = &mut config.roles[role];

@@ -50,7 +50,11 @@ fn check(
 ) -> anyhow::Result<u8> {
     match config::load(file, env, set) {
         Ok(cfg) => {
-            for w in cfg.warnings(env) {
+            for w in cfg
+                .warnings(env)
+                .into_iter()
+                .chain(cfg.endpoint_sharing_issues())
+            {
                 writeln!(err, "warning: {w}")?;
             }
             let text = cfg.to_toml_string()?;

@@ -194,47 +194,21 @@ impl Config {
 }
 
 impl Config {
-    /// Warnings about the embeddings setup: `rse_dedup` set for a method that ignores it,
-    /// and an endpoint asked for both chat completions and embeddings (a vLLM or SGLang
-    /// server serves one model, so one of the two kinds of call would fail; the
-    /// simulator answers both).
-    fn embedding_issues(&self) -> Vec<ConfigIssue> {
+    /// A warning when `rse_dedup` is set for a method that ignores it. (Whether an endpoint
+    /// would get both chat and embeddings calls depends on the roles the method calls:
+    /// `Config::endpoint_sharing_issues`, in the method layer.)
+    fn embedding_issues(&self) -> Option<ConfigIssue> {
         let m = &self.method;
-        if m.rse_dedup == super::RseDedup::Embeddings && !m.uses_embeddings() {
-            return vec![ConfigIssue::new(
+        (m.rse_dedup == super::RseDedup::Embeddings && !m.uses_embeddings()).then(|| {
+            ConfigIssue::new(
                 "",
                 "method.rse_dedup",
                 format!(
                     "has no effect with method.name = \"{}\" (only rse de-duplicates by embeddings)",
                     m.name.as_str()
                 ),
-            )];
-        }
-        if !m.uses_embeddings() {
-            return Vec::new();
-        }
-        // The chat roles RSE calls.
-        let chat: Vec<String> = [Role::Solution, Role::Extraction]
-            .into_iter()
-            .flat_map(|r| self.role_endpoints(r))
-            .collect();
-        self.role_endpoints(Role::Embedding)
-            .into_iter()
-            .filter(|e| chat.contains(e))
-            .filter(|e| self.endpoints.get(e).is_some_and(|c| !c.is_embedded_sim()))
-            .map(|e| {
-                ConfigIssue::new(
-                    "",
-                    "roles.embedding.group",
-                    format!(
-                        "endpoint `{e}` serves the embedding role and chat roles too; a vLLM \
-                         or SGLang server serves one model: point roles.embedding.group at a \
-                         group of embeddings servers (and keep them out of the chat roles' \
-                         groups)"
-                    ),
-                )
-            })
-            .collect()
+            )
+        })
     }
 
     /// A warning when the LLM judge would be served by the same endpoint and model as the

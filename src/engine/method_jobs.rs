@@ -9,7 +9,7 @@ use tmas_actors::bank::BankInit;
 use tmas_actors::runner::ProblemJob;
 use tmas_actors::strategy::Strategy;
 
-use crate::config::{Config, MethodName};
+use crate::config::Config;
 use crate::eval::dataset::Problem;
 use crate::eval::equivalence::{self, Outcome};
 use crate::eval::extract::last_boxed;
@@ -31,18 +31,6 @@ impl AnswerRule for RuleCheck {
 
     fn same(&self, a: &str, b: &str) -> bool {
         equivalence::check(a, b).outcome == Outcome::Equivalent
-    }
-}
-
-/// The baseline of `name`, or `None` for TMAS.
-pub fn baseline_kind(name: MethodName) -> Option<BaselineKind> {
-    match name {
-        MethodName::Tmas => None,
-        MethodName::MajorityVote => Some(BaselineKind::MajorityVote),
-        MethodName::SelfRefine => Some(BaselineKind::SelfRefine),
-        MethodName::VerifyRefine => Some(BaselineKind::VerifyRefine),
-        MethodName::Pacore => Some(BaselineKind::Pacore),
-        MethodName::Rse => Some(BaselineKind::Rse),
     }
 }
 
@@ -74,7 +62,7 @@ pub enum JobFactory {
 
 impl JobFactory {
     pub fn new(config: &Config, prompts: Arc<PromptSet>) -> Self {
-        match baseline_kind(config.method.name) {
+        match BaselineKind::of(config.method.name) {
             None => JobFactory::Tmas(
                 // The run store keeps every reply, and the results writer puts released
                 // texts back before judging.
@@ -142,18 +130,4 @@ impl JobFactory {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A run's TMAS problems hold only the iterations their prompts still quote: the run
-    /// store keeps every reply and the results writer reads the rest back to judge.
-    #[test]
-    fn tmas_jobs_of_a_run_let_go_of_the_texts_the_store_holds() {
-        let prompts = Arc::new(PromptSet::builtin().expect("built-in prompts"));
-        match JobFactory::new(&Config::default(), prompts) {
-            JobFactory::Tmas(params, _) => assert!(params.release_texts),
-            JobFactory::Baseline(..) => panic!("the default method is TMAS"),
-        }
-        assert!(!Config::default().tmas_params().release_texts);
-    }
-}
+mod tests;

@@ -123,28 +123,10 @@ fn check_output(out: &Path) -> Result<(), String> {
     }
 }
 
-/// The roles `tmas run` sends calls for (the method's five, then the answer judge).
-const RUN_ROLES: [Role; 6] = [
-    Role::Solution,
-    Role::Verification,
-    Role::Summary,
-    Role::Experience,
-    Role::Guideline,
-    Role::Judge,
-];
-
-/// [`RUN_ROLES`] plus the roles of its own the configured baseline calls.
-fn run_roles(config: &Config) -> Vec<Role> {
-    let mut roles = RUN_ROLES.to_vec();
-    match config.method.name {
-        crate::config::MethodName::SelfRefine => roles.push(Role::Critique),
-        crate::config::MethodName::Rse => roles.push(Role::Extraction),
-        _ => {}
-    }
-    if config.method.uses_embeddings() {
-        roles.push(Role::Embedding);
-    }
-    roles
+/// The roles `tmas run` sends calls for: the ones its method declares, then the answer
+/// judge.
+fn run_roles(config: &Config) -> impl Iterator<Item = Role> {
+    config.method.roles().iter().copied().chain([Role::Judge])
 }
 
 /// Which kinds of call the run sends to one endpoint.
@@ -711,6 +693,42 @@ group = "judging"
         // Not without embeddings.
         config.method.rse_dedup = crate::config::RseDedup::Jaccard;
         assert!(!endpoint_uses(&config).contains_key("emb"));
+    }
+
+    /// The roles probed are the ones the configured method declares (and the judge's).
+    #[test]
+    fn endpoints_of_roles_the_method_never_calls_are_not_checked() {
+        let text = r#"
+[endpoints.gen]
+base_url = "http://127.0.0.1:8000/v1"
+model = "big"
+[endpoints.check]
+base_url = "http://127.0.0.1:8001/v1"
+model = "small"
+[groups]
+gen = ["gen"]
+check = ["check"]
+[roles.solution]
+group = "gen"
+[roles.verification]
+group = "check"
+[roles.summary]
+group = "gen"
+[roles.experience]
+group = "gen"
+[roles.guideline]
+group = "gen"
+[roles.judge]
+group = "gen"
+[roles.critique]
+group = "gen"
+"#;
+        let mut config = Config::from_toml_str(text, "t").expect("valid");
+        assert_eq!(endpoints_in_use(&config), ["check", "gen"]);
+        config.method.name = crate::config::MethodName::SelfRefine;
+        assert_eq!(endpoints_in_use(&config), ["gen"]);
+        config.method.name = crate::config::MethodName::VerifyRefine;
+        assert_eq!(endpoints_in_use(&config), ["check", "gen"]);
     }
 
     #[test]

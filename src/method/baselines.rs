@@ -28,7 +28,7 @@ use tmas_actors::strategy::{
 };
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, EmbeddingRequest};
 
-use crate::config::RseDedup;
+use crate::config::{MethodName, RseDedup};
 use crate::method::call_key::call_key;
 use crate::method::params::{RoleCall, RoleCalls};
 use crate::method::parse::visible_text;
@@ -53,6 +53,32 @@ pub enum BaselineKind {
     VerifyRefine,
     Pacore,
     Rse,
+}
+
+impl BaselineKind {
+    /// The baseline `method.name` names, or `None` for TMAS.
+    pub fn of(name: MethodName) -> Option<Self> {
+        match name {
+            MethodName::Tmas => None,
+            MethodName::MajorityVote => Some(BaselineKind::MajorityVote),
+            MethodName::SelfRefine => Some(BaselineKind::SelfRefine),
+            MethodName::VerifyRefine => Some(BaselineKind::VerifyRefine),
+            MethodName::Pacore => Some(BaselineKind::Pacore),
+            MethodName::Rse => Some(BaselineKind::Rse),
+        }
+    }
+
+    /// The roles the baseline calls (RSE's depend on how it de-duplicates), as each
+    /// method's module declares them.
+    pub fn roles(self, rse_dedup: RseDedup) -> &'static [Role] {
+        match self {
+            BaselineKind::MajorityVote => majority_vote::ROLES,
+            BaselineKind::SelfRefine => self_refine::ROLES,
+            BaselineKind::VerifyRefine => verify_refine::ROLES,
+            BaselineKind::Pacore => pacore::ROLES,
+            BaselineKind::Rse => rse::roles(rse_dedup),
+        }
+    }
 }
 
 /// Decides whether two final answers are the same (MV's grouping). The evaluation's rule

@@ -219,6 +219,21 @@ impl CallCounts {
         }
     }
 
+    /// The calls of `role` counted (0 for the judges, which are not the method's).
+    pub fn of(&self, role: Role) -> u32 {
+        match role {
+            Role::Solution => self.solution,
+            Role::Verification => self.verification,
+            Role::Summary => self.summary,
+            Role::Experience => self.experience,
+            Role::Guideline => self.guideline,
+            Role::Critique => self.critique,
+            Role::Extraction => self.extraction,
+            Role::Embedding => self.embedding,
+            Role::Judge | Role::GuidelineJudge => 0,
+        }
+    }
+
     /// Adds one answered call's tokens, keeping count of the estimated ones.
     pub fn add_tokens(&mut self, t: CallTokens) {
         self.prompt_tokens += t.prompt;

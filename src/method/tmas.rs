@@ -72,6 +72,16 @@ pub struct TmasStrategy {
 }
 
 impl TmasStrategy {
+    /// The roles TMAS calls: per candidate a solution, its verifications and its
+    /// summary, then the experience and guideline agents' bank updates.
+    pub const ROLES: &'static [Role] = &[
+        Role::Solution,
+        Role::Verification,
+        Role::Summary,
+        Role::Experience,
+        Role::Guideline,
+    ];
+
     pub fn new(
         problem: ProblemInput,
         params: Arc<TmasParams>,

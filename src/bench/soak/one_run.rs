@@ -232,7 +232,7 @@ fn soak_config(
         endpoint.context_window = 16_777_216;
         config.endpoints.insert((*name).into(), endpoint);
     }
-    for role in super::super::TMAS_ROLES {
+    for &role in config.method.roles() {
         let r = &mut config.roles[role];
         r.max_tokens = 65_536;
         r.pool_size = Some(cap);

@@ -127,7 +127,7 @@ fn warnings_cover_unset_keys_and_clamped_max_tokens() {
 }
 
 #[test]
-fn embeddings_setups_that_cannot_work_as_meant_are_warned_about() {
+fn rse_dedup_set_for_a_method_that_ignores_it_is_warned_about() {
     let warned = |extra: &str, path: &str| {
         let c = Config::from_toml_str(&format!("{TWO}\n{extra}"), "t").expect("valid");
         c.warnings(&env(&[("TEST_KEY_A", "k")]))
@@ -136,24 +136,13 @@ fn embeddings_setups_that_cannot_work_as_meant_are_warned_about() {
             .map(|i| i.message)
             .collect::<Vec<_>>()
     };
-    // Set for a method that ignores it.
     let w = warned("[method]\nrse_dedup = \"embeddings\"", "method.rse_dedup");
     assert!(
         w[0].contains("no effect with method.name = \"tmas\""),
         "{w:?}"
     );
-    // RSE on the default group: endpoint `a` (a real server) would get both kinds of
-    // call; `b` is the simulator, which answers both.
     let rse = "[method]\nname = \"rse\"\nrse_dedup = \"embeddings\"";
-    let w = warned(rse, "roles.embedding.group");
-    assert_eq!(w.len(), 1, "{w:?}");
-    assert!(
-        w[0].contains("endpoint `a` serves the embedding role"),
-        "{w:?}"
-    );
-    // Its own group (the simulator only): nothing to warn about.
-    let own = format!("{rse}\n[roles.embedding]\ngroup = \"fast\"");
-    assert!(warned(&own, "roles.embedding.group").is_empty());
+    assert!(warned(rse, "method.rse_dedup").is_empty());
 }
 
 #[test]

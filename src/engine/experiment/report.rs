@@ -36,8 +36,7 @@ use crate::eval::chart::{
     Series, XySeries, write_line_chart, write_pass_at_1_chart, write_pass_at_1_xy_chart,
 };
 use crate::eval::pass_at_1::PassAt1Table;
-use crate::method::CallCounts;
-use crate::role::Role;
+use crate::role::{PerRole, Role};
 
 /// Per-problem means of one iteration.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -100,20 +99,10 @@ impl VariantReport {
     }
 }
 
-/// The roles in column order.
-const ROLES: [Role; Role::METHOD.len()] = Role::METHOD;
-
-fn role_calls(c: &CallCounts) -> [u32; Role::METHOD.len()] {
-    [
-        c.solution,
-        c.verification,
-        c.summary,
-        c.experience,
-        c.guideline,
-        c.critique,
-        c.extraction,
-        c.embedding,
-    ]
+/// The roles with columns of their own: every role some method calls, in [`Role::ALL`]
+/// order.
+fn method_roles() -> impl Iterator<Item = Role> {
+    Role::ALL.into_iter().filter(|r| !r.is_judge())
 }
 
 /// Reads one variant's run directory.
@@ -201,15 +190,15 @@ fn budget(records: &[ProblemRecord], pass: &[f64]) -> Vec<IterationBudget> {
             pass_at_1: pass.get(t).copied(),
             ..IterationBudget::default()
         };
-        let mut roles = [0u64; Role::METHOD.len()];
+        let mut roles = PerRole::from_fn(|_| 0u64);
         for r in records {
             let Some(it) = r.outcome.iterations.get(t) else {
                 continue;
             };
-            for (slot, v) in roles.iter_mut().zip(role_calls(&it.calls)) {
-                *slot += u64::from(v);
+            for (role, slot) in roles.iter_mut() {
+                *slot += u64::from(it.calls.of(role));
             }
-            for role in ROLES.map(Role::as_str) {
+            for role in method_roles().map(Role::as_str) {
                 if let Some(t) = it.tokens_by_role.get(role) {
                     let e = b.tokens_by_role.entry(role).or_default();
                     e.0 += t.prompt_tokens as f64 / n;
@@ -229,9 +218,9 @@ fn budget(records: &[ProblemRecord], pass: &[f64]) -> Vec<IterationBudget> {
         b.estimated_completion_tokens /= n;
         cumulative += b.completion_tokens;
         b.cumulative_completion_tokens = cumulative;
-        for (role, v) in ROLES.map(Role::as_str).into_iter().zip(roles) {
+        for (role, &v) in roles.iter() {
             if v > 0 {
-                b.calls_by_role.insert(role, v as f64 / n);
+                b.calls_by_role.insert(role.as_str(), v as f64 / n);
             }
         }
         out.push(b);
@@ -549,7 +538,7 @@ fn comparison_csv(variants: &[VariantReport], columns: &[usize]) -> String {
 
 fn budget_csv_text(variants: &[VariantReport]) -> String {
     let mut out = String::from("variant,iteration,pass_at_1,calls");
-    for r in ROLES {
+    for r in method_roles() {
         let r = r.as_str();
         let _ = write!(out, ",{r}_calls,{r}_prompt_tokens,{r}_completion_tokens");
     }
@@ -567,7 +556,7 @@ fn budget_csv_text(variants: &[VariantReport]) -> String {
                 b.iteration,
                 b.calls
             );
-            for r in ROLES {
+            for r in method_roles() {
                 let (prompt, completion) = b
                     .tokens_by_role
                     .get(r.as_str())
@@ -697,7 +686,9 @@ mod tests {
     use super::*;
     use crate::eval::judge::JudgeRecord;
     use crate::method::baselines::candidate;
-    use crate::method::{IterationResult, ProblemInput, PromptMode, StopReason, TmasOutcome};
+    use crate::method::{
+        CallCounts, IterationResult, ProblemInput, PromptMode, StopReason, TmasOutcome,
+    };
     use tmas_actors::wire::{ChatResponse, Usage};
 
     fn record(id: &str, iterations: &[(u64, &[&str], Option<u32>)]) -> ProblemRecord {

@@ -8,6 +8,9 @@
 use super::{Ctx, IterationEnd, Method, Replies, Req, Role, Step, candidate, reply_of};
 use crate::method::result::{CandidateResult, PromptMode};
 
+/// The roles MV calls: its k samples.
+pub const ROLES: &[Role] = &[Role::Solution];
+
 pub struct MajorityVote;
 
 impl Method for MajorityVote {

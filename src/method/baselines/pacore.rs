@@ -17,6 +17,9 @@ use crate::method::prompts::TemplateKind;
 use crate::method::result::{CandidateResult, PromptMode};
 use crate::method::rng::DecisionRng;
 
+/// The roles PaCoRe calls: each round's trajectories.
+pub const ROLES: &[Role] = &[Role::Solution];
+
 #[derive(Default)]
 pub struct Pacore {
     /// The latest round's messages, in candidate order.

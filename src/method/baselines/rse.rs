@@ -54,6 +54,16 @@ use tmas_actors::strategy::BankVersion;
 
 pub mod cosine;
 
+/// The roles RSE calls under `dedup`: the attempts, from the second iteration on the
+/// extractions of the previous ones and, with embeddings, one embeddings call of their
+/// items.
+pub fn roles(dedup: RseDedup) -> &'static [Role] {
+    match dedup {
+        RseDedup::Jaccard => &[Role::Solution, Role::Extraction],
+        RseDedup::Embeddings => &[Role::Solution, Role::Extraction, Role::Embedding],
+    }
+}
+
 /// Prefix of a proposition item in the bank.
 pub const PROPOSITION_PREFIX: &str = "Proposition: ";
 /// Prefix of a pitfall item in the bank.

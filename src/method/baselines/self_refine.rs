@@ -15,6 +15,10 @@ use crate::method::result::{CandidateResult, PromptMode};
 
 const NO_FEEDBACK: &str = "(no feedback available: the feedback call failed)";
 
+/// The roles Self-Refine calls: the solutions, and from the second iteration on the
+/// feedback on each chain's previous one.
+pub const ROLES: &[Role] = &[Role::Solution, Role::Critique];
+
 #[derive(Default)]
 pub struct SelfRefine {
     /// Each chain's latest solution.

@@ -18,6 +18,9 @@ use crate::method::result::{CandidateResult, PromptMode, VerificationRecord, Ver
 
 const NO_REPORTS: &str = "(no reviewer reports are available)";
 
+/// The roles Verify-Refine calls: the (corrected) solutions and their verifications.
+pub const ROLES: &[Role] = &[Role::Solution, Role::Verification];
+
 #[derive(Default)]
 pub struct VerifyRefine {
     /// Each chain's latest solution and the rendered reports on it.
