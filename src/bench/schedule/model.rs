@@ -19,16 +19,22 @@ use tmas_actors::pool::JobQueue;
 use tmas_actors::priority::{ProblemLatencies, RunLatencies, StageOrder};
 use tmas_actors::runner::{Admission, CallPriority};
 
+use crate::method::TmasStrategy;
+use crate::role::{PerRole, Role};
 use crate::sim::latency::LatencyModel;
 use crate::sim::rng::SimRng;
 
-/// Roles in the runner's order (their index is the stage of a call).
-const SOLUTION: usize = 0;
-const VERIFICATION: usize = 1;
-const SUMMARY: usize = 2;
-const EXPERIENCE: usize = 3;
-const GUIDELINE: usize = 4;
-const STAGES: usize = 5;
+/// TMAS's roles in the runner's order: a call's stage is the position of its role here,
+/// as in a run's pools (`engine::runner_settings`).
+const ROLES: &[Role] = TmasStrategy::ROLES;
+
+/// The stage of `role`'s calls (the runtime's index for its latencies).
+fn stage(role: Role) -> usize {
+    ROLES
+        .iter()
+        .position(|&r| r == role)
+        .unwrap_or_else(|| unreachable!("{role} is not in TMAS's call graph"))
+}
 
 /// Where calls wait for the global cap once a role pool's worker has taken them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -39,10 +45,6 @@ pub enum Gate {
     /// Highest call priority first (ties: first come).
     Priority,
 }
-
-/// TMAS's two bank updates run side by side (the runtime is told the same by
-/// `engine::runner_settings`).
-const BESIDE_PREVIOUS: [bool; STAGES] = [false, false, false, false, true];
 
 /// How calls waiting in the pools (and at a priority gate) are ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,15 +60,6 @@ pub enum CallOrder {
     /// which bounds how far any online policy could get above the runtime's.
     CriticalPath,
 }
-
-/// Role names by stage, for the per-problem latency factors of the server model.
-const ROLE_NAMES: [&str; STAGES] = [
-    "solution",
-    "verification",
-    "summary",
-    "experience",
-    "guideline",
-];
 
 /// The workload and the policies.
 #[derive(Debug, Clone)]
@@ -112,7 +105,7 @@ pub struct Outcome {
 #[derive(Debug, Clone, Copy)]
 struct Call {
     problem: usize,
-    role: usize,
+    role: Role,
     candidate: u32,
     priority: i64,
     latency: f64,
@@ -159,26 +152,27 @@ impl CallIndex {
         2 * self.n + self.n * self.m + 2
     }
 
-    fn of(self, iteration: u32, role: usize, candidate: u32, slot: u32) -> usize {
+    fn of(self, iteration: u32, role: Role, candidate: u32, slot: u32) -> usize {
         let (c, v) = (candidate as usize, slot as usize);
         let within = match role {
-            SOLUTION => c,
-            VERIFICATION => self.n + c * self.m + v,
-            SUMMARY => self.n + self.n * self.m + c,
-            EXPERIENCE => 2 * self.n + self.n * self.m,
+            Role::Solution => c,
+            Role::Verification => self.n + c * self.m + v,
+            Role::Summary => self.n + self.n * self.m + c,
+            Role::Experience => 2 * self.n + self.n * self.m,
+            // The guideline update: TMAS calls no other role.
             _ => 2 * self.n + self.n * self.m + 1,
         };
         iteration as usize * self.per_iteration() + within
     }
 
     /// The role of the call at `within` (an index inside one iteration).
-    fn role_at(self, within: usize) -> usize {
+    fn role_at(self, within: usize) -> Role {
         match within {
-            w if w < self.n => SOLUTION,
-            w if w < self.n + self.n * self.m => VERIFICATION,
-            w if w < 2 * self.n + self.n * self.m => SUMMARY,
-            w if w == 2 * self.n + self.n * self.m => EXPERIENCE,
-            _ => GUIDELINE,
+            w if w < self.n => Role::Solution,
+            w if w < self.n + self.n * self.m => Role::Verification,
+            w if w < 2 * self.n + self.n * self.m => Role::Summary,
+            w if w == 2 * self.n + self.n * self.m => Role::Experience,
+            _ => Role::Guideline,
         }
     }
 }
@@ -217,9 +211,9 @@ struct Model<'a> {
     dispatched: u64,
     /// Per role: calls submitted, waiting for one of the pool's workers (the pool's own
     /// queue type).
-    pools: Vec<JobQueue<Call>>,
+    pools: PerRole<JobQueue<Call>>,
     /// Per role: workers holding a call (waiting at the gate or running).
-    busy_workers: Vec<usize>,
+    busy_workers: PerRole<usize>,
     gate: GateQueue,
     running: BinaryHeap<Reverse<Finish>>,
     in_flight: usize,
@@ -231,7 +225,7 @@ struct Model<'a> {
     calls: u64,
     /// The runtime's stage order for TMAS's roles.
     stages: StageOrder,
-    /// Per role: every completed call's latency.
+    /// Per stage: every completed call's latency.
     observed: Arc<RunLatencies>,
 }
 
@@ -286,6 +280,7 @@ pub fn simulate(s: &Scenario) -> Outcome {
 
 impl<'a> Model<'a> {
     fn new(s: &'a Scenario) -> Self {
+        let beside: Vec<bool> = ROLES.iter().map(|r| r.runs_beside_previous()).collect();
         Model {
             s,
             index: CallIndex {
@@ -294,8 +289,8 @@ impl<'a> Model<'a> {
             },
             now: 0.0,
             dispatched: 0,
-            pools: (0..STAGES).map(|_| JobQueue::default()).collect(),
-            busy_workers: vec![0; STAGES],
+            pools: PerRole::from_fn(|_| JobQueue::default()),
+            busy_workers: PerRole::from_fn(|_| 0),
             gate: match s.gate {
                 Gate::Fifo => GateQueue::Fifo(VecDeque::new()),
                 Gate::Priority => GateQueue::Priority(JobQueue::default()),
@@ -308,9 +303,10 @@ impl<'a> Model<'a> {
             active: 0,
             busy_secs: 0.0,
             calls: 0,
-            stages: StageOrder::new(&BESIDE_PREVIOUS, Some(s.iterations))
+            // TMAS's two bank updates run side by side, as a run tells the runtime.
+            stages: StageOrder::new(&beside, Some(s.iterations))
                 .unwrap_or_else(|e| unreachable!("TMAS's stage order is valid: {e}")),
-            observed: Arc::new(RunLatencies::new(STAGES)),
+            observed: Arc::new(RunLatencies::new(ROLES.len())),
         }
     }
 
@@ -382,9 +378,9 @@ impl<'a> Model<'a> {
     }
 
     /// The problem's latency factor per role (all 1 without difficulty).
-    fn role_factors(&self, seq: u64) -> [f64; STAGES] {
+    fn role_factors(&self, seq: u64) -> PerRole<f64> {
         if self.s.difficulty_sigma <= 0.0 {
-            return [1.0; STAGES];
+            return PerRole::from_fn(|_| 1.0);
         }
         let model = crate::sim::server_model::ServerModelOptions {
             difficulty_sigma: self.s.difficulty_sigma,
@@ -392,7 +388,7 @@ impl<'a> Model<'a> {
         };
         // Named like `tmas bench eval`'s problems.
         let problem = format!("bench-{seq:05}");
-        ROLE_NAMES.map(|role| model.problem_factor(self.s.seed, &problem, role))
+        PerRole::from_fn(|role| model.problem_factor(self.s.seed, &problem, role.as_str()))
     }
 
     /// Each call's latency plus the longest chain of calls after it, last iteration
@@ -404,22 +400,22 @@ impl<'a> Model<'a> {
         let mut next_iteration = 0.0_f64;
         for it in (0..self.s.iterations).rev() {
             let mut after_summaries = 0.0_f64;
-            for role in [EXPERIENCE, GUIDELINE] {
+            for role in [Role::Experience, Role::Guideline] {
                 let i = ix.of(it, role, 0, 0);
                 paths[i] = latencies[i] + next_iteration;
                 after_summaries = after_summaries.max(paths[i]);
             }
             let mut longest_solution = 0.0_f64;
             for c in 0..n {
-                let summary = ix.of(it, SUMMARY, c, 0);
+                let summary = ix.of(it, Role::Summary, c, 0);
                 paths[summary] = latencies[summary] + after_summaries;
                 let mut after_solution = if m == 0 { paths[summary] } else { 0.0 };
                 for v in 0..m {
-                    let i = ix.of(it, VERIFICATION, c, v);
+                    let i = ix.of(it, Role::Verification, c, v);
                     paths[i] = latencies[i] + paths[summary];
                     after_solution = after_solution.max(paths[i]);
                 }
-                let solution = ix.of(it, SOLUTION, c, 0);
+                let solution = ix.of(it, Role::Solution, c, 0);
                 paths[solution] = latencies[solution] + after_solution;
                 longest_solution = longest_solution.max(paths[solution]);
             }
@@ -434,7 +430,7 @@ impl<'a> Model<'a> {
 
     /// Moves calls from pools to free workers, and from the gate into free slots.
     fn dispatch(&mut self) {
-        for role in 0..STAGES {
+        for &role in ROLES {
             while self.busy_workers[role] < self.s.pool_size {
                 let Some((_, call)) = self.pools[role].pop() else {
                     break;
@@ -457,13 +453,13 @@ impl<'a> Model<'a> {
         }
     }
 
-    fn submit(&mut self, problem: usize, role: usize, candidate: u32, slot: u32) {
+    fn submit(&mut self, problem: usize, role: Role, candidate: u32, slot: u32) {
         let p = &self.problems[problem];
         let i = self.index.of(p.iteration, role, candidate, slot);
         let latency = p.latencies[i];
         let priority = match self.s.priority {
             CallOrder::Runtime(order) => {
-                order.of_call(&self.stages, p.seq, p.iteration, role, &p.observed)
+                order.of_call(&self.stages, p.seq, p.iteration, stage(role), &p.observed)
             }
             // Microseconds of remaining path: longer first.
             CallOrder::CriticalPath => (p.critical_paths[i] * 1e6) as i64,
@@ -493,14 +489,14 @@ impl<'a> Model<'a> {
             return;
         }
         for c in 0..n {
-            self.submit(problem, SOLUTION, c, 0);
+            self.submit(problem, Role::Solution, c, 0);
         }
     }
 
     fn start_banks(&mut self, problem: usize) {
         self.problems[problem].banks_left = 2;
-        self.submit(problem, EXPERIENCE, 0, 0);
-        self.submit(problem, GUIDELINE, 0, 0);
+        self.submit(problem, Role::Experience, 0, 0);
+        self.submit(problem, Role::Guideline, 0, 0);
     }
 
     fn on_done(&mut self, call: Call) {
@@ -510,30 +506,30 @@ impl<'a> Model<'a> {
         let latency_us = (call.latency * 1e6).round() as u64;
         self.problems[problem]
             .observed
-            .observe(call.role, latency_us);
+            .observe(stage(call.role), latency_us);
         let c = call.candidate as usize;
         match call.role {
-            SOLUTION => {
+            Role::Solution => {
                 let cand = &mut self.problems[problem].candidates[c];
                 cand.solution_secs = call.latency;
                 cand.verifications_left = m;
                 if m == 0 {
-                    self.submit(problem, SUMMARY, call.candidate, 0);
+                    self.submit(problem, Role::Summary, call.candidate, 0);
                 } else {
                     for v in 0..m {
-                        self.submit(problem, VERIFICATION, call.candidate, v);
+                        self.submit(problem, Role::Verification, call.candidate, v);
                     }
                 }
             }
-            VERIFICATION => {
+            Role::Verification => {
                 let cand = &mut self.problems[problem].candidates[c];
                 cand.verifications_left -= 1;
                 cand.slowest_verification_secs = cand.slowest_verification_secs.max(call.latency);
                 if cand.verifications_left == 0 {
-                    self.submit(problem, SUMMARY, call.candidate, 0);
+                    self.submit(problem, Role::Summary, call.candidate, 0);
                 }
             }
-            SUMMARY => {
+            Role::Summary => {
                 let p = &mut self.problems[problem];
                 let cand = p.candidates[c];
                 let path = cand.solution_secs + cand.slowest_verification_secs + call.latency;
@@ -543,6 +539,7 @@ impl<'a> Model<'a> {
                     self.start_banks(problem);
                 }
             }
+            // The bank updates (experience and guideline).
             _ => {
                 let p = &mut self.problems[problem];
                 p.slowest_bank_secs = p.slowest_bank_secs.max(call.latency);
@@ -637,10 +634,10 @@ mod tests {
         let paths = model.critical_paths(&latencies);
         let ix = model.index;
         // solution → verification → summary → bank, 5 times, 0.2 s each.
-        assert!((paths[ix.of(0, SOLUTION, 3, 0)] - 4.0).abs() < 1e-9);
-        assert!((paths[ix.of(0, VERIFICATION, 3, 7)] - 3.8).abs() < 1e-9);
-        assert!((paths[ix.of(4, GUIDELINE, 0, 0)] - 0.2).abs() < 1e-9);
-        assert!((paths[ix.of(4, SUMMARY, 7, 0)] - 0.4).abs() < 1e-9);
+        assert!((paths[ix.of(0, Role::Solution, 3, 0)] - 4.0).abs() < 1e-9);
+        assert!((paths[ix.of(0, Role::Verification, 3, 7)] - 3.8).abs() < 1e-9);
+        assert!((paths[ix.of(4, Role::Guideline, 0, 0)] - 0.2).abs() < 1e-9);
+        assert!((paths[ix.of(4, Role::Summary, 7, 0)] - 0.4).abs() < 1e-9);
         // Alone, it runs at its chain like any other order.
         let o = simulate(&s);
         assert!((o.wall_secs - 4.0).abs() < 1e-9, "{o:?}");
@@ -740,36 +737,39 @@ mod tests {
         s.priority = CallOrder::Runtime(CallPriority::LatencyAware);
         let mut model = Model::new(&s);
         model.admit();
-        let priority = |model: &Model, p: usize, role: usize| {
+        let priority = |model: &Model, p: usize, role: Role| {
             let problem = &model.problems[p];
             CallPriority::LatencyAware.of_call(
                 &model.stages,
                 problem.seq,
                 problem.iteration,
-                role,
+                stage(role),
                 &problem.observed,
             )
+        };
+        let observe = |model: &mut Model, p: usize, role: Role, us: u64| {
+            model.problems[p].observed.observe(stage(role), us);
         };
         // Roles no call has completed yet come first (2^52 per role), then the estimate.
         let band = |unknown: i64| unknown << 52;
         // Nothing observed yet: all five roles unknown, every call ties.
-        assert_eq!(priority(&model, 0, SOLUTION), band(5));
-        assert_eq!(priority(&model, 1, GUIDELINE), band(5));
+        assert_eq!(priority(&model, 0, Role::Solution), band(5));
+        assert_eq!(priority(&model, 1, Role::Guideline), band(5));
         // Problem 0's solutions took 3 s, problem 1's 1 s …
-        model.problems[0].observed.observe(SOLUTION, 3_000_000);
-        model.problems[1].observed.observe(SOLUTION, 1_000_000);
-        model.problems[0].observed.observe(VERIFICATION, 1_000_000);
+        observe(&mut model, 0, Role::Solution, 3_000_000);
+        observe(&mut model, 1, Role::Solution, 1_000_000);
+        observe(&mut model, 0, Role::Verification, 1_000_000);
         // … 5 iterations of (own solution + verification) left; problem 1 has no
         // verification of its own and takes the run's mean (1 s).
-        assert_eq!(priority(&model, 0, SOLUTION), band(3) + 5 * 4_000_000);
-        assert_eq!(priority(&model, 1, SOLUTION), band(3) + 5 * 2_000_000);
+        assert_eq!(priority(&model, 0, Role::Solution), band(3) + 5 * 4_000_000);
+        assert_eq!(priority(&model, 1, Role::Solution), band(3) + 5 * 2_000_000);
         // Bank updates side by side: the longer one counts, once.
-        model.problems[0].observed.observe(EXPERIENCE, 2_000_000);
-        model.problems[0].observed.observe(GUIDELINE, 5_000_000);
+        observe(&mut model, 0, Role::Experience, 2_000_000);
+        observe(&mut model, 0, Role::Guideline, 5_000_000);
         model.problems[0].iteration = 4;
-        assert_eq!(priority(&model, 0, GUIDELINE), band(1) + 5_000_000);
-        assert_eq!(priority(&model, 0, SUMMARY), band(1) + 5_000_000);
-        assert_eq!(priority(&model, 0, SOLUTION), band(1) + 9_000_000);
+        assert_eq!(priority(&model, 0, Role::Guideline), band(1) + 5_000_000);
+        assert_eq!(priority(&model, 0, Role::Summary), band(1) + 5_000_000);
+        assert_eq!(priority(&model, 0, Role::Solution), band(1) + 9_000_000);
     }
 
     #[test]
@@ -779,10 +779,11 @@ mod tests {
         let mut model = Model::new(&s);
         model.run();
         // Completed calls of every role were counted, for the run and for each problem.
-        for role in 0..STAGES {
-            assert!((model.observed.mean_us(role).unwrap() - 200_000.0).abs() < 1.0);
+        for &role in ROLES {
+            let stage = stage(role);
+            assert!((model.observed.mean_us(stage).unwrap() - 200_000.0).abs() < 1.0);
             for p in &model.problems {
-                assert!((p.observed.mean_us(role).unwrap() - 200_000.0).abs() < 1.0);
+                assert!((p.observed.mean_us(stage).unwrap() - 200_000.0).abs() < 1.0);
             }
         }
     }
