@@ -463,13 +463,18 @@ impl<'p, E: Clone> CallPlan<'p, E> {
             }
             return Vec::new();
         }
-        if self.pending.as_ref().is_some_and(|p| p.id == id) {
-            let pending = self.pending.take().expect("checked above");
-            return self.on_pending_finished(pending, result, now);
+        let is = |a: &Option<Attempt<E>>| a.as_ref().is_some_and(|a| a.id == id);
+        let (pending, current) = (is(&self.pending), is(&self.current));
+        let f = match result {
+            Ok(()) if pending || current => return self.done(Action::Succeed { attempt: id }),
+            Ok(()) => return Vec::new(),
+            Err(f) => f,
+        };
+        if let Some(attempt) = self.pending.take_if(|_| pending) {
+            return self.on_pending_failed(attempt, f, now);
         }
-        if self.current.as_ref().is_some_and(|c| c.id == id) {
-            let current = self.current.take().expect("checked above");
-            return self.on_current_finished(current, result, now);
+        if let Some(attempt) = self.current.take_if(|_| current) {
+            return self.on_current_failed(attempt, f, now);
         }
         Vec::new()
     }
@@ -488,20 +493,12 @@ impl<'p, E: Clone> CallPlan<'p, E> {
         }
     }
 
-    fn on_pending_finished(
+    fn on_pending_failed(
         &mut self,
         pending: Attempt<E>,
-        result: Result<(), Failure>,
+        f: Failure,
         now: Instant,
     ) -> Vec<Action<E>> {
-        let f = match result {
-            Ok(()) => {
-                return self.done(Action::Succeed {
-                    attempt: pending.id,
-                });
-            }
-            Err(f) => f,
-        };
         self.charge_pending(pending.hedged, &f, pending.started, now);
         if let Some(end) = self.suspected(&f) {
             return end;
@@ -538,20 +535,12 @@ impl<'p, E: Clone> CallPlan<'p, E> {
         }
     }
 
-    fn on_current_finished(
+    fn on_current_failed(
         &mut self,
         current: Attempt<E>,
-        result: Result<(), Failure>,
+        f: Failure,
         now: Instant,
     ) -> Vec<Action<E>> {
-        let f = match result {
-            Ok(()) => {
-                return self.done(Action::Succeed {
-                    attempt: current.id,
-                });
-            }
-            Err(f) => f,
-        };
         let mut actions = Vec::with_capacity(2);
         if current.hedge_armed {
             actions.push(Action::Hedge(None));
