@@ -198,7 +198,9 @@ impl BankState {
     ) -> Result<BankVersion, BankError> {
         let span = tracing::Span::current();
         let Some(proposed) = proposed else {
-            tracing::info!("update failed upstream; bank unchanged");
+            // The strategy says why (a warning when the memory agent's call failed,
+            // nothing above DEBUG when the run's shutdown cut it).
+            tracing::debug!("update failed upstream; bank unchanged");
             // i64: the exporter turns unsigned fields into strings.
             span.record("tmas.bank.version", i64::from(self.current.version));
             span.record("tmas.bank.size", count(self.current.items.len()));

@@ -156,6 +156,13 @@ impl FailureKind {
         }
     }
 
+    /// The run is stopping: a shutdown refused or cut the call, or its role's pool
+    /// stopped (at the run's end; a pool that lost every worker logs that as an error
+    /// itself). A subset of [`FailureKind::is_transient`].
+    pub fn is_stop(self) -> bool {
+        matches!(self, FailureKind::Shutdown | FailureKind::PoolStopped)
+    }
+
     /// The endpoint failed the call (no answer in time or at all, an answer cut short or
     /// unreadable, an error status that is not permanent): another attempt, later or
     /// elsewhere, may succeed. Not the request's own fault (`permanent`,
@@ -267,6 +274,16 @@ mod tests {
             assert_eq!(FailureKind::from_name(kind.as_str()), kind);
             assert_eq!(kind.to_string(), kind.as_str());
         }
+    }
+
+    #[test]
+    fn only_a_shutdown_or_a_stopped_pool_is_a_stop_and_each_is_transient() {
+        let stops: Vec<FailureKind> = FailureKind::ALL
+            .into_iter()
+            .filter(|k| k.is_stop())
+            .collect();
+        assert_eq!(stops, [FailureKind::Shutdown, FailureKind::PoolStopped]);
+        assert!(stops.iter().all(|k| k.is_transient()));
     }
 
     #[test]

@@ -77,6 +77,13 @@ impl CallFailure {
             endpoint: None,
         }
     }
+
+    /// Whether the call failed because the run is stopping ([`FailureKind::is_stop`]):
+    /// not the endpoint's failure and nothing a caller warns about (a resume makes the
+    /// call).
+    pub fn is_stop(&self) -> bool {
+        self.kind.is_stop()
+    }
 }
 
 /// The result of one call, as fed back to the strategy (for an embeddings call the

@@ -10,6 +10,8 @@
 //!   `--trace-content` switch.
 //! - [`prometheus`]: the Prometheus recorder and `/metrics` endpoint.
 //! - [`progress`]: progress bars on a terminal, plain status lines otherwise.
+//! - [`wait_lines`]: one line per thing waited for (an endpoint at start-up), in place on
+//!   a terminal, at most once a minute otherwise.
 //! - [`error_text`]: an error and its causes as one message, without repeated text.
 //!
 //! Span layout and attribute names are documented in `observability/README.md`.
@@ -34,6 +36,8 @@ pub mod progress;
 #[cfg(feature = "exporters")]
 pub mod prometheus;
 pub mod span_ext;
+#[cfg(feature = "exporters")]
+pub mod wait_lines;
 
 pub use error_text::error_text;
 #[cfg(feature = "exporters")]
@@ -46,3 +50,5 @@ pub use otlp::{ObservabilityConfig, OtlpError, OtlpSettings, Protocol, TracingGu
 pub use progress::{Console, ProgressDisplay, ProgressMode, ProgressSnapshot, ProgressSource};
 #[cfg(feature = "exporters")]
 pub use prometheus::{MetricsError, MetricsServer};
+#[cfg(feature = "exporters")]
+pub use wait_lines::WaitLines;

@@ -42,13 +42,13 @@ impl Eq for Console {}
 
 impl Console {
     /// Log lines are printed above `bars` from now on.
-    fn show(&self, bars: &MultiProgress) {
+    pub(crate) fn show(&self, bars: &MultiProgress) {
         if let Ok(mut slot) = self.0.write() {
             *slot = Some(bars.clone());
         }
     }
 
-    fn hide(&self) {
+    pub(crate) fn hide(&self) {
         if let Ok(mut slot) = self.0.write() {
             *slot = None;
         }
