@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use tmas_actors::failure::FailureKind;
 
 use crate::store::StoredProblem;
+use crate::store::export::is_unfinished;
 use crate::store::read::LostCallsRow;
 
 use crate::record::FailedProblem;
@@ -108,7 +109,7 @@ impl Accounting {
         for p in problems {
             let lost = lost_of.get(p.problem_id.as_str()).copied();
             let answered = answered.get(&p.problem_id).copied().unwrap_or(0);
-            match classify(p, lost.map_or(0, |l| l.0), answered) {
+            match classify(p, lost.map_or(0, |l| l.0), answered, iterations) {
                 ProblemState::Complete => out.problems_complete += 1,
                 ProblemState::Degraded => out.problems_degraded.push(p.problem_id.clone()),
                 ProblemState::Unfinished => out.problems_unfinished += 1,
@@ -187,7 +188,11 @@ impl Accounting {
 }
 
 /// A problem's state from its stored status and its calls.
-fn classify(problem: &StoredProblem, lost: u64, answered: u64) -> ProblemState {
+fn classify(problem: &StoredProblem, lost: u64, answered: u64, iterations: usize) -> ProblemState {
+    // Done to a smaller T before the run was extended: its new iterations are to come.
+    if problem.status == "done" && is_unfinished(problem, iterations) {
+        return ProblemState::Unfinished;
+    }
     match problem.status.as_str() {
         "failed" => ProblemState::Failed,
         "done" if answered == 0 => ProblemState::Failed,
@@ -285,6 +290,18 @@ mod tests {
             text.contains("verification") && text.contains("timeout"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_problem_done_before_the_run_was_extended_is_unfinished() {
+        let mut short = problem("a", "done");
+        short.iterations = Some(2);
+        let mut long = problem("b", "done");
+        long.iterations = Some(4);
+        let answered = BTreeMap::from([("a".to_string(), 5), ("b".to_string(), 9)]);
+        let acc = Accounting::build(&[short, long], &[], &answered, 4);
+        assert_eq!(acc.problems_unfinished, 1);
+        assert_eq!(acc.problems_complete, 1);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use crate::eval::judge::JudgeRecord;
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Error, PassAt1Table};
-use crate::store::export::is_unfinished;
+use crate::store::export::{is_unfinished, table_builder};
 use crate::store::read::{RoleUsageRow, StoredProblem};
 use crate::store::{Fact, RunStore, StatusRow, StoreReader};
 
@@ -107,15 +107,15 @@ impl JudgedScores {
         Ok(Self { by_iteration })
     }
 
-    /// Adds the first `iterations` iterations to the table, as
+    /// Adds the iterations the table covers for the problem to it, as
     /// [`crate::store::export::pass_at_1_table`] does with a whole record.
     pub fn add_to(
         &self,
         builder: &mut PassAt1Builder,
         problem_id: &str,
-        iterations: usize,
     ) -> Result<(), PassAt1Error> {
-        for (t, candidates) in self.by_iteration.iter().enumerate().take(iterations) {
+        let covered = builder.covered_iterations(problem_id);
+        for (t, candidates) in self.by_iteration.iter().enumerate().take(covered) {
             for c in candidates {
                 builder.record_score(problem_id, t, c.score, c.undecided, c.disagreement)?;
                 if c.is_no_answer() {
@@ -194,8 +194,7 @@ fn assemble(
     let started = std::time::Instant::now();
     let problems = reader.problems()?;
     let done = reader.done_problem_ids()?;
-    let mut builder =
-        PassAt1Builder::new(problems.iter().map(|p| p.problem_id.clone()), iterations);
+    let mut builder = table_builder(&problems, iterations);
     let mut results = dir.begin_results_rewrite()?;
     let mut from_store = 0usize;
     let mut unwritable = Vec::new();
@@ -231,13 +230,13 @@ fn assemble(
                         store_path.display()
                     )
                 })?
-                .add_to(&mut builder, id, iterations)?;
+                .add_to(&mut builder, id)?;
             continue;
         };
         if !results.copy_appended(mine.line)? {
             results.push_json(&stored_json()?)?;
         }
-        mine.scores.add_to(&mut builder, id, iterations)?;
+        mine.scores.add_to(&mut builder, id)?;
     }
     results.finish()?;
     // A problem whose files could not be written is failed from now on (the store is told

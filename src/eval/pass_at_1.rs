@@ -6,9 +6,15 @@
 //! "judged correct" fractionally, and averaging over repeats commutes with the sum).
 //!
 //! Our decision for the case the paper leaves open: a problem with no candidate at
-//! iteration t (every solution call failed, or its run stopped before t) scores 0 there
+//! iteration t (every solution call failed, or the method stopped early) scores 0 there
 //! and stays in the denominator P, so failures never raise the figure. Such problems are
 //! counted in the table (`empty`) so a reader can tell failures from wrong answers.
+//!
+//! A run that has not finished (interrupted, still going, or extended to more
+//! iterations) has problems without a result for some iterations. They are not scored 0:
+//! each row covers only the problems that finished its iteration ([`Coverage`]), and
+//! says how many (`problems`, of `problems_total` in the run), so a partial figure is
+//! never taken for the whole run's.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -28,6 +34,15 @@ pub enum PassAt1Error {
         iteration: usize,
         iterations: usize,
     },
+    #[error(
+        "problem {problem:?}: iteration {iteration} has no result yet (the problem finished \
+         {covered} iterations)"
+    )]
+    NotCovered {
+        problem: String,
+        iteration: usize,
+        covered: usize,
+    },
     #[error("problem {problem:?} iteration {iteration}: score {score} is not in [0, 1]")]
     BadScore {
         problem: String,
@@ -45,6 +60,29 @@ struct Cell {
     no_answer: usize,
 }
 
+/// Which iterations of a problem have a result the table counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coverage {
+    /// Every iteration: the problem is done (its empty iterations score 0), or failed
+    /// (every iteration scores 0).
+    All,
+    /// Its first `n` iterations: it was done to a smaller T before the run was extended.
+    First(usize),
+    /// None yet: the problem has not finished (interrupted, or still running).
+    Unfinished,
+}
+
+impl Coverage {
+    /// How many of a run's `of` iterations this covers.
+    pub fn iterations(self, of: usize) -> usize {
+        match self {
+            Coverage::All => of,
+            Coverage::First(n) => n.min(of),
+            Coverage::Unfinished => 0,
+        }
+    }
+}
+
 /// Collects judged candidates of a run, then computes the table.
 #[derive(Debug, Clone)]
 pub struct PassAt1Builder {
@@ -53,22 +91,39 @@ pub struct PassAt1Builder {
     iterations: usize,
     /// `cells[problem][iteration]`.
     cells: Vec<Vec<Cell>>,
+    /// Per problem: how many of its first iterations the table counts.
+    covered: Vec<usize>,
 }
 
 impl PassAt1Builder {
     /// A builder for a run over `problem_ids` (duplicates count once) with `iterations`
-    /// iterations (T).
+    /// iterations (T), every problem finished.
     pub fn new<S: Into<String>>(
         problem_ids: impl IntoIterator<Item = S>,
         iterations: usize,
     ) -> Self {
+        Self::with_coverage(
+            problem_ids.into_iter().map(|id| (id, Coverage::All)),
+            iterations,
+        )
+    }
+
+    /// A builder for a run over `problems` (duplicates count once, the first one's
+    /// coverage) with `iterations` iterations (T), each problem covering the iterations
+    /// it has a result for.
+    pub fn with_coverage<S: Into<String>>(
+        problems: impl IntoIterator<Item = (S, Coverage)>,
+        iterations: usize,
+    ) -> Self {
         let mut problem_ids_out = Vec::new();
         let mut index = HashMap::new();
-        for id in problem_ids {
+        let mut covered = Vec::new();
+        for (id, coverage) in problems {
             let id = id.into();
             if !index.contains_key(&id) {
                 index.insert(id.clone(), problem_ids_out.len());
                 problem_ids_out.push(id);
+                covered.push(coverage.iterations(iterations));
             }
         }
         let cells = vec![vec![Cell::default(); iterations]; problem_ids_out.len()];
@@ -77,6 +132,7 @@ impl PassAt1Builder {
             index,
             iterations,
             cells,
+            covered,
         }
     }
 
@@ -142,6 +198,13 @@ impl PassAt1Builder {
                 iterations: self.iterations,
             });
         }
+        if iteration >= self.covered[p] {
+            return Err(PassAt1Error::NotCovered {
+                problem: problem.to_owned(),
+                iteration,
+                covered: self.covered[p],
+            });
+        }
         if !(0.0..=1.0).contains(&score) {
             return Err(PassAt1Error::BadScore {
                 problem: problem.to_owned(),
@@ -163,23 +226,30 @@ impl PassAt1Builder {
         (cell.candidates > 0).then(|| cell.score_sum / cell.candidates as f64)
     }
 
+    /// How many of its first iterations `problem` has a result for (0 for a problem not
+    /// in the run).
+    pub fn covered_iterations(&self, problem: &str) -> usize {
+        self.index.get(problem).map_or(0, |&p| self.covered[p])
+    }
+
     /// The problem ids in order of first appearance.
     pub fn problem_ids(&self) -> &[String] {
         &self.problem_ids
     }
 
-    /// The Pass@1 table, one row per iteration.
+    /// The Pass@1 table, one row per iteration, each over the problems that finished
+    /// that iteration.
     pub fn build(&self) -> PassAt1Table {
-        let problems = self.problem_ids.len();
         let rows = (0..self.iterations)
             .map(|t| {
                 let mut row = PassAt1Row {
                     iteration: t,
-                    problems,
                     ..PassAt1Row::default()
                 };
                 let mut rate_sum = 0.0;
-                for cells in &self.cells {
+                let covering = self.cells.iter().zip(&self.covered);
+                for (cells, _) in covering.filter(|(_, covered)| t < **covered) {
+                    row.problems += 1;
                     let cell = &cells[t];
                     row.candidates += cell.candidates;
                     row.undecided += cell.undecided;
@@ -191,15 +261,18 @@ impl PassAt1Builder {
                         rate_sum += cell.score_sum / cell.candidates as f64;
                     }
                 }
-                row.pass_at_1 = if problems == 0 {
+                row.pass_at_1 = if row.problems == 0 {
                     0.0
                 } else {
-                    rate_sum / problems as f64
+                    rate_sum / row.problems as f64
                 };
                 row
             })
             .collect();
-        PassAt1Table { rows }
+        PassAt1Table {
+            rows,
+            problems_total: Some(self.problem_ids.len()),
+        }
     }
 }
 
@@ -208,9 +281,10 @@ impl PassAt1Builder {
 pub struct PassAt1Row {
     /// 0-based iteration (the paper's It0, It1, …).
     pub iteration: usize,
-    /// In [0, 1].
+    /// In [0, 1] (0 when no problem finished this iteration yet).
     pub pass_at_1: f64,
-    /// P: problems in the run (the denominator).
+    /// P: the problems that finished this iteration (the denominator); all of the run's
+    /// once it has finished.
     pub problems: usize,
     /// Candidates judged at this iteration, over all problems.
     pub candidates: usize,
@@ -234,12 +308,26 @@ pub struct PassAt1Row {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PassAt1Table {
     pub rows: Vec<PassAt1Row>,
+    /// Problems in the run, finished or not (absent in tables written before rows
+    /// counted only finished problems: those counted every problem in every row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problems_total: Option<usize>,
 }
 
 impl PassAt1Table {
-    /// Pass@1 of the last iteration.
+    /// Pass@1 of the last iteration, once every problem of the run has finished it
+    /// (`None` before).
     pub fn final_pass_at_1(&self) -> Option<f64> {
-        self.rows.last().map(|r| r.pass_at_1)
+        self.rows
+            .last()
+            .filter(|r| self.problems_total.is_none_or(|total| r.problems == total))
+            .map(|r| r.pass_at_1)
+    }
+
+    /// Whether some row covers fewer problems than the run has.
+    pub fn is_partial(&self) -> bool {
+        self.problems_total
+            .is_some_and(|total| self.rows.iter().any(|r| r.problems < total))
     }
 
     /// Sets each row's lost calls (`by_iteration[t]`, 0 past its end).
@@ -255,11 +343,17 @@ impl PassAt1Table {
             "iteration  pass@1(%)  problems  candidates  empty  undecided  disagree  no-answer  calls lost\n",
         );
         for r in &self.rows {
+            // No problem finished this iteration yet: there is no figure.
+            let pass = if r.problems == 0 {
+                "-".to_owned()
+            } else {
+                format!("{:.2}", r.pass_at_1 * 100.0)
+            };
             let _ = writeln!(
                 out,
-                "It{:<7} {:>10.2} {:>9} {:>11} {:>6} {:>10} {:>9} {:>10} {:>11}",
+                "It{:<7} {:>10} {:>9} {:>11} {:>6} {:>10} {:>9} {:>10} {:>11}",
                 r.iteration,
-                r.pass_at_1 * 100.0,
+                pass,
                 r.problems,
                 r.candidates,
                 r.empty_problems,
@@ -279,10 +373,16 @@ pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
         "iteration,pass_at_1,problems,candidates,empty_problems,undecided,disagreements,no_answer,calls_lost\n",
     );
     for row in &table.rows {
+        // No problem finished this iteration yet: no figure (an empty field).
+        let pass = if row.problems == 0 {
+            String::new()
+        } else {
+            format!("{:.6}", row.pass_at_1)
+        };
         csv.push_str(&format!(
-            "{},{:.6},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{}\n",
             row.iteration,
-            row.pass_at_1,
+            pass,
             row.problems,
             row.candidates,
             row.empty_problems,
@@ -400,5 +500,73 @@ mod tests {
     fn empty_run_is_zero_not_nan() {
         let table = PassAt1Builder::new(Vec::<String>::new(), 1).build();
         assert_eq!(table.rows[0].pass_at_1, 0.0);
+    }
+
+    #[test]
+    fn each_row_covers_the_problems_that_finished_its_iteration() {
+        // a: done (all 3 iterations, iteration 2 empty); b: done to T = 1 before the run
+        // was extended; c: unfinished; d: failed (scores 0 everywhere, as before).
+        let mut b = PassAt1Builder::with_coverage(
+            [
+                ("a", Coverage::All),
+                ("b", Coverage::First(1)),
+                ("c", Coverage::Unfinished),
+                ("d", Coverage::All),
+            ],
+            3,
+        );
+        b.record_score("a", 0, 1.0, false, false).unwrap();
+        b.record_score("a", 1, 0.5, false, false).unwrap();
+        b.record_score("b", 0, 0.0, false, false).unwrap();
+        assert_eq!(
+            b.record_score("b", 1, 1.0, false, false),
+            Err(PassAt1Error::NotCovered {
+                problem: "b".into(),
+                iteration: 1,
+                covered: 1
+            })
+        );
+        assert!(matches!(
+            b.record_score("c", 0, 1.0, false, false),
+            Err(PassAt1Error::NotCovered { .. })
+        ));
+        let table = b.build();
+        let problems: Vec<usize> = table.rows.iter().map(|r| r.problems).collect();
+        assert_eq!(problems, [3, 2, 2], "a, b, d; then a, d");
+        let empty: Vec<usize> = table.rows.iter().map(|r| r.empty_problems).collect();
+        assert_eq!(empty, [1, 1, 2]);
+        assert!((table.rows[0].pass_at_1 - 1.0 / 3.0).abs() < 1e-12);
+        assert!((table.rows[1].pass_at_1 - 0.25).abs() < 1e-12);
+        assert_eq!(table.rows[2].pass_at_1, 0.0);
+        assert_eq!(table.problems_total, Some(4));
+        assert!(table.is_partial());
+        assert_eq!(table.final_pass_at_1(), None, "c has not finished");
+
+        // Once every problem finished, the final figure is the last row's.
+        let mut done = PassAt1Builder::with_coverage([("a", Coverage::All)], 2);
+        done.record_score("a", 1, 1.0, false, false).unwrap();
+        let table = done.build();
+        assert!(!table.is_partial());
+        assert_eq!(table.final_pass_at_1(), Some(1.0));
+    }
+
+    #[test]
+    fn a_row_no_problem_finished_shows_no_figure() {
+        let table = PassAt1Builder::with_coverage([("a", Coverage::First(1))], 2).build();
+        let text = table.render_text();
+        let it1 = text.lines().nth(2).unwrap();
+        assert!(it1.starts_with("It1") && it1.contains(" - "), "{text}");
+        let csv = pass_at_1_csv(&table);
+        assert!(csv.lines().nth(2).unwrap().starts_with("1,,0,"), "{csv}");
+    }
+
+    #[test]
+    fn a_table_written_before_rows_counted_finished_problems_reads_as_whole() {
+        let old = r#"{"rows":[{"iteration":0,"pass_at_1":0.5,"problems":2,"candidates":4,
+            "empty_problems":0,"undecided":0,"disagreements":0}]}"#;
+        let table: PassAt1Table = serde_json::from_str(old).unwrap();
+        assert_eq!(table.problems_total, None);
+        assert!(!table.is_partial());
+        assert_eq!(table.final_pass_at_1(), Some(0.5));
     }
 }

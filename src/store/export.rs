@@ -14,22 +14,23 @@ use serde_json::{Value, json};
 use super::read::{StoreReader, StoredProblem};
 use super::schema::META_ITERATIONS;
 use crate::eval::pass_at_1::pass_at_1_csv;
-use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
+use crate::eval::pass_at_1::{Coverage, PassAt1Builder, PassAt1Table};
 use crate::record::ProblemRecord;
 
-/// The Pass@1 table over the judged records of a selection of problems. `records` may be
-/// read one at a time (the first error stops the table).
+/// The Pass@1 table over the judged records of a selection of problems, each row over
+/// the problems that finished its iteration ([`coverage`]). `records` may be read one at
+/// a time (the first error stops the table).
 pub fn pass_at_1_table<R: Borrow<ProblemRecord>>(
     problems: &[StoredProblem],
     records: impl IntoIterator<Item = anyhow::Result<R>>,
     iterations: usize,
 ) -> anyhow::Result<PassAt1Table> {
-    let mut builder =
-        PassAt1Builder::new(problems.iter().map(|p| p.problem_id.clone()), iterations);
+    let mut builder = table_builder(problems, iterations);
     for record in records {
         let record = record?;
         let record = record.borrow();
-        for (t, candidates) in record.judgments.iter().enumerate().take(iterations) {
+        let covered = builder.covered_iterations(&record.problem_id);
+        for (t, candidates) in record.judgments.iter().enumerate().take(covered) {
             for judged in candidates.iter().flatten() {
                 builder.record(&record.problem_id, t, judged)?;
             }
@@ -52,13 +53,31 @@ pub fn lost_by_iteration(reader: &StoreReader, iterations: usize) -> anyhow::Res
 /// Whether `problem` has not finished: neither failed nor done to the run's `iterations`
 /// (pending, running, interrupted, or done to a smaller T before the run was extended).
 pub fn is_unfinished(problem: &StoredProblem, iterations: usize) -> bool {
+    coverage(problem, iterations) != Coverage::All
+}
+
+/// Which of the run's `iterations` the Pass@1 table counts for `problem`: all once it is
+/// done or failed (a failed problem scores 0 in each), the first T' when it was done to a
+/// smaller T' before the run was extended, none while it is unfinished.
+pub fn coverage(problem: &StoredProblem, iterations: usize) -> Coverage {
     match problem.status.as_str() {
-        "failed" => false,
-        "done" => problem
-            .iterations
-            .is_some_and(|t| (t as usize) < iterations),
-        _ => true,
+        "failed" => Coverage::All,
+        "done" => match problem.iterations {
+            Some(t) if (t as usize) < iterations => Coverage::First(t as usize),
+            _ => Coverage::All,
+        },
+        _ => Coverage::Unfinished,
     }
+}
+
+/// A Pass@1 table builder for the run's `problems`, each with its [`coverage`].
+pub fn table_builder(problems: &[StoredProblem], iterations: usize) -> PassAt1Builder {
+    PassAt1Builder::with_coverage(
+        problems
+            .iter()
+            .map(|p| (p.problem_id.clone(), coverage(p, iterations))),
+        iterations,
+    )
 }
 
 /// The ids of the run's unfinished problems, in dataset order, and how many problems the
@@ -167,14 +186,10 @@ pub fn write_jsonl(
     Ok(())
 }
 
-/// Writes the per-iteration Pass@1 table as CSV, one record in memory at a time. With
-/// `mark_partial` and unfinished problems, each row gets a last column `status` saying
-/// `partial` (the table covers the finished problems only).
-pub fn write_csv(
-    reader: &StoreReader,
-    out: &mut dyn Write,
-    mark_partial: bool,
-) -> anyhow::Result<()> {
+/// The per-iteration Pass@1 table of the whole store, each row over the problems that
+/// finished its iteration, with the calls lost per iteration; one record in memory at a
+/// time.
+pub fn stored_table(reader: &StoreReader) -> anyhow::Result<PassAt1Table> {
     let problems = reader.problems()?;
     let iterations = stored_iterations(reader)?;
     let records = problems.iter().filter_map(|p| {
@@ -185,8 +200,20 @@ pub fn write_csv(
     });
     let mut table = pass_at_1_table(&problems, records, iterations)?;
     table.set_calls_lost(&lost_by_iteration(reader, iterations)?);
+    Ok(table)
+}
+
+/// Writes the per-iteration Pass@1 table as CSV ([`stored_table`]). With `mark_partial`
+/// and unfinished problems, each row gets a last column `status` saying `partial` (each
+/// row covers only the problems that finished its iteration).
+pub fn write_csv(
+    reader: &StoreReader,
+    out: &mut dyn Write,
+    mark_partial: bool,
+) -> anyhow::Result<()> {
+    let table = stored_table(reader)?;
     let csv = pass_at_1_csv(&table);
-    if mark_partial && problems.iter().any(|p| is_unfinished(p, iterations)) {
+    if mark_partial && !unfinished_problems(reader)?.0.is_empty() {
         for (i, line) in csv.lines().enumerate() {
             let status = if i == 0 { "status" } else { "partial" };
             writeln!(out, "{line},{status}")?;

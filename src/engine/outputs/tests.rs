@@ -375,7 +375,7 @@ fn no_answer_verdicts_agree_between_memory_and_store() {
             .collect();
         assert_eq!(flags, [true, false, false]);
         let mut builder = PassAt1Builder::new(["p"], 1);
-        scores.add_to(&mut builder, "p", 1).expect("adds");
+        scores.add_to(&mut builder, "p").expect("adds");
         assert_eq!(builder.build().rows[0].no_answer, 1);
     }
 }
