@@ -154,6 +154,12 @@ impl LlmJudge {
             .into_iter()
             .map(|outcome| match outcome {
                 Ok(resp) => parse(&resp.content),
+                // Cut by the run's shutdown: no failure; the problem is not stored, and a
+                // resume judges it.
+                Err(failure) if failure.is_stop() => {
+                    tracing::debug!(problem, iteration, "{what} call not made: the run is stopping");
+                    None
+                }
                 Err(failure) => {
                     tracing::warn!(problem, iteration, kind = %failure.kind, "{what} call failed: {}", failure.message);
                     None

@@ -2,7 +2,7 @@
 //! replies are parsed (re-asked while unparseable, up to `max_bank_attempts` calls), and the
 //! proposals go to the bank actors, which apply the merge policies and report back.
 
-use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, Command};
+use tmas_actors::strategy::{BankVersion, CallFailure, CallKey, CallOutcome, Command};
 use tmas_actors::wire::PromptText;
 
 use super::render::{self, Rollout};
@@ -148,7 +148,17 @@ impl TmasStrategy {
             }
         }
         let task = &mut it.banks[t];
-        if proposed.is_none() {
+        // A call cut by the run's shutdown is no failure: the problem is not stored, and
+        // a resume makes the call.
+        let stopping = outcome.as_ref().is_err_and(CallFailure::is_stop);
+        if proposed.is_none() && stopping {
+            tracing::debug!(
+                problem = %self.problem.id,
+                iteration = it.iteration,
+                bank = task.bank,
+                "bank update not made: the run is stopping"
+            );
+        } else if proposed.is_none() {
             tracing::warn!(
                 problem = %self.problem.id,
                 iteration = it.iteration,
