@@ -44,7 +44,7 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-pub use lock::{LockError, RunLock};
+pub use lock::{LOCK_FILE, LockError, RunLock};
 pub use read::{StoreReader, StoredCall, StoredProblem};
 pub use rows::{CallRow, Envelope, Fact, ProblemRow, StatusRow, WriteResult};
 pub use schema::{SCHEMA_VERSION, SchemaError};

@@ -3,8 +3,9 @@
 //! SQLite would let a second writer in (it only serializes transactions), and two
 //! orchestrators interleaving calls in one store would both corrupt the resume logic and
 //! double the GPU bill. `flock` is released by the kernel when the process dies — also on
-//! SIGKILL — so a crashed run never leaves a stale lock behind. The file holds the owner's
-//! pid, only to name it in the error.
+//! SIGKILL — so a crashed run never leaves a lock that blocks: its file stays, naming a
+//! process that no longer holds it, and the next `tmas` takes it over with a note. The
+//! file holds the owner's pid, to name it in the error and in that note.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -22,6 +23,11 @@ pub enum LockError {
         pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
     )]
     Busy { dir: PathBuf, pid: Option<u32> },
+    #[error(
+        "run directory {dir} is locked by pid {pid}, which is not running on this machine \
+         (another machine or container sharing the directory?); stop that process first"
+    )]
+    HeldElsewhere { dir: PathBuf, pid: u32 },
     #[error("cannot open the lock file {path}: {source}")]
     Io {
         path: PathBuf,
@@ -53,17 +59,26 @@ impl RunLock {
             .map_err(io)?;
         // SAFETY: flock on a file descriptor we own; no memory is involved.
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        let mut text = String::new();
+        let _ = file.read_to_string(&mut text);
+        let previous: Option<u32> = text.trim().parse().ok();
         if rc != 0 {
             let err = std::io::Error::last_os_error();
             if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                let mut text = String::new();
-                let _ = file.read_to_string(&mut text);
-                return Err(LockError::Busy {
-                    dir: dir.to_path_buf(),
-                    pid: text.trim().parse().ok(),
+                let dir = dir.to_path_buf();
+                return Err(match previous {
+                    Some(pid) if !is_running(pid) => LockError::HeldElsewhere { dir, pid },
+                    pid => LockError::Busy { dir, pid },
                 });
             }
             return Err(io(err));
+        }
+        if let Some(pid) = previous.filter(|p| *p != std::process::id()) {
+            // The lock was free, so its last holder has ended (or released it).
+            tracing::info!(
+                "note: took over the lock {} left by pid {pid}, which no longer holds it",
+                path.display()
+            );
         }
         let pid = std::process::id().to_string();
         let write = |f: &mut File| -> std::io::Result<()> {
@@ -78,6 +93,17 @@ impl RunLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Whether a process `pid` exists here (signal 0 checks without sending anything; EPERM
+/// means it exists but belongs to another user).
+fn is_running(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 sends nothing; it only checks the pid.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 #[cfg(test)]
@@ -99,5 +125,24 @@ mod tests {
         );
         drop(first);
         RunLock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_lock_file_left_by_an_ended_process_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        // A process that ended: its pid is in the file, its flock went with it.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        assert!(!is_running(dead));
+        assert!(is_running(std::process::id()));
+        std::fs::write(dir.path().join(LOCK_FILE), dead.to_string()).unwrap();
+        let lock = RunLock::acquire(dir.path()).unwrap();
+        let held = std::fs::read_to_string(lock.path()).unwrap();
+        assert_eq!(
+            held,
+            std::process::id().to_string(),
+            "the file names its new owner"
+        );
     }
 }
