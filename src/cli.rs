@@ -118,6 +118,20 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The line above the Pass@1 table of a run with unfinished problems (`None` without):
+/// how many, which (the first `at_most`), and what the rows cover instead.
+fn partial_line(unfinished: &[String], total: usize, at_most: usize) -> Option<String> {
+    if unfinished.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "partial: {} of {total} problems unfinished ({}); each row covers only the problems \
+         that finished its iteration (column `problems`)",
+        unfinished.len(),
+        name_first(unfinished, at_most)
+    ))
+}
+
 /// The first `at_most` of `ids`, comma-separated, with "…" when some were left out: how a
 /// message names a long list of problems without flooding the terminal.
 fn name_first(ids: &[String], at_most: usize) -> String {

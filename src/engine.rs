@@ -163,14 +163,34 @@ pub async fn run_with(request: RunRequest, control: RunControl) -> anyhow::Resul
         preflight: check_endpoints,
         observe,
     } = request;
-    // Every start-up check before the run directory exists: a failure leaves nothing
-    // behind that would block the same `--out`.
+    // Every start-up check before the run directory exists: a failure, or a signal while
+    // the check waits for an endpoint, leaves nothing behind that would block the same
+    // `--out`.
     preflight::check_local(&config, &env, observe.metrics_addr, Some(&run_dir))?;
     if check_endpoints {
-        preflight::check_endpoints(&config, &env).await?;
+        check_endpoints_until_stopped(&config, &env, &observe, &control).await?;
+    }
+    if control.stop.is_cancelled() {
+        return Err(shutdown::StoppedBeforeStart.into());
     }
     let plan = plan::fresh(config, &config_source, &dataset, &run_dir).await?;
     execute(plan, env, observe, status_every, control).await
+}
+
+/// The start-up check of the endpoints, ended by a stop ([`shutdown::StoppedBeforeStart`]).
+async fn check_endpoints_until_stopped(
+    config: &Config,
+    env: &[(String, String)],
+    observe: &observe::ObserveOptions,
+    control: &RunControl,
+) -> anyhow::Result<()> {
+    let lines = tmas_observability::WaitLines::for_stderr(observe.quiet, &observe.console);
+    shutdown::until_stopped(
+        &control.stop,
+        preflight::check_endpoints(config, env, &lines),
+    )
+    .await??;
+    Ok(())
 }
 
 /// Resumes the run in `request.run_dir`: finished calls are replayed from its store,
@@ -190,7 +210,11 @@ pub async fn resume(request: ResumeRequest, control: RunControl) -> anyhow::Resu
         None,
     )?;
     if request.preflight {
-        preflight::check_endpoints(&plan.config, &request.env).await?;
+        check_endpoints_until_stopped(&plan.config, &request.env, &request.observe, &control)
+            .await?;
+    }
+    if control.stop.is_cancelled() {
+        return Err(shutdown::StoppedBeforeStart.into());
     }
     execute(
         plan,
@@ -227,6 +251,20 @@ fn watch_stop(
     stopped
 }
 
+/// Cancels `judge_stop` `grace` after the run is asked to stop: until then problems
+/// whose calls all finished are still judged, then the judge's calls in flight are cut.
+fn stop_judging_after(stopped: &CancellationToken, grace: Duration, judge_stop: CancellationToken) {
+    let stopped = stopped.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = stopped.cancelled() => tokio::time::sleep(grace).await,
+            // The run ended on its own: nothing to cut (the task just ends).
+            _ = judge_stop.cancelled() => return,
+        }
+        judge_stop.cancel();
+    });
+}
+
 /// A run [`start`]ed: what [`drive`] runs and what [`finish`] closes.
 struct Session {
     running: Running,
@@ -247,6 +285,10 @@ struct Running {
     grace: Duration,
     /// Where a display of several runs reads this run's counters (`tmas experiment`).
     progress: Option<Arc<observe::ProgressSlot>>,
+    /// Stops the judge's calls (cancelled once the writer is done, or after the grace).
+    judge_stop: CancellationToken,
+    /// `--quiet`: no line about the stop beyond the signal's.
+    quiet: bool,
 }
 
 /// What [`finish`] needs to write the outputs and close the store.
@@ -361,13 +403,18 @@ async fn start(
         let stored = store.read(|r| r.call_keys()).await?;
         StoreExecutor::new(sender, store.clone(), stored)
     };
+    // The judge's calls stop later than the method's: a problem whose calls all
+    // finished before a stop is still judged and stored during the grace period.
+    let judge_stop = CancellationToken::new();
+    let judge_executor: Arc<dyn CallExecutor> =
+        Arc::new(store_executor.sibling(judge_stop.clone()));
     let store_executor = Arc::new(store_executor);
     let counts = store_executor.counts();
     let executor: Arc<dyn CallExecutor> = store_executor.clone();
 
     let judge = JudgeSetup {
         llm: config.judge.enabled.then(|| LlmJudge {
-            executor: executor.clone(),
+            executor: judge_executor,
             group: Config::client_group(Role::Judge).into(),
             sampling: config.role(Role::Judge).sampling(),
             repeats: config.judge.repeats as usize,
@@ -388,6 +435,8 @@ async fn start(
         settings.cancel.clone(),
         store_executor.stopping(),
     );
+    let grace = Duration::from_secs(config.run.shutdown_grace_secs);
+    stop_judging_after(&stopped, grace, judge_stop.clone());
     let sink = StoreBankSink {
         // The store holds every version; resume restores files a power cut damaged.
         json: JsonFileSink::unsynced(dir.banks_dir()),
@@ -446,8 +495,10 @@ async fn start(
             writer,
             observer,
             stopped: stopped.clone(),
-            grace: Duration::from_secs(config.run.shutdown_grace_secs),
+            grace,
             progress: control.progress.clone(),
+            judge_stop,
+            quiet: options.quiet,
         },
         closing: Closing {
             started,
@@ -476,6 +527,8 @@ async fn drive(running: Running) -> anyhow::Result<Driven> {
         stopped,
         grace,
         progress,
+        judge_stop,
+        quiet,
     } = running;
     let run = runner.run(jobs, move |report| {
         let _ = done_tx.send((
@@ -487,21 +540,26 @@ async fn drive(running: Running) -> anyhow::Result<Driven> {
     let run = tracing::Instrument::instrument(run, observer.run_span());
     let grace_over = async {
         stopped.cancelled().await;
-        eprintln!(
-            "stopping: no new calls; waiting up to {}s for calls in flight (signal again to abort)",
-            grace.as_secs()
-        );
+        if !quiet {
+            eprintln!(
+                "stopping: no new calls; up to {} s for the calls in flight and for judging the \
+                 problems already solved (signal again to abort)",
+                grace.as_secs()
+            );
+        }
         tokio::time::sleep(grace).await;
     };
     let finished_in_time = tokio::select! {
         summary = run => { summary.context("running problems")?; true }
         _ = grace_over => {
-            tracing::warn!("shutdown grace period over; calls still in flight are abandoned");
+            // Not a failure: a resume makes those calls.
+            tracing::info!("shutdown grace period over; calls still in flight are abandoned");
             false
         }
     };
     // The display stays up while the last problems are judged.
     let written = writer.await.context("result writer task failed");
+    judge_stop.cancel();
     if let Some(slot) = &progress {
         slot.freeze();
     }
@@ -585,6 +643,7 @@ async fn finish(closing: Closing, driven: Driven) -> anyhow::Result<RunResult> {
         dataset: dataset_label,
         problems_total: outputs.problems_total,
         problems_done: outputs.problems_done,
+        problems_finished: Some(outputs.problems_total - outputs.unfinished.len()),
         problems_failed: outputs.accounting.problems_failed.clone(),
         iterations,
         wall_seconds,

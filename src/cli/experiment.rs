@@ -2,9 +2,11 @@
 //! comparison report; `tmas experiment --resume DIR` continues one after a crash;
 //! `tmas experiment report DIR` rewrites the report. See `crate::engine::experiment`.
 //!
-//! Exit codes as `tmas run`: 0 done; 1 error (a variant could not run); 2 config error;
-//! 3 calls lost or problems failed; 4 an endpoint kept answering with permanent errors;
-//! 130 stopped by SIGINT/SIGTERM (resume it).
+//! Exit codes as `tmas run`: 0 done; 1 error (a variant could not run); 2 a variant's
+//! config, dataset, API keys or endpoints failed the checks made before anything is
+//! created (nothing was created); 3 calls lost or problems failed; 4 an endpoint kept
+//! answering with permanent errors; 130 stopped by SIGINT, 143 by SIGTERM (resume it;
+//! nothing was created when the stop came during the checks).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -17,6 +19,7 @@ use tmas_observability::Console;
 use crate::config::CliOverride;
 use crate::config::resolve::process_env;
 use crate::engine::experiment::{self, ExperimentDisplay, ExperimentResult, report};
+use crate::engine::preflight::StartupError;
 use crate::engine::{RunControl, shutdown};
 
 #[derive(Debug, clap::Args)]
@@ -57,15 +60,15 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let control = RunControl::default();
-    shutdown::install(control.stop.clone()).context("installing signal handlers")?;
+    let signals = shutdown::install(control.stop.clone()).context("installing signal handlers")?;
     let display = ExperimentDisplay {
         status_every: (args.status_every > 0).then(|| Duration::from_secs(args.status_every)),
         console,
     };
     let cli: Vec<CliOverride> = args.set.iter().map(CliOverride::set).collect();
     let env = process_env();
-    let result = match (&args.resume, &args.file) {
-        (Some(dir), _) => experiment::resume(dir, env, cli, control, display).await?,
+    let started = match (&args.resume, &args.file) {
+        (Some(dir), _) => experiment::resume(dir, env, cli, control, display).await,
         (None, Some(file)) => {
             let out = match &args.out {
                 Some(o) => o.clone(),
@@ -73,27 +76,64 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
             };
             let plan = match experiment::plan_new(file, &out, &env, &cli)? {
                 Ok(plan) => plan,
-                Err(errors) => {
-                    for (variant, errs) in errors {
-                        for issue in errs.iter() {
-                            eprintln!("error: variant {variant}: {issue}");
-                        }
-                    }
-                    return Ok(ExitCode::from(2));
-                }
+                Err(errors) => return Ok(nothing_created(&errors.0)),
             };
-            eprintln!(
-                "tmas experiment {}: {} variants sharing {} calls in flight → {}",
-                plan.name,
-                plan.variants.len(),
-                plan.max_in_flight,
-                out.display()
-            );
-            experiment::run_new(plan, &out, env, control, display).await?
+            // Every endpoint answers before the directory exists.
+            let checked = experiment::check_endpoints(&plan, &env, &control, &display.console);
+            match checked.await {
+                Err(e) => match e.downcast_ref::<StartupError>() {
+                    Some(startup) => return Ok(nothing_created(&startup.problems)),
+                    None => Err(e),
+                },
+                Ok(()) => {
+                    eprintln!(
+                        "tmas experiment {}: {} variants sharing {} calls in flight → {}",
+                        plan.name,
+                        plan.variants.len(),
+                        plan.max_in_flight,
+                        out.display()
+                    );
+                    experiment::run_new(plan, &out, env, control, display).await
+                }
+            }
         }
         (None, None) => anyhow::bail!("give an experiment file or --resume DIR"),
     };
-    finish(&result)
+    let result = match started {
+        Ok(result) => result,
+        Err(e) if experiment::is_stopped_before_start(&e) => {
+            match &args.resume {
+                Some(dir) => eprintln!(
+                    "stopped before the experiment resumed; nothing changed; resume with: tmas \
+                     experiment --resume {}",
+                    dir.display()
+                ),
+                None => eprintln!("stopped before the experiment started; nothing was created"),
+            }
+            return Ok(ExitCode::from(signals.exit_code()));
+        }
+        Err(e) => match e.downcast_ref::<StartupError>() {
+            // A resume's check of the endpoints: the experiment is as it was.
+            Some(startup) => {
+                for problem in &startup.problems {
+                    eprintln!("error: {problem}");
+                }
+                eprintln!("nothing changed; fix the above and resume again");
+                return Ok(ExitCode::from(2));
+            }
+            None => return Err(e),
+        },
+    };
+    finish(&result, &signals)
+}
+
+/// Prints why a new experiment cannot start; exit code 2.
+fn nothing_created(problems: &[String]) -> ExitCode {
+    for problem in problems {
+        eprintln!("error: {problem}");
+    }
+    eprintln!("nothing was created; fix the above and run again");
+    ExitCode::from(2)
 }
 
 /// `run.out_dir/experiment-NAME` (with `-2`, `-3`, … when taken).
@@ -129,7 +169,7 @@ fn print_report(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// Prints each variant's end and the report; the exit code says how the job ended.
-fn finish(result: &ExperimentResult) -> anyhow::Result<ExitCode> {
+fn finish(result: &ExperimentResult, signals: &shutdown::Signals) -> anyhow::Result<ExitCode> {
     let mut errors = 0;
     let mut degraded = 0;
     let mut stopped = 0;
@@ -158,6 +198,8 @@ fn finish(result: &ExperimentResult) -> anyhow::Result<ExitCode> {
                     );
                 }
             }
+            // Stopped before its run started: counted as interrupted below.
+            Err(e) if experiment::is_stopped_before_start(e) => {}
             Err(e) => {
                 errors += 1;
                 eprintln!("error: variant {name}: {e:#}");
@@ -170,7 +212,7 @@ fn finish(result: &ExperimentResult) -> anyhow::Result<ExitCode> {
             "interrupted; resume with: tmas experiment --resume {}",
             result.dir.display()
         );
-        return Ok(ExitCode::from(shutdown::EXIT_INTERRUPTED));
+        return Ok(ExitCode::from(signals.exit_code()));
     }
     if errors > 0 {
         eprintln!(

@@ -12,6 +12,7 @@ use crate::engine::run_dir::{ProblemRecord, RunDir, write_atomic};
 use crate::eval::analyses::{Analyses, ProblemRun};
 use crate::eval::chart::{Series, write_line_chart, write_pass_at_1_chart};
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
+use crate::store::export::{stored_table, unfinished_problems};
 use crate::store::{DB_FILE, StoreReader};
 
 #[derive(Debug, clap::Args)]
@@ -26,12 +27,32 @@ pub struct Args {
     pub seed: u64,
 }
 
+/// How many unfinished ids the `partial:` line names.
+const NAMED_UNFINISHED: usize = 10;
+
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let dir = RunDir::open(&args.dir)?;
-    let mut table = load_table(&dir)?;
+    let Loaded {
+        mut table,
+        unfinished,
+    } = load_table(&dir)?;
     let accounting = load_accounting(&dir, table.rows.len())?;
     if let Some(accounting) = &accounting {
         table.set_calls_lost(&accounting.lost_by_iteration);
+    }
+    let total = table.problems_total.unwrap_or(0);
+    match &unfinished {
+        Some(ids) => {
+            if let Some(line) = super::partial_line(ids, total, NAMED_UNFINISHED) {
+                println!("{line}");
+            }
+        }
+        // Only the table's own counts (a copy of the outputs without the store).
+        None if table.is_partial() => println!(
+            "partial: some problems of the {total} are unfinished; each row covers only the \
+             problems that finished its iteration (column `problems`)"
+        ),
+        None => {}
     }
     println!("{}", table.render_text());
     if let Some(accounting) = &accounting {
@@ -45,11 +66,21 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .unwrap_or_default();
         format!("Pass@1 by iteration — {name}")
     });
+    // A partial table's chart says so, with how many problems its last point covers.
+    let title = match table.rows.last() {
+        Some(last) if table.is_partial() => format!(
+            "{title} (partial: {} of {total} problems finished)",
+            last.problems
+        ),
+        _ => title,
+    };
     let series = [Series {
         label: method_label(&dir),
+        // An iteration no problem has finished has no point.
         points: table
             .rows
             .iter()
+            .filter(|r| r.problems > 0)
             .map(|r| (r.iteration as u32, r.pass_at_1))
             .collect(),
     }];
@@ -123,15 +154,36 @@ fn load_records(dir: &RunDir) -> anyhow::Result<Vec<ProblemRecord>> {
     dir.read_problems()
 }
 
-/// The stored table, or one rebuilt from `problems/*.json` when the run was interrupted
-/// before writing it (then only finished problems count).
-fn load_table(dir: &RunDir) -> anyhow::Result<PassAt1Table> {
+/// The run's table and, when the run store says, its unfinished problems.
+struct Loaded {
+    table: PassAt1Table,
+    /// `None`: no store to tell (the table's own counts say whether it is partial).
+    unfinished: Option<Vec<String>>,
+}
+
+/// The table as the run store holds it now (so the same as `tmas export --format csv`,
+/// also while the run goes on or after it was interrupted); without a store, the table
+/// the run wrote, or one rebuilt from `problems/*.json` (then only finished problems
+/// count).
+fn load_table(dir: &RunDir) -> anyhow::Result<Loaded> {
+    let db = dir.root.join(DB_FILE);
+    if db.is_file() {
+        let reader = StoreReader::open_read_only(&db)?;
+        return Ok(Loaded {
+            table: stored_table(&reader)?,
+            unfinished: Some(unfinished_problems(&reader)?.0),
+        });
+    }
     let path = dir.root.join("pass_at_1.json");
     if path.is_file() {
         let bytes =
             std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        return serde_json::from_slice(&bytes)
-            .with_context(|| format!("{} is not a Pass@1 table", path.display()));
+        let table = serde_json::from_slice(&bytes)
+            .with_context(|| format!("{} is not a Pass@1 table", path.display()))?;
+        return Ok(Loaded {
+            table,
+            unfinished: None,
+        });
     }
     let records = dir.read_problems()?;
     anyhow::ensure!(
@@ -152,7 +204,10 @@ fn load_table(dir: &RunDir) -> anyhow::Result<PassAt1Table> {
             }
         }
     }
-    Ok(builder.build())
+    Ok(Loaded {
+        table: builder.build(),
+        unfinished: None,
+    })
 }
 
 /// The legend text: the run's method as its `config.toml` names it (`tmas`, the only

@@ -3,8 +3,9 @@
 //! Exit codes (README, "Exit codes"): 0 every call answered and every problem complete;
 //! 1 error; 2 config or start-up check failed (nothing created); 3 some calls lost (a
 //! problem degraded or failed); 4 stopped because an endpoint kept answering with
-//! permanent errors (resume it after the fix); 130 stopped by SIGINT/SIGTERM (resume it);
-//! 137 aborted by a second signal.
+//! permanent errors (resume it after the fix); 130 stopped by SIGINT, 143 by SIGTERM
+//! (resume it; nothing was created when the stop came during the start-up check); 137
+//! aborted by a second signal.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -94,7 +95,7 @@ pub struct Args {
 pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
     let control = RunControl::default();
     // Installed before anything is started, so even a slow start can be interrupted.
-    shutdown::install(control.stop.clone()).context("installing signal handlers")?;
+    let signals = shutdown::install(control.stop.clone()).context("installing signal handlers")?;
     let status_every = (args.status_every > 0).then(|| Duration::from_secs(args.status_every));
     let observe = engine::observe::ObserveOptions {
         metrics_addr: args.metrics_addr,
@@ -123,7 +124,18 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
         },
     };
     match result {
-        Ok(result) => Ok(report(&result, args.quiet)),
+        Ok(result) => Ok(report(&result, args.quiet, &signals)),
+        Err(e) if e.downcast_ref::<shutdown::StoppedBeforeStart>().is_some() => {
+            match &args.resume {
+                Some(dir) => eprintln!(
+                    "stopped before the run resumed; nothing changed; resume with: tmas run \
+                     --resume {}",
+                    dir.display()
+                ),
+                None => eprintln!("stopped before the run started; nothing was created"),
+            }
+            Ok(ExitCode::from(signals.exit_code()))
+        }
         Err(e) => match e.downcast_ref::<StartupError>() {
             Some(startup) => {
                 for problem in &startup.problems {
@@ -159,24 +171,10 @@ pub const EXIT_PERMANENT_ERRORS: u8 = 4;
 /// How many unfinished ids the line above an interrupted run's table names.
 const NAMED_UNFINISHED: usize = 10;
 
-/// The line above the table of a run with unfinished problems: the table covers only the
-/// finished ones.
-fn unfinished_line(result: &RunResult) -> Option<String> {
-    let unfinished = &result.unfinished;
-    if unfinished.is_empty() {
-        return None;
-    }
-    let total = result.problems_done + result.problems_failed.len() + unfinished.len();
-    let named = super::name_first(unfinished, NAMED_UNFINISHED);
-    Some(format!(
-        "partial: {} of {total} problems unfinished, not in this table: {named}",
-        unfinished.len()
-    ))
-}
-
 /// Prints the outcome; the exit code says how the run ended.
-fn report(result: &RunResult, quiet: bool) -> ExitCode {
-    if let Some(line) = unfinished_line(result) {
+fn report(result: &RunResult, quiet: bool, signals: &shutdown::Signals) -> ExitCode {
+    let total = result.table.problems_total.unwrap_or(0);
+    if let Some(line) = super::partial_line(&result.unfinished, total, NAMED_UNFINISHED) {
         println!("{line}");
     }
     println!("{}", result.table.render_text());
@@ -204,7 +202,7 @@ fn report(result: &RunResult, quiet: bool) -> ExitCode {
     }
     if result.interrupted {
         eprintln!("interrupted; resume with: {resume}");
-        return ExitCode::from(shutdown::EXIT_INTERRUPTED);
+        return ExitCode::from(signals.exit_code());
     }
     if !quiet {
         println!("chart: tmas report {}", result.run_dir.display());

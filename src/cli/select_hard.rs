@@ -5,16 +5,22 @@
 //! draws n of them with a seeded draw. Output: JSONL, one problem a line with its counts
 //! (`problem_id`, `question`, `answer`, `correct`, `samples`), usable as a dataset.
 //! `--from-run DIR` selects from a finished run without running anything.
+//!
+//! The sampling run goes where `--run-dir` says, or beside the output file, named after
+//! it (`--out data/hard.jsonl` → `data/hard.sampling-run/`), never into the working
+//! directory unasked. Everything is checked before it starts: the config, the dataset,
+//! the output file's directory and the run directory (new or empty).
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 
 use crate::config::ConfigArgs;
 use crate::config::resolve::process_env;
-use crate::engine::run_dir::{RunDir, new_run_dir_path};
+use crate::engine::preflight::StartupError;
+use crate::engine::run_dir::RunDir;
 use crate::engine::{self, RunControl, RunRequest, shutdown};
 use crate::eval::dataset::{DatasetSpec, load_dataset};
 use crate::eval::hard_subset::{SampleCount, is_correct, select_hard};
@@ -43,7 +49,8 @@ pub struct Args {
     /// Where to write the subset (JSONL).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
-    /// The sampling run's directory (default: a new one under `run.out_dir`).
+    /// The sampling run's directory (default: beside the output file, named after it:
+    /// `--out data/hard.jsonl` → `data/hard.sampling-run/`).
     #[arg(long, value_name = "DIR", conflicts_with = "from_run")]
     pub run_dir: Option<PathBuf>,
     /// Select from this finished sampling run instead of running one.
@@ -52,6 +59,11 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Err(problem) = check_output_file(&args.out) {
+        eprintln!("error: {problem}");
+        eprintln!("nothing was created; fix the above and run again");
+        return Ok(ExitCode::from(2));
+    }
     let run_dir = match &args.from_run {
         Some(dir) => dir.clone(),
         None => match sample(&args).await? {
@@ -119,16 +131,16 @@ async fn sample(args: &Args) -> anyhow::Result<Result<PathBuf, ExitCode>> {
     let run_dir = args
         .run_dir
         .clone()
-        .unwrap_or_else(|| new_run_dir_path(&config.run.out_dir));
+        .unwrap_or_else(|| sampling_run_dir(&args.out));
     eprintln!(
-        "tmas select-hard: {} problems × {} samples → {}",
+        "tmas select-hard: {} problems × {} samples; sampling run → {}",
         dataset.problems.len(),
         args.samples,
         run_dir.display()
     );
     let control = RunControl::default();
-    shutdown::install(control.stop.clone()).context("installing signal handlers")?;
-    let result = engine::run_with(
+    let signals = shutdown::install(control.stop.clone()).context("installing signal handlers")?;
+    let started = engine::run_with(
         RunRequest {
             config,
             config_source: args.config.config.clone(),
@@ -141,13 +153,30 @@ async fn sample(args: &Args) -> anyhow::Result<Result<PathBuf, ExitCode>> {
         },
         control,
     )
-    .await?;
+    .await;
+    let result = match started {
+        Ok(result) => result,
+        Err(e) if e.downcast_ref::<shutdown::StoppedBeforeStart>().is_some() => {
+            eprintln!("stopped before the sampling run started; nothing was created");
+            return Ok(Err(ExitCode::from(signals.exit_code())));
+        }
+        Err(e) => match e.downcast_ref::<StartupError>() {
+            Some(startup) => {
+                for problem in &startup.problems {
+                    eprintln!("error: {problem}");
+                }
+                eprintln!("nothing was created; fix the above and run again");
+                return Ok(Err(ExitCode::from(2)));
+            }
+            None => return Err(e),
+        },
+    };
     if result.interrupted {
         eprintln!(
             "interrupted; finish the samples with `tmas run --resume {}`, then select with --from-run",
             result.run_dir.display()
         );
-        return Ok(Err(ExitCode::from(shutdown::EXIT_INTERRUPTED)));
+        return Ok(Err(ExitCode::from(signals.exit_code())));
     }
     // Lost samples would make a problem look harder than it is: select only from a run
     // where every call was answered.
@@ -160,6 +189,40 @@ async fn sample(args: &Args) -> anyhow::Result<Result<PathBuf, ExitCode>> {
         result.run_dir.display()
     );
     Ok(Ok(result.run_dir))
+}
+
+/// The sampling run's directory when `--run-dir` is not given: beside the output file,
+/// named after it (`data/hard.jsonl` → `data/hard.sampling-run`).
+fn sampling_run_dir(out: &Path) -> PathBuf {
+    let stem = out
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "select-hard".to_owned());
+    out.with_file_name(format!("{stem}.sampling-run"))
+}
+
+/// The output file can be written where it is asked for: it is not a directory, and its
+/// directory exists. Checked before the samples are drawn (which may take hours).
+fn check_output_file(out: &Path) -> Result<(), String> {
+    if out.is_dir() {
+        return Err(format!(
+            "--out {} is a directory; give the JSONL file to write",
+            out.display()
+        ));
+    }
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(format!(
+            "--out {}: directory {} does not exist",
+            out.display(),
+            parent.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Correct and judged samples per problem of a finished one-iteration run, in dataset

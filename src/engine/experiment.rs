@@ -26,9 +26,9 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use crate::config::CliOverride;
 use crate::config::Config;
 use crate::config::loader::load_str;
-use crate::config::{CliOverride, ConfigErrors};
 use crate::eval::dataset::{DatasetSpec, load_dataset};
 use crate::store::DB_FILE;
 use tmas_observability::{
@@ -90,27 +90,54 @@ pub struct ExperimentResult {
 }
 
 impl ExperimentResult {
+    /// Some variant stopped before its end (a signal, or a store failure): resume it.
     pub fn interrupted(&self) -> bool {
-        self.runs
-            .iter()
-            .any(|(_, r)| r.as_ref().is_ok_and(|r| r.interrupted))
+        self.runs.iter().any(|(_, r)| match r {
+            Ok(run) => run.interrupted,
+            Err(e) => is_stopped_before_start(e),
+        })
     }
 }
 
-/// Plans a new experiment from `file` into `dir` (which must not hold one already).
-/// Config errors of every variant are collected and returned together.
+/// Whether a variant's run did not start because the experiment was being stopped.
+pub fn is_stopped_before_start(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<super::shutdown::StoppedBeforeStart>()
+        .is_some()
+}
+
+/// Why a new experiment cannot start, one line per problem, each naming its variant
+/// where it has one. Nothing was created.
+#[derive(Debug, Default)]
+pub struct PlanErrors(pub Vec<String>);
+
+impl PlanErrors {
+    fn variant(&mut self, name: &str, problem: impl std::fmt::Display) {
+        self.0.push(format!("variant {name}: {problem}"));
+    }
+}
+
+/// Plans a new experiment from `file` into `dir` (which must be new or empty) and checks
+/// every variant as `tmas run` checks a run before creating anything: its config, its
+/// dataset, its API-key variables and its run directory. Every problem of every variant
+/// is collected and returned together; nothing is created. (The endpoints are checked by
+/// [`check_endpoints`].)
 pub fn plan_new(
     file: &Path,
     dir: &Path,
     env: &[(String, String)],
     cli: &[CliOverride],
-) -> anyhow::Result<Result<ExperimentPlan, Vec<(String, ConfigErrors)>>> {
+) -> anyhow::Result<Result<ExperimentPlan, PlanErrors>> {
     anyhow::ensure!(
         !dir.join(PLAN_FILE).exists(),
         "{} already holds an experiment; resume it with: tmas experiment --resume {}",
         dir.display(),
         dir.display()
     );
+    if let Some(problem) = super::run_dir::not_empty(dir) {
+        return Ok(Err(PlanErrors(vec![
+            problem.replace("holds no tmas run", "holds no tmas experiment"),
+        ])));
+    }
     let spec = spec::ExperimentSpec::load(file)?;
     let variants = spec.variants()?;
     let mut planned = Vec::new();
@@ -131,6 +158,7 @@ pub fn plan_new(
         |p| p.display().to_string(),
     );
     let mut used = std::collections::BTreeSet::new();
+    let mut checks = PlanErrors::default();
     for v in variants {
         let mut overrides = spec.common_overrides();
         overrides.extend(cli.iter().cloned());
@@ -144,6 +172,7 @@ pub fn plan_new(
         match loaded {
             Ok(config) => {
                 let dir_name = unique_slug(&v.name, &mut used);
+                check_variant(&v.name, &config, env, &dir.join(&dir_name), &mut checks);
                 planned.push(PlannedVariant {
                     name: v.name,
                     dir: dir_name,
@@ -156,8 +185,15 @@ pub fn plan_new(
             Err(e) => errors.push((v.name, e)),
         }
     }
-    if !errors.is_empty() {
-        return Ok(Err(errors));
+    let mut problems = PlanErrors::default();
+    for (variant, errs) in &errors {
+        for issue in errs.iter() {
+            problems.variant(variant, issue);
+        }
+    }
+    problems.0.extend(checks.0);
+    if !problems.0.is_empty() {
+        return Ok(Err(problems));
     }
     anyhow::ensure!(!planned.is_empty(), "{}: no variants", file.display());
     let first = Config::from_toml_str(&planned[0].config_toml, "first variant")
@@ -169,6 +205,52 @@ pub fn plan_new(
         max_in_flight: first.run.max_in_flight,
         variants: planned,
     }))
+}
+
+/// What `tmas run` checks before creating a run, for one variant: its dataset can be read
+/// and selects problems, its API-key variables are set, its run directory can be created.
+fn check_variant(
+    name: &str,
+    config: &Config,
+    env: &[(String, String)],
+    run_dir: &Path,
+    problems: &mut PlanErrors,
+) {
+    if let Err(e) = load_variant_dataset(config) {
+        problems.variant(name, tmas_observability::error_text(e.as_ref()));
+    }
+    if let Err(startup) = super::preflight::check_local(config, env, None, Some(run_dir)) {
+        for problem in startup.problems {
+            problems.variant(name, problem);
+        }
+    }
+}
+
+/// The start-up check of every endpoint the variants use, each endpoint once (variants
+/// share them); it waits for endpoints still loading. Stopped by `control.stop`
+/// ([`super::shutdown::StoppedBeforeStart`]).
+pub async fn check_endpoints(
+    plan: &ExperimentPlan,
+    env: &[(String, String)],
+    control: &RunControl,
+    console: &Console,
+) -> anyhow::Result<()> {
+    let configs = plan
+        .variants
+        .iter()
+        .map(|v| {
+            load_str(&v.config_toml, &format!("variant {}", v.name), env, &[])
+                .map_err(|e| anyhow::anyhow!("variant {}: {e}", v.name))
+        })
+        .collect::<anyhow::Result<Vec<Config>>>()?;
+    let configs: Vec<&Config> = configs.iter().collect();
+    let lines = tmas_observability::WaitLines::for_stderr(false, console);
+    super::shutdown::until_stopped(
+        &control.stop,
+        super::preflight::check_endpoints_of(&configs, env, &lines),
+    )
+    .await??;
+    Ok(())
 }
 
 /// A directory name for a variant: its name with unsafe characters replaced, unique.
@@ -205,7 +287,9 @@ pub struct ExperimentDisplay {
     pub console: Console,
 }
 
-/// Writes the plan and runs every variant (see the module documentation).
+/// Writes the plan and runs every variant (see the module documentation). The variants
+/// were checked by [`plan_new`] and [`check_endpoints`]: their runs start without another
+/// start-up check.
 pub async fn run_new(
     plan: ExperimentPlan,
     dir: &Path,
@@ -220,7 +304,8 @@ pub async fn run_new(
 }
 
 /// Resumes the experiment in `dir`: `cli` overrides may change operational settings of
-/// every variant (as `tmas run --resume` allows).
+/// every variant (as `tmas run --resume` allows). The endpoints of all variants are
+/// checked once first.
 pub async fn resume(
     dir: &Path,
     env: Vec<(String, String)>,
@@ -229,6 +314,16 @@ pub async fn resume(
     display: ExperimentDisplay,
 ) -> anyhow::Result<ExperimentResult> {
     let plan = ExperimentPlan::read(dir)?;
+    // The endpoints as the variants will use them: the plan's configs with `cli` on top.
+    let mut checked = plan.clone();
+    for v in &mut checked.variants {
+        let config = load_str(&v.config_toml, &format!("variant {}", v.name), &env, &cli)
+            .map_err(|e| anyhow::anyhow!("variant {}: {e}", v.name))?;
+        v.config_toml = config
+            .to_toml_string()
+            .context("serializing a variant's config")?;
+    }
+    check_endpoints(&checked, &env, &control, &display.console).await?;
     execute(plan, dir, env, cli, control, display).await
 }
 
@@ -309,7 +404,8 @@ async fn execute(
                             keep_failed: false,
                             env,
                             status_every: None,
-                            preflight: true,
+                            // Checked for all variants at once before they start.
+                            preflight: false,
                             // Variants run together: warnings and the comparison only.
                             observe: super::observe::ObserveOptions::quiet(),
                         },
@@ -326,7 +422,8 @@ async fn execute(
                             run_dir,
                             env,
                             status_every: None,
-                            preflight: true,
+                            // Checked for all variants at once before they start.
+                            preflight: false,
                             // Variants run together: warnings and the comparison only.
                             observe: super::observe::ObserveOptions::quiet(),
                         },

@@ -18,8 +18,10 @@
 //! carried through: what the client retries — a refused connection, a timeout, 408, 429
 //! and every 5xx — means the server may still be loading its weights, or is busy or
 //! briefly failing; the check waits (`resilience.preflight_wait_secs`), coming back no
-//! sooner than a `Retry-After` asks, with a status line every few seconds naming the
-//! status. Any other status stops the start: the client would not retry it either, and
+//! sooner than a `Retry-After` asks, with one status line per endpoint naming the status
+//! ([`WaitLines`]: redrawn in place on a terminal, at most once a minute in a log). The
+//! caller ends the wait early by dropping the check (a signal,
+//! [`super::shutdown::until_stopped`]). Any other status stops the start: the client would not retry it either, and
 //! the permanent ones (a rejected key, a missing route or model) say what to fix.
 
 use std::collections::BTreeMap;
@@ -29,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use tmas_actors::client::error::{is_retryable_status, retry_after};
+use tmas_observability::WaitLines;
 
 use crate::config::{Config, EndpointConfig};
 use crate::role::Role;
@@ -43,8 +46,6 @@ pub struct StartupError {
 
 /// Bound on one request of the check (a server that takes longer is "not answering").
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// How often the "waiting for endpoint" line is printed.
-const WAIT_LINE_EVERY: Duration = Duration::from_secs(5);
 /// Pause between attempts while the endpoint is not ready (longer when its `Retry-After`
 /// asks for longer).
 const RETRY_EVERY: Duration = Duration::from_secs(1);
@@ -81,9 +82,11 @@ pub fn check_local(
     }
 }
 
-/// `out` does not hold a run already, and its nearest existing ancestor is a writable
-/// directory (probed by creating and removing a file there).
-fn check_output(out: &Path) -> Result<(), String> {
+/// `out` does not hold a run already, is new or an empty directory (a run's files
+/// mixed with others could not be told apart, nor removed safely), and its nearest
+/// existing ancestor is a writable directory (probed by creating and removing a file
+/// there).
+pub fn check_output(out: &Path) -> Result<(), String> {
     let db = out.join(crate::store::DB_FILE);
     if db.exists() {
         return Err(format!(
@@ -91,6 +94,9 @@ fn check_output(out: &Path) -> Result<(), String> {
             out.display(),
             out.display()
         ));
+    }
+    if let Some(problem) = crate::engine::run_dir::not_empty(out) {
+        return Err(problem);
     }
     let mut existing = out;
     while !existing.exists() {
@@ -172,19 +178,48 @@ pub fn endpoints_in_use(config: &Config) -> Vec<String> {
 pub async fn check_endpoints(
     config: &Config,
     env: &[(String, String)],
+    lines: &WaitLines,
 ) -> Result<(), StartupError> {
-    let wait = Duration::from_secs(config.resilience.preflight_wait_secs);
-    let checks = endpoint_uses(config)
-        .into_iter()
-        .filter_map(|(name, uses)| {
-            let e = config.endpoints.get(&name)?.clone();
-            let key = e
-                .api_key_env
-                .as_ref()
-                .and_then(|var| env.iter().rev().find(|(k, _)| k == var))
-                .map(|(_, v)| v.clone());
-            Some(async move { Probe::new(name, e, key, uses).run(wait).await })
-        });
+    check_endpoints_of(&[config], env, lines).await
+}
+
+/// [`check_endpoints`] over the endpoints of several configs (the variants of an
+/// experiment): each endpoint once, however many configs use it, with every kind of call
+/// any of them sends to it; the longest `resilience.preflight_wait_secs` of the configs
+/// applies.
+pub async fn check_endpoints_of(
+    configs: &[&Config],
+    env: &[(String, String)],
+    lines: &WaitLines,
+) -> Result<(), StartupError> {
+    let wait = Duration::from_secs(
+        configs
+            .iter()
+            .map(|c| c.resilience.preflight_wait_secs)
+            .max()
+            .unwrap_or(0),
+    );
+    // One probe per distinct endpoint (name, URL, model), the uses of all configs merged.
+    let mut probes: BTreeMap<(String, String, String), (EndpointConfig, Uses)> = BTreeMap::new();
+    for config in configs {
+        for (name, uses) in endpoint_uses(config) {
+            let Some(e) = config.endpoints.get(&name) else {
+                continue;
+            };
+            let id = (name, e.base_url.clone(), e.model.clone());
+            let (_, merged) = probes.entry(id).or_insert_with(|| (e.clone(), uses));
+            merged.chat |= uses.chat;
+            merged.embeddings |= uses.embeddings;
+        }
+    }
+    let checks = probes.into_iter().map(|((name, _, _), (e, uses))| {
+        let key = e
+            .api_key_env
+            .as_ref()
+            .and_then(|var| env.iter().rev().find(|(k, _)| k == var))
+            .map(|(_, v)| v.clone());
+        async move { Probe::new(name, e, key, uses).run(wait, lines).await }
+    });
     let problems: Vec<String> = futures::future::join_all(checks)
         .await
         .into_iter()
@@ -262,9 +297,15 @@ impl Probe {
         format!("endpoint `{}` ({url})", self.name)
     }
 
-    async fn run(self, wait: Duration) -> Result<(), String> {
+    /// The check, waiting while the endpoint is not ready; its waiting line goes when
+    /// the check ends (or is dropped).
+    async fn run(self, wait: Duration, lines: &WaitLines) -> Result<(), String> {
+        let _line = ClearOnDrop(lines, &self.name);
+        self.wait_until_ready(wait, lines).await
+    }
+
+    async fn wait_until_ready(&self, wait: Duration, lines: &WaitLines) -> Result<(), String> {
         let started = Instant::now();
-        let mut next_line = Duration::ZERO;
         loop {
             let not_ready = match self.once().await {
                 Ok(()) => return Ok(()),
@@ -282,15 +323,16 @@ impl Probe {
                     not_ready.hint,
                 ));
             }
-            if waited >= next_line {
-                eprintln!(
-                    "waiting for endpoint {} ({}), {} s",
+            lines.update(
+                &self.name,
+                format!(
+                    "waiting for endpoint {} ({}), {} s of at most {} s",
                     self.name,
                     not_ready.reason,
-                    waited.as_secs()
-                );
-                next_line = waited + WAIT_LINE_EVERY;
-            }
+                    waited.as_secs(),
+                    wait.as_secs()
+                ),
+            );
             tokio::time::sleep(pause(not_ready.retry_after, wait.saturating_sub(waited))).await;
         }
     }
@@ -546,6 +588,15 @@ impl Probe {
             reply.content_type,
             shown(&reply.body)
         ))
+    }
+}
+
+/// Removes an endpoint's waiting line however its check ends.
+struct ClearOnDrop<'a>(&'a WaitLines, &'a str);
+
+impl Drop for ClearOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.clear(self.1);
     }
 }
 

@@ -39,10 +39,16 @@ pub struct RunSummaryFile {
     pub dataset: String,
     pub problems_total: usize,
     pub problems_done: usize,
+    /// Problems done to T or failed: those every row of `pass_at_1.json` covers. Fewer
+    /// than `problems_total` while the run is unfinished (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problems_finished: Option<usize>,
     pub problems_failed: Vec<FailedProblem>,
     pub iterations: u32,
     pub wall_seconds: f64,
     pub usage_by_role: BTreeMap<String, RoleUsage>,
+    /// Pass@1 of the last iteration over every problem; null until every problem has
+    /// finished (`problems_finished` = `problems_total`).
     pub final_pass_at_1: Option<f64>,
     /// Lost calls (by role, endpoint, kind and iteration) and each problem's state.
     #[serde(default)]
@@ -446,6 +452,31 @@ fn replace_file(
     }
     fs::rename(&tmp, path)
         .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
+}
+
+/// Why `dir` cannot be created as a new run's directory although it holds no run: it
+/// exists and holds other files (the first few are named). A lock file left by a process
+/// that ended does not count. `None` when it does not exist, is empty or cannot be listed
+/// (the writability check then says why).
+pub fn not_empty(dir: &Path) -> Option<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != crate::store::LOCK_FILE)
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    names.sort();
+    const NAMED: usize = 3;
+    let more = if names.len() > NAMED { ", …" } else { "" };
+    names.truncate(NAMED);
+    Some(format!(
+        "{} is not empty ({}{more}) and holds no tmas run; choose a new or empty directory",
+        dir.display(),
+        names.join(", ")
+    ))
 }
 
 /// A fresh run directory name under `parent`: `run-YYYYMMDD-HHMMSS` (UTC), with a suffix

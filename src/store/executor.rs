@@ -13,7 +13,10 @@
 //! each fails at once with kind `shutdown`, and its problem is marked *tainted* so that
 //! its (incomplete) result is not stored as done — resume redoes it by replay. Likewise a
 //! failure that says "this process stopped", not "the endpoint failed"
-//! ([`FailureKind::is_transient`]) is never stored: resume makes that call for real.
+//! ([`FailureKind::is_transient`]) is never stored: resume makes that call for real. A
+//! [`StoreExecutor::sibling`] shares the store, the counts and the taint but stops at a
+//! time of its own, and then also cuts its calls in flight: the judge's, which may go on
+//! judging problems already solved during the shutdown's grace period.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,6 +54,8 @@ pub struct StoreExecutor {
     tainted: Arc<Mutex<HashSet<Arc<str>>>>,
     counts: Arc<ExecutorCounts>,
     wait_for_commit: bool,
+    /// Cut calls in flight too once `stopping` is cancelled (a [`StoreExecutor::sibling`]).
+    cut_in_flight: bool,
     /// Keys of calls stored as failures that this session sends again.
     stale_keys: Arc<HashSet<String>>,
     /// Those not made (yet) in this session, by problem: what is left of them when the
@@ -77,8 +82,27 @@ impl StoreExecutor {
             tainted: Arc::default(),
             counts: Arc::default(),
             wait_for_commit: true,
+            cut_in_flight: false,
             stale_keys: Arc::default(),
             stale: Arc::default(),
+        }
+    }
+
+    /// An executor over the same store, counts, taint and stale failures that stops when
+    /// `stopping` is cancelled instead, cutting its calls in flight at that moment (each
+    /// fails with kind `shutdown` and taints its problem, as a refused call does).
+    pub fn sibling(&self, stopping: CancellationToken) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            store: self.store.clone(),
+            stored: self.stored.clone(),
+            stopping,
+            tainted: self.tainted.clone(),
+            counts: self.counts.clone(),
+            wait_for_commit: self.wait_for_commit,
+            cut_in_flight: true,
+            stale_keys: self.stale_keys.clone(),
+            stale: self.stale.clone(),
         }
     }
 
@@ -208,6 +232,7 @@ impl StoreExecutor {
         let maybe_stored = self.stored.contains(&*key_text);
         let wait_for_commit = self.wait_for_commit;
         let resending = !self.stale_keys.is_empty();
+        let cut_in_flight = self.cut_in_flight;
         if self.stale_keys.contains(&*key_text) {
             // Made again: no longer stale, whatever its new outcome.
             let mut stale = self.stale.lock().unwrap_or_else(|p| p.into_inner());
@@ -216,13 +241,16 @@ impl StoreExecutor {
             }
         }
         async move {
-            if stopping.is_cancelled() {
+            let refused = || {
                 taint(&tainted, &key.problem);
                 counts.refused.fetch_add(1, Ordering::Relaxed);
-                return Err(CallFailure::new(
+                Err(CallFailure::new(
                     FailureKind::Shutdown,
                     format!("call {key_text} not sent: the run is stopping (it is made on resume)"),
-                ));
+                ))
+            };
+            if stopping.is_cancelled() {
+                return refused();
             }
             if maybe_stored {
                 let (k, asked) = (key_text.clone(), request.clone());
@@ -260,11 +288,17 @@ impl StoreExecutor {
                 }
             }
             counts.sent.fetch_add(1, Ordering::Relaxed);
-            let outcome = match request.clone() {
-                ModelRequest::Chat(r) => inner.execute(group.clone(), r).await,
-                ModelRequest::Embeddings(r) => {
-                    inner.execute_embeddings(&key, group.clone(), r).await
+            let send = match request.clone() {
+                ModelRequest::Chat(r) => inner.execute(group.clone(), r),
+                ModelRequest::Embeddings(r) => inner.execute_embeddings(&key, group.clone(), r),
+            };
+            let outcome = if cut_in_flight {
+                tokio::select! {
+                    outcome = send => outcome,
+                    _ = stopping.cancelled() => return refused(),
                 }
+            } else {
+                send.await
             };
             if let Err(f) = &outcome
                 && f.kind.is_transient()
@@ -296,5 +330,98 @@ impl StoreExecutor {
             outcome
         }
         .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tmas_actors::wire::{CallTags, ChatMessage, Sampling};
+
+    use super::*;
+    use crate::store::tests::{key, response};
+
+    /// Answers every call at once, or never (`hang`).
+    struct Endpoint {
+        hang: bool,
+    }
+
+    impl CallExecutor for Endpoint {
+        fn execute(&self, _: Arc<str>, _: ChatRequest) -> BoxFuture<'static, CallOutcome> {
+            if self.hang {
+                futures::future::pending().boxed()
+            } else {
+                futures::future::ready(Ok(response("ok"))).boxed()
+            }
+        }
+
+        fn execute_embeddings(
+            &self,
+            _: &CallKey,
+            _: Arc<str>,
+            _: EmbeddingRequest,
+        ) -> BoxFuture<'static, CallOutcome> {
+            futures::future::pending().boxed()
+        }
+    }
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            messages: vec![ChatMessage::user("judge this")],
+            sampling: Sampling {
+                temperature: 1.0,
+                top_p: 0.95,
+                max_tokens: 10,
+            },
+            tags: CallTags::default(),
+            stream: false,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_sibling_sends_after_the_runs_stop_and_cuts_its_calls_in_flight_at_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::create(dir.path()).unwrap();
+        let hanging = StoreExecutor::new(Arc::new(Endpoint { hang: true }), store.clone(), {
+            HashSet::new()
+        });
+        let judge_stop = CancellationToken::new();
+        let judge = hanging.sibling(judge_stop.clone());
+        hanging.stopping().cancel();
+        // The run's executor refuses; the sibling still sends.
+        let refused = hanging
+            .execute_call(&key("a", "solution", Some(0), None), "g".into(), request())
+            .await;
+        assert!(refused.is_err_and(|f| f.is_stop()));
+        let judging =
+            judge.execute_call(&key("b", "judge", Some(0), Some(0)), "g".into(), request());
+        let judging = tokio::spawn(judging);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!judging.is_finished(), "sent, in flight");
+        assert!(!hanging.is_tainted("b"));
+        judge_stop.cancel();
+        let cut = tokio::time::timeout(std::time::Duration::from_secs(5), judging)
+            .await
+            .expect("the call in flight ends at the sibling's stop")
+            .unwrap();
+        assert!(cut.is_err_and(|f| f.is_stop()), "cut at the sibling's stop");
+        assert!(hanging.is_tainted("b"), "its problem is not stored as done");
+        assert_eq!(
+            store.read(|r| r.call_count()).await.unwrap(),
+            0,
+            "nothing stored"
+        );
+
+        // Before its stop, a sibling's calls are answered and stored as any.
+        let answering = StoreExecutor::new(Arc::new(Endpoint { hang: false }), store.clone(), {
+            HashSet::new()
+        });
+        let judge = answering.sibling(CancellationToken::new());
+        answering.stopping().cancel();
+        let answered = judge
+            .execute_call(&key("c", "judge", Some(0), Some(0)), "g".into(), request())
+            .await;
+        assert!(answered.is_ok());
+        assert_eq!(store.read(|r| r.call_count()).await.unwrap(), 1);
+        store.close().await.unwrap();
     }
 }

@@ -111,9 +111,11 @@ fn sigint_stops_gracefully_with_code_130_and_resume_finishes_without_resending()
         .find(|l| l.starts_with("partial: "))
         .unwrap_or_else(|| panic!("no `partial:` line above the table: {stdout}"));
     assert!(
-        partial_line.contains(&format!(
-            "of {PROBLEMS} problems unfinished, not in this table"
-        )),
+        partial_line.contains(&format!("of {PROBLEMS} problems unfinished (")),
+        "{partial_line}"
+    );
+    assert!(
+        partial_line.contains("each row covers only the problems that finished its iteration"),
         "{partial_line}"
     );
     let table_at = stdout.find("iteration  pass@1").expect("the table");
