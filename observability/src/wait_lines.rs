@@ -40,7 +40,7 @@ struct State {
 
 impl WaitLines {
     /// How often a plain line of one key is printed at most.
-    pub const PLAIN_EVERY: Duration = Duration::from_secs(5);
+    pub const PLAIN_EVERY: Duration = Duration::from_secs(60);
 
     /// Lines in place when stderr is a terminal, plain lines otherwise; nothing when
     /// `quiet`.

@@ -262,6 +262,11 @@ fn fresh_request(
         .out
         .clone()
         .unwrap_or_else(|| run_dir::new_run_dir_path(&config.run.out_dir));
+    if let Some(problem) = run_dir::not_empty(&run_dir, "run") {
+        eprintln!("error: {problem}");
+        eprintln!("nothing was created; fix the above and run again");
+        return Ok(Err(ExitCode::from(2)));
+    }
     if !args.quiet {
         eprintln!(
             "tmas run: {} problems, N={} M={} T={} ε={} → {}",

@@ -132,6 +132,11 @@ async fn sample(args: &Args) -> anyhow::Result<Result<PathBuf, ExitCode>> {
         .run_dir
         .clone()
         .unwrap_or_else(|| sampling_run_dir(&args.out));
+    if let Some(problem) = crate::engine::run_dir::not_empty(&run_dir, "run") {
+        eprintln!("error: {problem}");
+        eprintln!("nothing was created; fix the above and run again");
+        return Ok(Err(ExitCode::from(2)));
+    }
     eprintln!(
         "tmas select-hard: {} problems × {} samples; sampling run → {}",
         dataset.problems.len(),

@@ -133,10 +133,8 @@ pub fn plan_new(
         dir.display(),
         dir.display()
     );
-    if let Some(problem) = super::run_dir::not_empty(dir) {
-        return Ok(Err(PlanErrors(vec![
-            problem.replace("holds no tmas run", "holds no tmas experiment"),
-        ])));
+    if let Some(problem) = super::run_dir::not_empty(dir, "experiment") {
+        return Ok(Err(PlanErrors(vec![problem])));
     }
     let spec = spec::ExperimentSpec::load(file)?;
     let variants = spec.variants()?;

@@ -82,11 +82,9 @@ pub fn check_local(
     }
 }
 
-/// `out` does not hold a run already, is new or an empty directory (a run's files
-/// mixed with others could not be told apart, nor removed safely), and its nearest
-/// existing ancestor is a writable directory (probed by creating and removing a file
-/// there).
-pub fn check_output(out: &Path) -> Result<(), String> {
+/// `out` does not hold a run already, and its nearest existing ancestor is a writable
+/// directory (probed by creating and removing a file there).
+fn check_output(out: &Path) -> Result<(), String> {
     let db = out.join(crate::store::DB_FILE);
     if db.exists() {
         return Err(format!(
@@ -94,9 +92,6 @@ pub fn check_output(out: &Path) -> Result<(), String> {
             out.display(),
             out.display()
         ));
-    }
-    if let Some(problem) = crate::engine::run_dir::not_empty(out) {
-        return Err(problem);
     }
     let mut existing = out;
     while !existing.exists() {

@@ -454,11 +454,15 @@ fn replace_file(
         .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
 }
 
-/// Why `dir` cannot be created as a new run's directory although it holds no run: it
-/// exists and holds other files (the first few are named). A lock file left by a process
-/// that ended does not count. `None` when it does not exist, is empty or cannot be listed
-/// (the writability check then says why).
-pub fn not_empty(dir: &Path) -> Option<String> {
+/// Why `dir` cannot be given as the `--out` of a new `what` (a run, an experiment): it
+/// exists and holds other files (the first few are named), which the new files would be
+/// mixed with. A lock file left by a process that ended does not count. `None` when it
+/// does not exist, is empty, holds a run (the start-up check says to resume it) or cannot
+/// be listed (the writability check then says why).
+pub fn not_empty(dir: &Path, what: &str) -> Option<String> {
+    if dir.join(crate::store::DB_FILE).exists() {
+        return None;
+    }
     let mut names: Vec<String> = fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok())
@@ -473,7 +477,7 @@ pub fn not_empty(dir: &Path) -> Option<String> {
     let more = if names.len() > NAMED { ", …" } else { "" };
     names.truncate(NAMED);
     Some(format!(
-        "{} is not empty ({}{more}) and holds no tmas run; choose a new or empty directory",
+        "{} is not empty ({}{more}) and holds no tmas {what}; choose a new or empty directory",
         dir.display(),
         names.join(", ")
     ))
