@@ -14,9 +14,10 @@
 //!   generation: right after a start or a re-admission, when a whole burst of calls is
 //!   sent at once, a handful of errors in a row is what a healthy server with a small
 //!   error rate answers first. A server that fails every call fills the window as fast.
-//! - **Overload** (429, 503) is back-pressure, not ill health: it is left to the AIMD
-//!   limit ([`super::limit`]) and never seen here. Nor are the caller's own mistakes (other
-//!   4xx), which say nothing about the server.
+//! - **Overload** (429, 503, and a stream the server ended for another request of ours:
+//!   [`super::error::Interruption::Preempted`]) is back-pressure, not ill health: it is left
+//!   to the AIMD limit ([`super::limit`]) and never seen here. Nor are the caller's own
+//!   mistakes (other 4xx), which say nothing about the server.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -27,7 +28,8 @@ use super::error::ClientError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Signal {
     Success,
-    /// The server is there but asks us to slow down (429, 503).
+    /// The server is there but asks us to slow down (429, 503, a stream it cut for another
+    /// request of ours).
     Overload,
     /// A dead or crashing server: connection failures.
     Hard,
@@ -48,6 +50,7 @@ impl Signal {
     pub fn of(error: &ClientError) -> Signal {
         match error {
             ClientError::Status { status, .. } if is_overload_status(*status) => Signal::Overload,
+            e if e.is_preempted() => Signal::Overload,
             ClientError::Status { status, .. } if *status >= 500 => Signal::Soft,
             ClientError::Status { status: 408, .. } => Signal::Soft,
             ClientError::Connect { .. } => Signal::Hard,
@@ -151,6 +154,7 @@ impl Breaker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::error::Interruption;
 
     fn breaker() -> Breaker {
         Breaker::new(BreakerSettings {
@@ -264,11 +268,18 @@ mod tests {
             after: std::time::Duration::from_secs(1),
         };
         assert_eq!(Signal::of(&timeout), Signal::Soft);
-        let interrupted = ClientError::Interrupted {
+        let interrupted = |how| ClientError::Interrupted {
             endpoint: "e".into(),
             message: "x".into(),
+            how,
         };
-        assert_eq!(Signal::of(&interrupted), Signal::Soft);
+        assert_eq!(Signal::of(&interrupted(Interruption::Broken)), Signal::Soft);
+        assert_eq!(Signal::of(&interrupted(Interruption::Ended)), Signal::Soft);
+        assert_eq!(
+            Signal::of(&interrupted(Interruption::Preempted)),
+            Signal::Overload,
+            "a stream cut for another request of ours is back-pressure"
+        );
         let connect = ClientError::Connect {
             endpoint: "e".into(),
             message: "refused".into(),

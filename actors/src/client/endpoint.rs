@@ -24,7 +24,7 @@ use super::body::{Completion, parse_response};
 use super::breaker::{Breaker, BreakerSettings, Signal};
 use super::config::{EndpointSpec, ResiliencePolicy};
 use super::connect_limit::connect_limit_layer;
-use super::error::{ClientError, snippet};
+use super::error::{ClientError, Interruption, snippet};
 use super::limit::{ConcurrencyLimit, LimitChange};
 use super::request_body::RequestBody;
 use super::sse::StreamError;
@@ -118,7 +118,7 @@ pub(crate) struct Endpoint {
     /// Attempts answered (what tells a server that answered others while a request was in
     /// flight from one that never did).
     pub successes: AtomicU64,
-    /// Attempts answered 429 or 503.
+    /// Attempts answered 429 or 503, or whose stream the server cut for another request.
     pub overloads: AtomicU64,
     /// Attempts that timed out.
     pub timeouts: AtomicU64,
@@ -278,8 +278,9 @@ impl Endpoint {
         self.limit.on_success(latency)
     }
 
-    /// A failed attempt sent at `sent`: overload lowers the limit, evidence of ill health
-    /// may open the breaker (marking the endpoint down and telling its actor to probe).
+    /// A failed attempt sent at `sent`: overload (429, 503, a stream cut for another
+    /// request) lowers the limit, evidence of ill health may open the breaker (marking the
+    /// endpoint down and telling its actor to probe).
     pub fn record_failure(&self, error: &ClientError, sent: Instant) -> FailureEffects {
         self.errors.fetch_add(1, Ordering::Relaxed);
         let signal = Signal::of(error);
@@ -290,7 +291,11 @@ impl Endpoint {
                 // The failed attempt's slot is already given back: what is left running
                 // is what the server held of ours when it refused.
                 let held = self.in_flight.load(Ordering::Relaxed);
-                effects.limit = self.limit.on_overload(sent, held);
+                effects.limit = if error.is_preempted() {
+                    self.limit.on_stream_cut(sent, held)
+                } else {
+                    self.limit.on_overload(sent, held)
+                };
                 return effects;
             }
             _ if matches!(error, ClientError::Timeout { .. }) => {
@@ -367,11 +372,31 @@ impl Endpoint {
         }
     }
 
-    fn interrupted(&self, message: String) -> ClientError {
+    fn interrupted(&self, message: String, how: Interruption) -> ClientError {
         ClientError::Interrupted {
             endpoint: self.spec.name.clone(),
             message: super::error::redact(&message, self.spec.api_key.as_ref()),
+            how,
         }
+    }
+
+    /// A stream that ended before its `finish_reason`: broken off, or ended by the server
+    /// itself (`[DONE]` seen), and then whether other attempts were running here (this one
+    /// still holds its slot, so it is one of `in_flight`).
+    fn interruption(&self, message: String, done: bool) -> ClientError {
+        if !done {
+            return self.interrupted(message, Interruption::Broken);
+        }
+        let others = self.in_flight.load(Ordering::Relaxed).saturating_sub(1);
+        if others == 0 {
+            return self.interrupted(message, Interruption::Ended);
+        }
+        let message = format!(
+            "{message}; ended by the server while {others} other attempt{} ran on this \
+             endpoint (a server that cuts a stream for the next request)",
+            if others == 1 { "" } else { "s" }
+        );
+        self.interrupted(message, Interruption::Preempted)
     }
 
     fn malformed(&self, status: u16, problem: &str, body: &[u8]) -> ClientError {
@@ -477,7 +502,10 @@ impl Endpoint {
                 Ok(Some(Err(e))) => {
                     let cause = self.connect_error(&e).to_string();
                     return Err(self
-                        .interrupted(format!("{}; {cause}", acc.interruption()))
+                        .interrupted(
+                            format!("{}; {cause}", acc.interruption()),
+                            Interruption::Broken,
+                        )
                         .into());
                 }
                 Ok(Some(Ok(chunk))) => {
@@ -491,10 +519,11 @@ impl Endpoint {
             }
         }
         let head = acc.head().to_vec();
+        let done = acc.is_done();
         acc.finish().map_err(|e| {
             match e {
                 StreamError::Malformed(p) => self.malformed(status.as_u16(), &p, &head),
-                StreamError::Interrupted(m) => self.interrupted(m),
+                StreamError::Interrupted(m) => self.interruption(m, done),
             }
             .into()
         })

@@ -43,10 +43,15 @@ pub enum ClientError {
     },
 
     /// The generation stopped before it finished: a stream that ended without a
-    /// `finish_reason`, or whose connection broke after the response began. Retried like a
-    /// dropped connection: the server (or a proxy) cut it, the request itself was fine.
+    /// `finish_reason`, or whose connection broke after the response began. The request
+    /// itself was fine; `how` says whether the server went away or ended the stream itself,
+    /// and so whether this is ill health or back-pressure.
     #[error("endpoint `{endpoint}`: generation interrupted: {message}")]
-    Interrupted { endpoint: Arc<str>, message: String },
+    Interrupted {
+        endpoint: Arc<str>,
+        message: String,
+        how: Interruption,
+    },
 
     #[error(
         "endpoint `{endpoint}`: prompt of about {prompt_tokens} tokens does not fit the \
@@ -78,6 +83,31 @@ pub enum ClientError {
 
     #[error("the client's actor system failed: {message}")]
     Actor { message: String },
+}
+
+/// How a generation was interrupted.
+///
+/// A server that crashes or restarts cannot end a stream properly: the connection breaks,
+/// or closes without `data: [DONE]`. A stream that ends with `[DONE]` but no
+/// `finish_reason` was ended by a server that is alive and chose to stop it. When other
+/// attempts of this client were running on the same endpoint, that server gave this one up
+/// for another request: llama.cpp's server (its default, `interrupt_requests`) ends a
+/// running stream whenever the next request arrives, so every request added cuts one
+/// already running. That is the server's way of saying "fewer at once", like a 503.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interruption {
+    /// The connection broke, or closed without `[DONE]`, after the response began: the
+    /// server (or a proxy in between) went away mid-generation.
+    Broken,
+    /// The server ended the stream (`[DONE]`, no `finish_reason`) while no other attempt
+    /// of this client ran on the endpoint.
+    Ended,
+    /// The server ended the stream (`[DONE]`, no `finish_reason`) while other attempts of
+    /// this client ran on the endpoint: it cut this one for another request. Back-pressure:
+    /// it lowers the endpoint's concurrency limit (`super::limit`) and is retried for as
+    /// long as the outage budget lasts, as a 503 is, never charged to the call's attempts
+    /// nor counted against the endpoint's health.
+    Preempted,
 }
 
 impl ClientError {
@@ -114,6 +144,18 @@ impl ClientError {
         }
     }
 
+    /// A stream the server cut for another request of this client
+    /// ([`Interruption::Preempted`]).
+    pub fn is_preempted(&self) -> bool {
+        matches!(
+            self,
+            Self::Interrupted {
+                how: Interruption::Preempted,
+                ..
+            }
+        )
+    }
+
     /// An answer that will not change however often the call is sent: the request or its
     /// credentials are wrong (see [`is_permanent_status`]). Never retried; enough of them
     /// in a row from one endpoint stop the run ([`super::permanent`]).
@@ -129,10 +171,18 @@ impl ClientError {
     }
 
     /// A generation ended by the server going away: a refused or reset connection, a
-    /// stream cut short. Its server is being restarted or has died; the generation itself
-    /// was fine.
+    /// stream broken off. Its server is being restarted or has died; the generation itself
+    /// was fine. A stream the server ended itself (`[DONE]` without a `finish_reason`) is
+    /// not one: that server is up.
     pub fn is_crash(&self) -> bool {
-        matches!(self, Self::Connect { .. } | Self::Interrupted { .. })
+        matches!(
+            self,
+            Self::Connect { .. }
+                | Self::Interrupted {
+                    how: Interruption::Broken,
+                    ..
+                }
+        )
     }
 
     /// Worth another attempt (possibly on another endpoint of the group)?
@@ -271,6 +321,23 @@ mod tests {
         };
         assert!(!too_long.is_retryable());
         assert_eq!(CallFailure::from(too_long).kind, FailureKind::PromptTooLong);
+        for how in [
+            Interruption::Broken,
+            Interruption::Ended,
+            Interruption::Preempted,
+        ] {
+            let cut = ClientError::Interrupted {
+                endpoint: "e".into(),
+                message: String::new(),
+                how,
+            };
+            assert!(cut.is_retryable());
+            assert_eq!(cut.is_crash(), how == Interruption::Broken, "{how:?}");
+            assert_eq!(cut.is_preempted(), how == Interruption::Preempted);
+            let failure = CallFailure::from(cut);
+            assert_eq!(failure.kind, FailureKind::Interrupted);
+            assert_eq!(failure.endpoint.as_deref(), Some("e"), "names its endpoint");
+        }
     }
 
     #[test]

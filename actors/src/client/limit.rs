@@ -21,6 +21,17 @@
 //! rejections would cut the limit 50 times; with it, a burst over the capacity is met in
 //! one round trip as its refusals come in.
 //!
+//! A server may also say "fewer at once" by cutting a running stream when another request
+//! arrives (llama.cpp's server by default: it sends `[DONE]` without a `finish_reason`,
+//! [`super::error::Interruption::Preempted`]). That is an overload signal too, but a costly
+//! one: each cut throws away the generation it ends, where a refusal costs nothing, and the
+//! servers that do it run one stream at a time. So a cut takes the limit to the calls still
+//! running, and at least by half ([`state::CUT_DECREASE`]), once per round trip; the limit
+//! then holds for a window of successes before growing again, the hold doubling each time
+//! the growth is cut again at the same level ([`state::MAX_HOLD_WINDOWS`] windows at most).
+//! Against a server that runs one stream at a time the limit falls to one in a few round
+//! trips and probes a second stream ever more rarely.
+//!
 //! Fast recovery (TCP's slow start): a server that answers 503 to everything for a while
 //! (restarting, loading its model) drives the limit to the floor. Growing back one slot
 //! per round trip would then take hundreds of round trips, so below the level where the
@@ -147,6 +158,15 @@ impl ConcurrencyLimit {
         let now = Instant::now();
         self.update(|arith| {
             arith.overload(sent, now, held);
+        })
+    }
+
+    /// A stream the server cut for another request, sent at `sent`, with `held` of the
+    /// endpoint's other calls still running ([`LimitState::stream_cut`]).
+    pub fn on_stream_cut(&self, sent: Instant, held: usize) -> Option<LimitChange> {
+        let now = Instant::now();
+        self.update(|arith| {
+            arith.stream_cut(sent, now, held);
         })
     }
 

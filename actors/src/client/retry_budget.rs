@@ -2,7 +2,8 @@
 //! embeddings calls, so both give up by the same rules).
 //!
 //! Each kind has its own budget, so one kind cannot starve another:
-//! - overload (429, 503): back-pressure, bounded in time by the outage budget, not in
+//! - overload (429, 503, a stream the server cut for another request of ours:
+//!   `Interruption::Preempted`): back-pressure, bounded in time by the outage budget, not in
 //!   attempts;
 //! - timeouts: `max_timeout_attempts`, each attempt allowed `timeout_growth` times longer
 //!   than the one before; a hedged attempt that a crash or a bad answer ends gives its
@@ -178,6 +179,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::client::error::Interruption;
 
     fn policy() -> ResiliencePolicy {
         ResiliencePolicy {
@@ -339,5 +341,32 @@ mod tests {
         }
         let later = first + Duration::from_millis(40);
         assert!(b.exhausted_by(&busy, later, false, later));
+    }
+
+    #[test]
+    fn a_stream_cut_for_another_request_is_overload_and_a_broken_one_an_attempt() {
+        let p = policy();
+        let interrupted = |how| ClientError::Interrupted {
+            endpoint: "e".into(),
+            message: String::new(),
+            how,
+        };
+        let now = Instant::now();
+        let mut b = RetryBudget::new(&p);
+        for _ in 0..50 {
+            assert!(
+                !b.exhausted_by(&interrupted(Interruption::Preempted), now, false, now),
+                "cut streams spend time, not attempts"
+            );
+        }
+        for how in [Interruption::Broken, Interruption::Ended] {
+            let mut b = RetryBudget::new(&p);
+            assert!(!b.exhausted_by(&interrupted(how), now, false, now));
+            assert!(!b.exhausted_by(&interrupted(how), now, false, now));
+            assert!(
+                b.exhausted_by(&interrupted(how), now, false, now),
+                "{how:?}: 3 attempts"
+            );
+        }
     }
 }

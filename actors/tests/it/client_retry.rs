@@ -416,6 +416,45 @@ async fn a_call_that_always_times_out_is_reported_as_timeout_without_taking_the_
 }
 
 #[tokio::test]
+async fn a_stream_cut_while_another_call_runs_lowers_the_limit_and_spends_no_attempt() {
+    // One attempt per call: a cut charged to the call's attempts would lose it.
+    let server = MockServer::start(Reply::ok("whole answer"));
+    let mut cfg = config(vec![endpoint("e1", &server.base_url(), 8)], 8);
+    cfg.policy.max_attempts = 1;
+    // The first call streams for a while; the second is cut (llama.cpp ends a running
+    // stream for the next request: here the newer one, which changes nothing for the
+    // client) while the first still runs, then answered.
+    server.push(Reply::delayed("long answer", Duration::from_millis(300)));
+    server.push(Reply::Interrupted);
+    let client = ModelClient::start(cfg).await.expect("client starts");
+    let first = {
+        let client = client.clone();
+        tokio::spawn(async move { client.chat("g", request("first", true)).await })
+    };
+    while server.requests().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let second = client.chat("g", request("second", true)).await.unwrap();
+    assert_eq!(&*second.content, "whole answer");
+    assert_eq!(second.attempts, 2);
+    assert_eq!(&*first.await.unwrap().unwrap().content, "long answer");
+    let e = &client.snapshot().endpoints[0];
+    assert_eq!((e.overloads, e.breaker_trips), (1, 0), "{e:?}");
+    assert!(
+        e.concurrency_limit <= 2,
+        "the cut halved it at least: {e:?}"
+    );
+    assert!(e.healthy);
+
+    // Alone on the endpoint, a stream ended that way is `interrupted` as before.
+    server.push(Reply::Interrupted);
+    let err = client.chat("g", request("alone", true)).await.unwrap_err();
+    assert_eq!(err.kind(), "interrupted", "{err:?}");
+    assert_eq!(client.snapshot().endpoints[0].overloads, 1);
+    client.shutdown().await;
+}
+
+#[tokio::test]
 async fn an_interrupted_stream_is_retried_and_reported_as_interrupted_if_it_never_finishes() {
     let server = MockServer::start(Reply::ok("whole answer"));
     server.push(Reply::Interrupted);

@@ -14,6 +14,11 @@ pub const DECREASE: f64 = 0.9;
 /// SGLang serve dozens to hundreds of requests at once), high enough that doubling per
 /// window reaches 100 slots in three windows.
 pub const GRADIENT_START: usize = 16;
+/// Factor applied to the limit, at least, when a stream is cut for another request.
+pub const CUT_DECREASE: f64 = 0.5;
+/// Longest hold after a cut stream, in windows (limits' worth of successes): a server that
+/// cuts a stream whenever the limit grows back is probed about once per this many windows.
+pub const MAX_HOLD_WINDOWS: f64 = 64.0;
 /// A queue share that ends the gradient's search (doubling per window) before the
 /// tolerance is reached: from there, doubling could overrun a short server queue.
 const SEARCH_SHARE: f64 = 0.2;
@@ -30,6 +35,12 @@ pub(crate) struct LimitState {
     /// The limit when the current overload episode began.
     episode_start: f64,
     successes_since_cut: f64,
+    /// Successes left before the limit may grow again after a cut stream (0: none).
+    hold_left: f64,
+    /// The last hold's length, in windows.
+    hold_windows: f64,
+    /// The slots the limit had when a stream was last cut (`usize::MAX`: none yet).
+    last_cut_slots: usize,
     /// Set in gradient mode.
     gradient: Option<GradientMode>,
 }
@@ -69,6 +80,9 @@ impl LimitState {
             round_floor: floor,
             episode_start: limit,
             successes_since_cut: 0.0,
+            hold_left: 0.0,
+            hold_windows: 0.0,
+            last_cut_slots: usize::MAX,
             gradient,
         }
     }
@@ -103,6 +117,7 @@ impl LimitState {
             return;
         }
         self.successes_since_cut += 1.0;
+        let holding = self.holding();
         let slots = self.slots();
         let Some(g) = self.gradient.as_mut() else {
             return;
@@ -120,6 +135,7 @@ impl LimitState {
                 self.limit = capacity.max(self.limit / 2.0).max(self.floor);
                 self.episode_start = self.limit;
             }
+            Verdict::Clear { .. } if holding => {}
             Verdict::Clear { share } => {
                 g.searching &= share < SEARCH_SHARE;
                 // Far below where an overload episode began (a collapse to the floor
@@ -152,6 +168,9 @@ impl LimitState {
     /// below where the overload episode began.
     pub fn success(&mut self) {
         self.successes_since_cut += 1.0;
+        if self.holding() {
+            return;
+        }
         let step = if self.limit < self.episode_start * DECREASE {
             1.0
         } else {
@@ -187,12 +206,54 @@ impl LimitState {
         } else {
             held as f64
         };
-        if self.last_decrease.is_some_and(|last| sent < last) {
+        if self.same_round(sent) {
             // Sent before this round trip's first cut: it may only bring the limit down to
             // what is still running, within the round trip's floor.
             let lower = held.max(self.round_floor);
             return self.lower_to(lower);
         }
+        self.begin_round(now, self.limit * DECREASE);
+        self.lower_to(held.min(self.limit - 1.0).max(self.round_floor))
+    }
+
+    /// A stream the server ended for another request while `held` of this endpoint's
+    /// other calls ran (llama.cpp's server cuts a running stream whenever the next request
+    /// arrives). An overload signal, but a costly one: a cut throws away the generation it
+    /// ends, where a refusal costs nothing, and the servers that cut run one stream at a
+    /// time. So the limit falls to what still runs, and at least by [`CUT_DECREASE`] (TCP's
+    /// decrease on a loss), once per round trip: a burst of cuts (a server ending every
+    /// stream at once) costs one decrease. From 800 slots that is ten round trips to one,
+    /// where a tenth per round trip would take sixty, each cutting another stream. The
+    /// limit then holds for a window of successes before it grows again, twice as long
+    /// as the last hold each time the growth is cut again at the same level (up to
+    /// [`MAX_HOLD_WINDOWS`]): growing back at once would probe the level just cut on
+    /// every other call.
+    pub fn stream_cut(&mut self, sent: Instant, now: Instant, held: usize) -> bool {
+        if self.same_round(sent) {
+            return false;
+        }
+        let slots = self.slots();
+        self.hold_windows = if slots >= self.last_cut_slots {
+            (self.hold_windows * 2.0).min(MAX_HOLD_WINDOWS)
+        } else {
+            1.0
+        };
+        self.last_cut_slots = slots;
+        let to = (held as f64).min(self.limit * CUT_DECREASE);
+        self.begin_round(now, to);
+        let cut = self.lower_to(self.round_floor);
+        self.hold_left = self.hold_windows * self.slots() as f64;
+        cut
+    }
+
+    /// Whether an attempt sent at `sent` went out before this round trip's first cut.
+    fn same_round(&self, sent: Instant) -> bool {
+        self.last_decrease.is_some_and(|last| sent < last)
+    }
+
+    /// The first cut of a round trip, at `now`: the round trip's floor is `floor` (never
+    /// below the limit's), and the overload episode's bookkeeping.
+    fn begin_round(&mut self, now: Instant, floor: f64) {
         // Recovering fast from a collapse and refused after growing: the recovery found
         // the capacity (as TCP's slow start ends at its first loss). Growing on one slot
         // per success would overrun it again at once.
@@ -202,12 +263,21 @@ impl LimitState {
             self.episode_start = self.limit;
         }
         self.successes_since_cut = 0.0;
-        self.round_floor = (self.limit * DECREASE).max(self.floor);
+        self.round_floor = floor.max(self.floor);
         self.last_decrease = Some(now);
         if let Some(g) = self.gradient.as_mut() {
             g.searching = false;
         }
-        self.lower_to(held.min(self.limit - 1.0).max(self.round_floor))
+    }
+
+    /// Counts a success against the hold after a cut stream: true while the limit may not
+    /// grow.
+    fn holding(&mut self) -> bool {
+        if self.hold_left <= 0.0 {
+            return false;
+        }
+        self.hold_left -= 1.0;
+        true
     }
 
     /// Lowers the limit to `to` if that is below it (the gradient's window is restarted).

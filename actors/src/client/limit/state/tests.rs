@@ -174,3 +174,119 @@ fn a_restarted_server_restarts_the_search_from_half_the_limit_and_keeps_the_base
     a.reset();
     assert_eq!(a.slots(), 10);
 }
+
+/// Runs `calls` calls of `ticks` milliseconds each against llama.cpp's server with its
+/// default `interrupt_requests`: it runs one stream at a time, the rest wait, and the
+/// running stream is cut at its next token whenever another request waits. The client
+/// sends as many attempts as the limit allows, a cut call again at once. `on_cut` is the
+/// limit's reaction (`sent`, `now`, other attempts still running). Returns, for each cut,
+/// how many calls had been answered before it.
+fn against_a_server_that_cuts_streams(
+    a: &mut LimitState,
+    calls: usize,
+    ticks: u32,
+    on_cut: fn(&mut LimitState, Instant, Instant, usize),
+) -> Vec<usize> {
+    use std::collections::VecDeque;
+    let t0 = Instant::now();
+    let (mut backlog, mut done) = (calls, 0);
+    let mut waiting: VecDeque<Instant> = VecDeque::new();
+    let mut running: Option<(Instant, u32)> = None;
+    let mut cuts = Vec::new();
+    for tick in 0..10_000_000u64 {
+        let now = t0 + Duration::from_millis(tick);
+        let in_flight = waiting.len() + usize::from(running.is_some());
+        if let Some((sent, left)) = running {
+            running = None;
+            if !waiting.is_empty() {
+                cuts.push(done);
+                backlog += 1;
+                on_cut(a, sent, now, in_flight - 1);
+            } else if left <= 1 {
+                done += 1;
+                a.success();
+            } else {
+                running = Some((sent, left - 1));
+            }
+        }
+        if running.is_none() {
+            running = waiting.pop_front().map(|sent| (sent, ticks));
+        }
+        while backlog > 0 && waiting.len() + usize::from(running.is_some()) < a.slots() {
+            backlog -= 1;
+            waiting.push_back(now);
+        }
+        if done == calls {
+            return cuts;
+        }
+    }
+    panic!("{done} of {calls} calls answered");
+}
+
+#[test]
+fn against_a_server_that_cuts_a_stream_for_the_next_request_the_cuts_stop() {
+    let cut = |a: &mut LimitState, sent, now, held| {
+        a.stream_cut(sent, now, held);
+    };
+    let mut a = LimitState::new(4, 1);
+    let cuts = against_a_server_that_cuts_streams(&mut a, 400, 20, cut);
+    // Down to one stream within the first calls…
+    let early = cuts.iter().filter(|&&done| done < 5).count();
+    assert!(early <= 10, "{early} cuts finding the level: {cuts:?}");
+    // …then a probe of a second stream ever more rarely (after 1, 2, 4 … 64 windows).
+    let later = cuts.iter().filter(|&&done| done >= 200).count();
+    assert!(later <= 4, "{later} cuts in the last 200 calls: {cuts:?}");
+    assert!(
+        cuts.len() <= 25,
+        "{} cuts in 400 calls: {cuts:?}",
+        cuts.len()
+    );
+    // Taken for a 503, the same cuts come back on every climb to two streams.
+    let overload = |a: &mut LimitState, sent, now, held| {
+        a.overload(sent, now, held);
+    };
+    let mut a = LimitState::new(4, 1);
+    let as_503 = against_a_server_that_cuts_streams(&mut a, 400, 20, overload);
+    assert!(as_503.len() > 200, "{} cuts", as_503.len());
+}
+
+#[test]
+fn a_cut_stream_halves_the_limit_once_per_round_trip_then_holds_it() {
+    let t0 = Instant::now();
+    let ms = |n| t0 + Duration::from_millis(n);
+    let mut a = LimitState::new(4, 1);
+    assert!(a.stream_cut(ms(0), ms(1), 3));
+    assert_eq!(a.slots(), 2);
+    // Sent before that cut: the same round trip.
+    assert!(!a.stream_cut(ms(0), ms(2), 1));
+    assert_eq!(a.slots(), 2);
+    assert!(a.stream_cut(ms(3), ms(4), 1));
+    assert_eq!(a.slots(), 1);
+    // The limit holds for a window (one success at one slot) before it grows again.
+    a.success();
+    assert_eq!(a.slots(), 1);
+    a.success();
+    assert_eq!(a.slots(), 2);
+    // Cut again at two: held twice as long.
+    assert!(a.stream_cut(ms(5), ms(6), 1));
+    a.success();
+    a.success();
+    assert_eq!(a.slots(), 1);
+    a.success();
+    assert_eq!(a.slots(), 2, "{a:?}");
+    // A server that ends every stream at once (200 running): one round trip, one halving.
+    let mut a = LimitState::new(200, 1);
+    for held in (0..200).rev() {
+        a.stream_cut(ms(0), ms(1), held);
+    }
+    assert_eq!(a.slots(), 100);
+    // Few calls running: down to them.
+    assert!(a.stream_cut(ms(2), ms(3), 5));
+    assert_eq!(a.slots(), 5);
+    // Never below the floor.
+    let mut a = LimitState::new(4, 2);
+    for t in 0..10 {
+        a.stream_cut(ms(2 * t), ms(2 * t + 1), 0);
+    }
+    assert_eq!(a.slots(), 2);
+}
