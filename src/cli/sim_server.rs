@@ -83,6 +83,10 @@ pub struct Args {
     /// non-stream: the connection closes mid-body).
     #[arg(long, value_name = "RATE")]
     pub fault_interrupted: Option<f64>,
+    /// End every running stream at its next chunk when another chat request arrives
+    /// (`[DONE]` without a `finish_reason`), as llama.cpp's server does by default.
+    #[arg(long)]
+    pub fault_interrupt_on_arrival: bool,
     /// Mixed into the fault draws (0 = none): simulators, or incarnations of one, with
     /// different salts inject different faults for the same call.
     #[arg(long)]
@@ -147,6 +151,9 @@ impl Args {
             &self.fault_unparseable_score,
         );
         set(&mut o.faults.interrupted_stream, &self.fault_interrupted);
+        if self.fault_interrupt_on_arrival {
+            o.faults.interrupt_on_arrival = true;
+        }
         set(&mut o.faults.hang_secs, &self.hang_secs);
         set(
             &mut o.faults.first_requests.count,

@@ -39,6 +39,9 @@ pub struct SimState {
     /// Model-API requests since the fault settings took effect (the `first_requests`
     /// fault); zeroed with them and by `/sim/reset`.
     pub api_requests: AtomicU64,
+    /// Chat-completion requests that have arrived (the start-up check's aside): under
+    /// `FaultRates::interrupt_on_arrival` a running stream ends when this moves.
+    arrivals: AtomicU64,
 }
 
 impl SimState {
@@ -55,6 +58,7 @@ impl SimState {
             occurrences: Mutex::new(HashMap::new()),
             server_model,
             api_requests: AtomicU64::new(0),
+            arrivals: AtomicU64::new(0),
         }
     }
 
@@ -207,6 +211,7 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
     if headers.contains_key(PREFLIGHT_HEADER) {
         return preflight(&st);
     }
+    let arrival = st.arrivals.fetch_add(1, Ordering::Relaxed) + 1;
     let opts = &st.opts;
     let role = header_str(&headers, "x-tmas-role").and_then(task::role_of_header);
     st.counters.request(role);
@@ -412,15 +417,17 @@ pub async fn chat(State(st): State<Arc<SimState>>, headers: HeaderMap, body: Byt
     st.counters.status(200);
     if parsed.stream {
         let (frames, first_content) = openai::sse_frames(&c, opts.stream_chunk_bytes);
-        stream_response(
-            frames,
-            first_content,
+        let timing = StreamTiming {
             base,
             per_token,
-            opts.stream_chunk_bytes,
-            (fault == Fault::Hang).then_some(hang),
-            (slot, running),
-        )
+            chunk_bytes: opts.stream_chunk_bytes,
+            hang: (fault == Fault::Hang).then_some(hang),
+        };
+        let cut = rates.interrupt_on_arrival.then(|| ArrivalCut {
+            st: st.clone(),
+            seen: arrival,
+        });
+        stream_response(frames, first_content, timing, cut, (slot, running))
     } else {
         let mut slot = slot;
         sleep(latency).await;
@@ -566,18 +573,60 @@ async fn sleep(d: Duration) {
     }
 }
 
+/// When a stream's frames go out.
+struct StreamTiming {
+    /// Before the first frame.
+    base: Duration,
+    /// Per reply token, between content frames.
+    per_token: Duration,
+    chunk_bytes: usize,
+    /// A stall after the first content frame.
+    hang: Option<Duration>,
+}
+
+/// Ends a stream at its next frame once another request has arrived
+/// (`FaultRates::interrupt_on_arrival`).
+struct ArrivalCut {
+    st: Arc<SimState>,
+    /// `SimState::arrivals` counting this request.
+    seen: u64,
+}
+
+impl ArrivalCut {
+    fn due(&self) -> bool {
+        self.st.arrivals.load(Ordering::Relaxed) != self.seen
+    }
+}
+
+/// What the SSE body still has to send.
+struct StreamLeft {
+    /// (delay before it, frame); the last is `data: [DONE]`.
+    queue: VecDeque<(Duration, Bytes)>,
+    /// Frames sent so far.
+    sent: usize,
+    /// The request's slots, held until the last frame.
+    held: Option<(InFlight, Option<Running>)>,
+    cut: Option<ArrivalCut>,
+}
+
 /// The SSE body: the base latency before the first frame, then per-token time between
 /// content frames; a hang stalls after the first content frame. Without any delay the
-/// whole stream goes out as one buffer (the fast path for throughput).
+/// whole stream goes out as one buffer (the fast path for throughput). With `cut`, a
+/// request arriving meanwhile ends it before its next frame after the role chunk (up to
+/// the finish chunk) with `data: [DONE]`, as llama.cpp's server does.
 fn stream_response(
     frames: Vec<Bytes>,
     first_content: usize,
-    base: Duration,
-    per_token: Duration,
-    chunk_bytes: usize,
-    hang: Option<Duration>,
+    timing: StreamTiming,
+    cut: Option<ArrivalCut>,
     (mut slot, running): (InFlight, Option<Running>),
 ) -> Response {
+    let StreamTiming {
+        base,
+        per_token,
+        chunk_bytes,
+        hang,
+    } = timing;
     let sse = [
         (header::CONTENT_TYPE, "text/event-stream"),
         (header::CACHE_CONTROL, "no-cache"),
@@ -604,17 +653,31 @@ fn stream_response(
         queue.push_back((delay, f));
     }
     // The running slot (server model) is held until the last frame, like the InFlight.
-    let held = Some((slot, running));
-    let stream = futures::stream::unfold((queue, held), |(mut queue, mut held)| async move {
-        let (delay, frame) = queue.pop_front()?;
+    let left = StreamLeft {
+        queue,
+        sent: 0,
+        held: Some((slot, running)),
+        cut,
+    };
+    let stream = futures::stream::unfold(left, |mut left| async move {
+        let (delay, mut frame) = left.queue.pop_front()?;
         sleep(delay).await;
-        if queue.is_empty() {
-            if let Some((s, _)) = held.as_mut() {
+        let cuttable = left.sent > 0 && !left.queue.is_empty();
+        if cuttable && left.cut.as_ref().is_some_and(ArrivalCut::due) {
+            if let Some(cut) = &left.cut {
+                cut.st.counters.fault("interrupted_on_arrival");
+            }
+            left.queue.clear();
+            left.held = None;
+            frame = Bytes::from_static(b"data: [DONE]\n\n");
+        } else if left.queue.is_empty() {
+            if let Some((s, _)) = left.held.as_mut() {
                 s.complete_ok();
             }
-            held = None;
+            left.held = None;
         }
-        Some((Ok::<Bytes, std::convert::Infallible>(frame), (queue, held)))
+        left.sent += 1;
+        Some((Ok::<Bytes, std::convert::Infallible>(frame), left))
     });
     (StatusCode::OK, sse, Body::from_stream(stream)).into_response()
 }
@@ -652,6 +715,8 @@ fn record(
 
 #[cfg(test)]
 mod tests {
+    use futures::StreamExt;
+
     use super::*;
 
     /// The numbers every role's draws were seeded with before the simulator shared the
@@ -674,6 +739,88 @@ mod tests {
         assert_eq!(numbered.len(), Role::COUNT + 1);
         for (role, n) in numbered {
             assert_eq!(seed_number(role), n, "{role:?}");
+        }
+    }
+
+    /// A stream of `content` with a millisecond per frame, cut by arrivals when `cut`.
+    fn stream(st: &Arc<SimState>, content: &str, cut: bool) -> Response {
+        let c = Completion {
+            id: "x",
+            model: "m",
+            created: 0,
+            content,
+            reasoning: "",
+            reasoning_field: crate::sim::ReasoningField::None,
+            finish_reason: "stop",
+            usage: Usage {
+                prompt_tokens: 1,
+                completion_tokens: 1,
+                total_tokens: 2,
+            },
+            stream_usage: false,
+        };
+        let (frames, first_content) = openai::sse_frames(&c, 4);
+        let timing = StreamTiming {
+            base: Duration::from_millis(1),
+            per_token: Duration::from_millis(1),
+            chunk_bytes: 4,
+            hang: None,
+        };
+        let seen = st.arrivals.fetch_add(1, Ordering::Relaxed) + 1;
+        let cut = cut.then(|| ArrivalCut {
+            st: st.clone(),
+            seen,
+        });
+        let slot = st.counters.try_enter(0, Role::Solution).expect("a slot");
+        stream_response(frames, first_content, timing, cut, (slot, None))
+    }
+
+    #[tokio::test]
+    async fn a_stream_ends_at_its_next_chunk_when_another_request_arrives() {
+        let st = Arc::new(SimState::new(SimOptions::default(), None));
+        let mut body = stream(&st, "one two three four", true)
+            .into_body()
+            .into_data_stream();
+        let role = body.next().await.expect("the role chunk").unwrap();
+        assert!(String::from_utf8_lossy(&role).contains("\"role\":\"assistant\""));
+        let first = body.next().await.expect("a content chunk").unwrap();
+        assert!(
+            String::from_utf8_lossy(&first).contains("one "),
+            "{first:?}"
+        );
+        // Another request arrives (and, not cut itself, finishes).
+        let other = stream(&st, "other", false);
+        let other = axum::body::to_bytes(other.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        assert!(String::from_utf8_lossy(&other).contains("\"finish_reason\":\"stop\""));
+        let rest: Vec<Bytes> = body.map(Result::unwrap).collect().await;
+        assert_eq!(rest, vec![Bytes::from_static(b"data: [DONE]\n\n")]);
+        let stats = st.counters.snapshot();
+        assert_eq!(stats.faults["interrupted_on_arrival"], 1);
+        assert_eq!(stats.in_flight, 0, "the cut stream gave its slot back");
+        assert_eq!(
+            stats.ok_by_role["solution"], 1,
+            "only the other one completed"
+        );
+
+        // Without the fault, or with no request arriving, the stream is whole.
+        for cut in [false, true] {
+            let st = Arc::new(SimState::new(SimOptions::default(), None));
+            let mut body = stream(&st, "one two three four", cut)
+                .into_body()
+                .into_data_stream();
+            body.next().await.expect("the role chunk").unwrap();
+            if !cut {
+                st.arrivals.fetch_add(1, Ordering::Relaxed);
+            }
+            let text: Vec<u8> = body.map(Result::unwrap).collect::<Vec<_>>().await.concat();
+            let text = String::from_utf8_lossy(&text);
+            assert!(
+                text.contains("\"content\":\"ur\""),
+                "the last chunk: {text}"
+            );
+            assert!(text.contains("\"finish_reason\":\"stop\""), "{text}");
         }
     }
 }

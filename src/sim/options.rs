@@ -127,6 +127,12 @@ pub struct FaultRates {
     /// interrupts a stream for the next request). Non-streaming: the connection is aborted
     /// mid-response (HTTP 200 and half the body, as far as they were flushed).
     pub interrupted_stream: f64,
+    /// A running stream ends at its next chunk whenever another chat-completion request
+    /// arrives: the chunks sent so far, then `data: [DONE]` with no `finish_reason` (what
+    /// llama.cpp's server does by default, `interrupt_requests`: it runs one request at a
+    /// time and gives up the running stream for the next). Needs a latency: a stream sent
+    /// in one piece has no next chunk to end it at.
+    pub interrupt_on_arrival: bool,
     /// How long a hang lasts, in seconds.
     pub hang_secs: f64,
     /// Only these roles get faults; empty = all roles (and requests naming none).
@@ -175,6 +181,7 @@ impl Default for FaultRates {
             truncated: 0.0,
             unparseable_score: 0.0,
             interrupted_stream: 0.0,
+            interrupt_on_arrival: false,
             hang_secs: 3600.0,
             roles: Vec::new(),
             down: false,

@@ -14,7 +14,7 @@ use super::task::role_label;
 use crate::role::{PerRole, Role};
 
 /// Fault kinds, in counter order.
-pub const FAULT_KINDS: [&str; 9] = [
+pub const FAULT_KINDS: [&str; 10] = [
     "overload",
     "error_500",
     "drop_connection",
@@ -24,6 +24,7 @@ pub const FAULT_KINDS: [&str; 9] = [
     "unparseable_score",
     "interrupted_stream",
     "first_requests",
+    "interrupted_on_arrival",
 ];
 
 /// Statuses the simulator answers with; anything else is counted as `other`.
