@@ -31,6 +31,7 @@ mod run_failures;
 mod run_prompts;
 mod run_quality;
 mod run_rse_embeddings;
+mod run_stream_cuts;
 mod signals;
 mod sim_cli;
 mod sim_faults;
