@@ -479,6 +479,66 @@ fn each_kind_of_failure_spends_its_own_budget() {
 }
 
 #[test]
+fn a_stream_cut_for_another_request_spends_time_not_attempts_and_is_not_raced() {
+    use super::super::super::error::Interruption;
+    let p = policy();
+    let cut = |how| ClientError::Interrupted {
+        endpoint: "e".into(),
+        message: String::new(),
+        how,
+    };
+    // Cut while other calls of ours ran there: back-pressure, like a 503. Each cut backs
+    // off and goes again wherever it can (no race, nothing excluded), for as long as the
+    // outage budget lasts from the first.
+    let mut plan = Plan::new(&p, 2, true, true);
+    plan.start();
+    plan.on(acquired("a", 0.0));
+    for attempt in 1..=20 {
+        let secs = f64::from(attempt) * 2.5;
+        let actions = plan.on(failed(attempt, cut(Interruption::Preempted), true, secs));
+        assert!(
+            matches!(
+                actions[..],
+                [Action::Backoff {
+                    server_given: false,
+                    ..
+                }]
+            ),
+            "{actions:?}"
+        );
+        assert_eq!(plan.on(Event::BackoffOver), vec![acquire(Some("a"), None)]);
+        plan.on(acquired("a", secs));
+    }
+    assert!(matches!(
+        plan.on(failed(21, cut(Interruption::Preempted), true, 62.0))[..],
+        [Action::Fail {
+            exhausted: true,
+            ..
+        }]
+    ));
+    // Ended while nothing else of ours ran there: `max_attempts`, as before.
+    let mut plan = Plan::new(&p, 2, true, true);
+    plan.start();
+    plan.on(acquired("a", 0.0));
+    for attempt in 1..=2 {
+        let actions = plan.on(failed(attempt, cut(Interruption::Ended), true, 1.0));
+        assert!(
+            matches!(actions[..], [Action::Backoff { .. }]),
+            "{actions:?}"
+        );
+        plan.on(Event::BackoffOver);
+        plan.on(acquired("a", 1.0));
+    }
+    assert_eq!(
+        plan.on(failed(3, cut(Interruption::Ended), true, 2.0)),
+        vec![Action::Fail {
+            error: cut(Interruption::Ended),
+            exhausted: true
+        }]
+    );
+}
+
+#[test]
 fn the_backoff_is_the_servers_or_none_for_a_down_endpoint_or_exponential() {
     let p = policy();
     let mut plan = running_on_a(&p, 1);
