@@ -449,7 +449,7 @@ async fn a_stream_cut_while_another_call_runs_lowers_the_limit_and_spends_no_att
     // Alone on the endpoint, a stream ended that way is `interrupted` as before.
     server.push(Reply::Interrupted);
     let err = client.chat("g", request("alone", true)).await.unwrap_err();
-    assert_eq!(err.kind(), "interrupted", "{err:?}");
+    assert_eq!(err.kind(), FailureKind::Interrupted, "{err:?}");
     assert_eq!(client.snapshot().endpoints[0].overloads, 1);
     client.shutdown().await;
 }
