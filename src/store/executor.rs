@@ -118,14 +118,6 @@ impl StoreExecutor {
         self.stopping.clone()
     }
 
-    /// Whether a call of `problem` was refused or not stored (its result is incomplete).
-    pub fn is_tainted(&self, problem: &str) -> bool {
-        self.tainted
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(problem)
-    }
-
     pub fn counts(&self) -> Arc<ExecutorCounts> {
         self.counts.clone()
     }
