@@ -16,7 +16,7 @@ use tmas_actors::wire::ChatRequest;
 
 use super::judging::{JudgeSetup, LlmJudge};
 use super::run_dir::ProblemRecord;
-use crate::config::{Config, Role};
+use crate::config::Config;
 use crate::eval::dataset::Problem;
 use crate::eval::judge::JudgeRecord;
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
@@ -78,14 +78,14 @@ pub async fn rejudge(
     };
     let (calls, failed) = (counting.calls.clone(), counting.failed.clone());
     let setup = JudgeSetup {
-        llm: config.judge.enabled.then(|| LlmJudge {
-            executor: Arc::new(counting),
-            group: Config::client_group(Role::Judge).into(),
-            sampling: config.role(Role::Judge).sampling(),
-            repeats: (config.judge.repeats as usize).max(1),
-            policy: config.judge.policy,
-            input: config.judge.input,
-            prompts,
+        llm: config.judge.enabled.then(|| {
+            LlmJudge::of_config(
+                config,
+                Arc::new(counting),
+                prompts,
+                config.judge.policy,
+                config.judge.input,
+            )
         }),
         proof,
         progress: Arc::default(),
