@@ -14,7 +14,7 @@ use crate::eval::dataset::Problem;
 use crate::eval::equivalence::{self, Outcome};
 use crate::eval::extract::last_boxed;
 use crate::method::baselines::{
-    AnswerRule, BASELINE_BANK, BaselineKind, BaselineParams, BaselineStrategy,
+    AnswerRule, BASELINE_BANK, BaselineParams, BaselineStrategy, NewMethod, method_for,
 };
 use crate::method::{
     AppendOnlyMerge, ProblemInput, PromptSet, TmasOutcome, TmasParams, TmasStrategy,
@@ -34,24 +34,12 @@ impl AnswerRule for RuleCheck {
     }
 }
 
-/// The baseline of `name`, or `None` for TMAS.
-pub fn baseline_kind(name: MethodName) -> Option<BaselineKind> {
-    match name {
-        MethodName::Tmas => None,
-        MethodName::MajorityVote => Some(BaselineKind::MajorityVote),
-        MethodName::SelfRefine => Some(BaselineKind::SelfRefine),
-        MethodName::VerifyRefine => Some(BaselineKind::VerifyRefine),
-        MethodName::Pacore => Some(BaselineKind::Pacore),
-        MethodName::Rse => Some(BaselineKind::Rse),
-    }
-}
-
 /// The baseline parameters of `config` (when its method is a baseline).
-pub fn baseline_params(config: &Config, kind: BaselineKind) -> BaselineParams {
+pub fn baseline_params(config: &Config) -> BaselineParams {
     let t = config.tmas_params();
     let m = &config.method;
     BaselineParams {
-        kind,
+        method: m.name,
         n: m.n as usize,
         m: m.m as usize,
         k: m.k as usize,
@@ -69,12 +57,13 @@ pub fn baseline_params(config: &Config, kind: BaselineKind) -> BaselineParams {
 /// Builds the jobs of one run.
 pub enum JobFactory {
     Tmas(Arc<TmasParams>, Arc<PromptSet>),
-    Baseline(Arc<BaselineParams>, Arc<PromptSet>),
+    /// The parameters, and how to make the method of `params.method` for a problem.
+    Baseline(Arc<BaselineParams>, Arc<PromptSet>, NewMethod),
 }
 
 impl JobFactory {
     pub fn new(config: &Config, prompts: Arc<PromptSet>) -> Self {
-        match baseline_kind(config.method.name) {
+        match method_for(config.method.name) {
             None => JobFactory::Tmas(
                 // The run store keeps every reply, and the results writer puts released
                 // texts back before judging.
@@ -84,7 +73,9 @@ impl JobFactory {
                 }),
                 prompts,
             ),
-            Some(kind) => JobFactory::Baseline(Arc::new(baseline_params(config, kind)), prompts),
+            Some(new_method) => {
+                JobFactory::Baseline(Arc::new(baseline_params(config)), prompts, new_method)
+            }
         }
     }
 
@@ -114,8 +105,8 @@ impl JobFactory {
                         .collect();
                     (s, banks)
                 }
-                JobFactory::Baseline(params, prompts) => {
-                    let banks = if params.kind == BaselineKind::Rse {
+                JobFactory::Baseline(params, prompts, new_method) => {
+                    let banks = if params.method == MethodName::Rse {
                         vec![BankInit {
                             name: BASELINE_BANK.into(),
                             items: Vec::new(),
@@ -128,7 +119,7 @@ impl JobFactory {
                         Vec::new()
                     };
                     let s: Box<dyn Strategy<Output = TmasOutcome>> = Box::new(
-                        BaselineStrategy::new(input, params.clone(), prompts.clone()),
+                        BaselineStrategy::new(input, params.clone(), prompts.clone(), new_method()),
                     );
                     (s, banks)
                 }

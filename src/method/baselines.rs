@@ -28,7 +28,7 @@ use tmas_actors::strategy::{
 };
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, EmbeddingRequest};
 
-use crate::config::{Role, RseDedup};
+use crate::config::{MethodName, Role, RseDedup};
 use crate::method::call_key::call_key;
 use crate::method::params::{RoleCall, RoleCalls};
 use crate::method::parse::visible_text;
@@ -44,16 +44,6 @@ pub mod rse;
 pub mod self_refine;
 pub mod verify_refine;
 
-/// Which baseline (the typed form of `method.name` for everything but TMAS).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BaselineKind {
-    MajorityVote,
-    SelfRefine,
-    VerifyRefine,
-    Pacore,
-    Rse,
-}
-
 /// Decides whether two final answers are the same (MV's grouping). The evaluation's rule
 /// check implements it; the method only calls it.
 pub trait AnswerRule: Send + Sync + 'static {
@@ -66,7 +56,8 @@ pub trait AnswerRule: Send + Sync + 'static {
 /// Parameters shared by every problem's baseline strategy.
 #[derive(Clone)]
 pub struct BaselineParams {
-    pub kind: BaselineKind,
+    /// Which baseline (one whose [`method_for`] is `Some`).
+    pub method: MethodName,
     /// Chains / trajectories / attempts per iteration.
     pub n: usize,
     /// Verify-Refine's verifications per candidate.
@@ -92,7 +83,7 @@ pub struct BaselineParams {
 impl std::fmt::Debug for BaselineParams {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BaselineParams")
-            .field("kind", &self.kind)
+            .field("method", &self.method)
             .field("n", &self.n)
             .field("m", &self.m)
             .field("k", &self.k)
@@ -233,14 +224,19 @@ pub trait Method: Send + 'static {
 /// The name of the baselines' one bank (RSE's experience bank).
 pub const BASELINE_BANK: &str = crate::method::banks::EXPERIENCE_BANK;
 
-/// The method of `kind`.
-pub fn method_for(kind: BaselineKind) -> Box<dyn Method> {
-    match kind {
-        BaselineKind::MajorityVote => Box::new(majority_vote::MajorityVote),
-        BaselineKind::SelfRefine => Box::new(self_refine::SelfRefine::default()),
-        BaselineKind::VerifyRefine => Box::new(verify_refine::VerifyRefine::default()),
-        BaselineKind::Pacore => Box::new(pacore::Pacore::default()),
-        BaselineKind::Rse => Box::new(rse::Rse::default()),
+/// Makes one problem's [`Method`].
+pub type NewMethod = fn() -> Box<dyn Method>;
+
+/// How to make the per-problem logic of the method `name`, or `None` for TMAS, which is
+/// a strategy of its own ([`crate::method::TmasStrategy`]), not a baseline.
+pub fn method_for(name: MethodName) -> Option<NewMethod> {
+    match name {
+        MethodName::Tmas => None,
+        MethodName::MajorityVote => Some(|| Box::new(majority_vote::MajorityVote)),
+        MethodName::SelfRefine => Some(|| Box::new(self_refine::SelfRefine::default())),
+        MethodName::VerifyRefine => Some(|| Box::new(verify_refine::VerifyRefine::default())),
+        MethodName::Pacore => Some(|| Box::new(pacore::Pacore::default())),
+        MethodName::Rse => Some(|| Box::new(rse::Rse::default())),
     }
 }
 
@@ -264,12 +260,13 @@ pub struct BaselineStrategy {
 }
 
 impl BaselineStrategy {
+    /// `method`: made by [`method_for`]`(params.method)`.
     pub fn new(
         problem: ProblemInput,
         params: Arc<BaselineParams>,
         prompts: Arc<PromptSet>,
+        method: Box<dyn Method>,
     ) -> Self {
-        let method = method_for(params.kind);
         Self {
             cx: Ctx {
                 problem,
