@@ -12,7 +12,6 @@ use tmas_actors::strategy::Strategy;
 use crate::config::{Config, MethodName};
 use crate::eval::dataset::Problem;
 use crate::eval::equivalence::{self, Outcome};
-use crate::eval::extract::last_boxed;
 use crate::method::baselines::{
     AnswerRule, BASELINE_BANK, BaselineParams, BaselineStrategy, NewMethod, method_for,
 };
@@ -21,14 +20,10 @@ use crate::method::{
     tmas_merge_policies,
 };
 
-/// MV's answer grouping: the last `\boxed{}` and the evaluation's rule check.
+/// MV's answer grouping: the evaluation's rule check.
 struct RuleCheck;
 
 impl AnswerRule for RuleCheck {
-    fn answer(&self, solution: &str) -> Option<String> {
-        last_boxed(solution).map(str::to_owned)
-    }
-
     fn same(&self, a: &str, b: &str) -> bool {
         equivalence::check(a, b).outcome == Outcome::Equivalent
     }

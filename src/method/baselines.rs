@@ -29,9 +29,9 @@ use tmas_actors::strategy::{
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, EmbeddingRequest};
 
 use crate::config::{MethodName, Role, RseDedup};
+use crate::method::answer::visible_text;
 use crate::method::call_key::call_key;
 use crate::method::params::{RoleCall, RoleCalls};
-use crate::method::parse::visible_text;
 use crate::method::prompts::{PromptSet, TemplateKind};
 use crate::method::result::{
     BankUpdateRecord, Branch, CallCounts, CandidateResult, CandidateStatus, FailureRecord,
@@ -45,10 +45,9 @@ pub mod self_refine;
 pub mod verify_refine;
 
 /// Decides whether two final answers are the same (MV's grouping). The evaluation's rule
-/// check implements it; the method only calls it.
+/// check implements it; the method only calls it. The answers themselves are
+/// [`crate::method::answer::final_answer`], as the judge reads them.
 pub trait AnswerRule: Send + Sync + 'static {
-    /// The final answer of a (think-stripped) solution, if it has one.
-    fn answer(&self, solution: &str) -> Option<String>;
     /// Whether two answers are equivalent.
     fn same(&self, a: &str, b: &str) -> bool;
 }

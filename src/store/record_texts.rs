@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use crate::config::Role;
-use crate::method::parse::strip_think;
+use crate::method::answer::strip_think;
 use crate::method::{TmasOutcome, call_key};
 use crate::record::ProblemRecord;
 

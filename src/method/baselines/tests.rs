@@ -12,8 +12,8 @@ use tmas_actors::strategy::{
 use tmas_actors::wire::{ChatResponse, Usage};
 
 use super::*;
+use crate::method::answer::last_boxed;
 use crate::method::banks::AppendOnlyMerge;
-use crate::method::parse::last_boxed;
 use crate::method::rng::DecisionRng;
 use crate::sim::options::SimOptions;
 use crate::sim::rng::{SimRng, hash_str};
@@ -44,9 +44,6 @@ fn fail() -> CallOutcome {
 struct Exact;
 
 impl AnswerRule for Exact {
-    fn answer(&self, solution: &str) -> Option<String> {
-        last_boxed(solution).map(str::to_owned)
-    }
     fn same(&self, a: &str, b: &str) -> bool {
         a.trim() == b.trim()
     }

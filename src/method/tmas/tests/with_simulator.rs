@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tmas_actors::strategy::CallSpec;
 
 use super::harness::{Driver, ok, params};
-use crate::method::parse::{last_boxed, strip_think};
+use crate::method::answer::{last_boxed, strip_think};
 use crate::method::result::TmasOutcome;
 use crate::sim::options::SimOptions;
 use crate::sim::rng::{SimRng, hash_str};
