@@ -7,7 +7,8 @@
 //! - [`outputs`]: the run's outputs at the end (`results.jsonl`, Pass@1), rebuilt from what
 //!   this process wrote and, for earlier sessions' problems, from the store.
 //! - [`endpoints`]: the model client and the embedded simulator.
-//! - [`judging`]: the rule check and the LLM judge over a finished problem.
+//! - [`judging`]: the rule check and the LLM judge over a finished problem;
+//!   [`judge_session`]: the LLM judge of a config file outside a run.
 //! - [`method_jobs`]: the per-problem jobs of the configured method (TMAS or a baseline).
 //! - [`experiment`]: `tmas experiment`, variants run together and compared.
 //! - [`shared_cap`]: an in-flight cap shared by the runs of one process.
@@ -23,6 +24,7 @@
 pub mod accounting;
 pub mod endpoints;
 pub mod experiment;
+pub mod judge_session;
 pub mod judging;
 pub mod method_jobs;
 pub mod observe; // spans, metrics endpoint, progress display
@@ -55,7 +57,6 @@ use crate::config::Config;
 use crate::eval::dataset::{Dataset, Problem};
 use crate::eval::pass_at_1::PassAt1Table;
 use crate::method::TmasOutcome;
-use crate::role::Role;
 use crate::store::bank_files::JsonFileSink;
 use crate::store::executor::{ExecutorCounts, StoreExecutor};
 use crate::store::sink::StoreBankSink;
@@ -413,14 +414,14 @@ async fn start(
     let executor: Arc<dyn CallExecutor> = store_executor.clone();
 
     let judge = JudgeSetup {
-        llm: config.judge.enabled.then(|| LlmJudge {
-            executor: judge_executor,
-            group: Config::client_group(Role::Judge).into(),
-            sampling: config.role(Role::Judge).sampling(),
-            repeats: config.judge.repeats as usize,
-            policy: config.judge.policy,
-            input: config.judge.input,
-            prompts: prompts.clone(),
+        llm: config.judge.enabled.then(|| {
+            LlmJudge::of_config(
+                &config,
+                judge_executor,
+                prompts.clone(),
+                config.judge.policy,
+                config.judge.input,
+            )
         }),
         progress: Arc::default(),
         proof: !config.method.no_proof,
@@ -724,6 +725,8 @@ pub fn runner_settings(config: &Config) -> RunnerSettings {
 #[cfg(test)]
 mod tests {
     use tmas_actors::runner::{AdmissionKind, CallPriority};
+
+    use crate::role::Role;
 
     use super::*;
 

@@ -1,12 +1,12 @@
-//! Evaluation: datasets, final-answer extraction, answer equivalence, the LLM judge's
-//! prompt and reply handling, and Pass@1 per iteration.
+//! Evaluation: datasets, answer equivalence, the LLM judge's prompt and reply handling,
+//! and Pass@1 per iteration. The final answer of a reply is [`crate::method::answer`]'s
+//! rule, the one the methods vote and select with.
 //!
 //! Everything here is sans-IO except [`dataset::load_dataset`], which reads one file: the
 //! judge module builds prompts and parses replies, the caller (the run driver) makes the
 //! calls through the judge role's endpoint group. `docs/judging.md` describes the rules.
 //!
 //! - [`dataset`]: JSONL / CSV problem files with configurable field names and selection.
-//! - [`extract`]: the last `\boxed{…}` of a reply, think block removed.
 //! - [`equivalence`]: the rule-based check (normalization, exact rationals, sets, tuples,
 //!   simple expressions) returning Equivalent / NotEquivalent / Undecided; the crate
 //!   `tmas-equivalence` (`equivalence/`), re-exported here.
@@ -19,7 +19,6 @@ pub mod analyses;
 pub mod chart;
 pub mod dataset;
 pub use tmas_equivalence as equivalence;
-pub mod extract;
 pub mod hard_subset;
 pub mod judge;
 pub mod pass_at_1;

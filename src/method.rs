@@ -3,7 +3,9 @@
 //!
 //! - [`params`]: the knobs ([`TmasParams`]), built and validated by `crate::config`.
 //! - [`prompts`]: template loading, checking and rendering ([`PromptSet`]).
-//! - [`parse`]: think blocks, `\boxed{}`, scores, bank JSON.
+//! - [`answer`]: the text rule every reader of replies uses: visible text (think blocks
+//!   removed) and the final answer (the last box).
+//! - [`parse`]: verification scores, bank JSON.
 //! - [`banks`]: the merge policies the bank actors apply.
 //! - [`tmas`]: the per-problem strategy ([`TmasStrategy`]); [`result`]: what it returns.
 //! - [`baselines`]: the compared methods (MV@k, Self-Refine, Verify-Refine, PaCoRe, RSE)
@@ -12,6 +14,7 @@
 //! - [`affinity`]: which calls share a prompt prefix (prefix-affinity routing's key).
 
 pub mod affinity;
+pub mod answer;
 pub mod banks;
 pub mod baselines;
 pub mod call_key;

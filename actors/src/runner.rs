@@ -432,24 +432,6 @@ fn problem_span(id: &Arc<str>) -> tracing::Span {
     span
 }
 
-/// One-call form of [`Runner::new`] + [`Runner::run`] when no progress handle is needed.
-pub async fn run_problems<O, I, F>(
-    problems: I,
-    settings: RunnerSettings,
-    executor: Arc<dyn CallExecutor>,
-    sink: Arc<dyn BankSink>,
-    on_done: F,
-) -> Result<RunSummary, RuntimeError>
-where
-    O: Send + 'static,
-    I: IntoIterator<Item = ProblemJob<O>>,
-    F: FnMut(ProblemReport<O>),
-{
-    Runner::new(settings, executor, sink)?
-        .run(problems, on_done)
-        .await
-}
-
 #[cfg(test)]
 mod tests {
     use super::waiting_problems;

@@ -16,22 +16,13 @@ mod rejudge;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
 use futures::future::join_all;
 
-use crate::config::Config;
-use crate::config::layers::CliOverride;
-use crate::config::loader::load_with;
-use crate::config::resolve::process_env;
-use crate::engine::endpoints::Endpoints;
-use crate::engine::judging::LlmJudge;
+use crate::engine::judge_session::JudgeSession;
 use crate::eval::equivalence::{Outcome, check};
-use crate::eval::judge::LlmJudgePolicy;
 use crate::eval::judge::pairs::{Pair, PairVerdict, load_pairs, score};
-use crate::method::PromptSet;
-use crate::role::Role;
 
 /// Misses and disagreements listed in the report (all are in the verdict file).
 const MAX_LISTED: usize = 25;
@@ -83,7 +74,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .config
             .as_deref()
             .context("--llm needs --config FILE")?;
-        Some(LlmSession::start(path, &args.set).await?)
+        Some(JudgeSession::start(path, &args.set).await?)
     } else {
         None
     };
@@ -106,7 +97,7 @@ async fn judge_one(
     reference: &str,
     answer: &str,
     question: Option<&str>,
-    llm: Option<&LlmSession>,
+    llm: Option<&JudgeSession>,
 ) -> anyhow::Result<()> {
     let verdict = check(reference, answer);
     println!("verdict: {}", outcome_word(verdict.outcome));
@@ -114,7 +105,7 @@ async fn judge_one(
     println!("reference (normalized): {}", verdict.normalized_reference);
     println!("answer (normalized): {}", verdict.normalized_candidate);
     if let Some(llm) = llm {
-        let replies = llm.ask(question.unwrap_or(""), reference, answer, 0).await;
+        let replies = ask(llm, question.unwrap_or(""), reference, answer, 0).await;
         println!(
             "llm judge ({} runs): {}",
             replies.len(),
@@ -146,7 +137,7 @@ async fn judge_one(
 async fn judge_pairs(
     path: &Path,
     out: Option<&Path>,
-    llm: Option<&LlmSession>,
+    llm: Option<&JudgeSession>,
 ) -> anyhow::Result<()> {
     let pairs = load_pairs(path)?;
     let mut verdicts: Vec<PairVerdict> = pairs
@@ -156,7 +147,7 @@ async fn judge_pairs(
     if let Some(llm) = llm {
         let asks = verdicts.iter().map(|v| {
             let question = v.pair.question.as_deref().unwrap_or("");
-            llm.ask(question, &v.pair.reference, &v.pair.candidate, v.line)
+            ask(llm, question, &v.pair.reference, &v.pair.candidate, v.line)
         });
         let replies = join_all(asks).await;
         verdicts = verdicts
@@ -310,48 +301,17 @@ fn write_verdicts(path: &Path, verdicts: &[PairVerdict]) -> anyhow::Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing verdicts to {}", path.display()))
 }
 
-/// The judge role's model client (and the embedded simulator when the config asks for it).
-struct LlmSession {
-    endpoints: Endpoints,
-    judge: LlmJudge,
-}
-
-impl LlmSession {
-    async fn start(config_path: &Path, set: &[String]) -> anyhow::Result<Self> {
-        let env = process_env();
-        let overrides: Vec<CliOverride> = set.iter().map(CliOverride::set).collect();
-        let mut config =
-            load_with(config_path, &env, &overrides).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let prompts =
-            PromptSet::load(&config.prompt_overrides()).context("loading prompt templates")?;
-        let endpoints = Endpoints::start(&mut config, &env, None).await?;
-        let judge = LlmJudge {
-            executor: Arc::new(endpoints.client.clone()),
-            group: Config::client_group(Role::Judge).into(),
-            sampling: config.role(Role::Judge).sampling(),
-            repeats: (config.judge.repeats as usize).max(1),
-            policy: LlmJudgePolicy::Always,
-            input: config.judge.input,
-            prompts: Arc::new(prompts),
-        };
-        Ok(Self { endpoints, judge })
-    }
-
-    /// Asks the judge `repeats` times (the run's own [`LlmJudge`]); a failed call or an
-    /// unparseable reply is `None`. `line` makes each pair's call keys distinct.
-    async fn ask(
-        &self,
-        question: &str,
-        reference: &str,
-        candidate: &str,
-        line: usize,
-    ) -> Vec<Option<bool>> {
-        self.judge
-            .ask(question, reference, candidate, "tmas-judge", 0, line as u32)
-            .await
-    }
-
-    async fn shutdown(self) {
-        self.endpoints.shutdown().await;
-    }
+/// Asks the session's judge `judge.repeats` times (as a run's judge asks); a failed call
+/// or an unparseable reply is `None`. `line` makes each pair's call keys distinct.
+async fn ask(
+    session: &JudgeSession,
+    question: &str,
+    reference: &str,
+    candidate: &str,
+    line: usize,
+) -> Vec<Option<bool>> {
+    session
+        .llm
+        .ask(question, reference, candidate, "tmas-judge", 0, line as u32)
+        .await
 }

@@ -9,10 +9,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use crate::engine::judge_session::JudgeSession;
 use crate::engine::run_dir::write_atomic_with;
 use crate::rl::batch::{RewardMode, Rollout};
 use crate::rl::rewards::{DEFAULT_DELTA, PAPER_BETA, RewardParams, StdKind};
-use crate::rl::score::{JudgeSession, Judges, ScoredBatch, SourceSummary, summarize};
+use crate::rl::score::{Judges, ScoredBatch, SourceSummary, summarize};
 
 /// Exit code when every rollout was scored but some reward rests on a fallback (an
 /// undecided answer counted wrong, a missing novelty verdict counted repeated).
@@ -71,7 +72,7 @@ impl RewardArgs {
         match &self.config {
             Some(path) => {
                 let session = JudgeSession::start(path, &self.set).await?;
-                Ok((session.judges.clone(), Some(session)))
+                Ok((Judges::of_session(&session), Some(session)))
             }
             None => Ok((Judges::default(), None)),
         }

@@ -8,6 +8,7 @@ use futures::future::join_all;
 use tmas_actors::strategy::{CallExecutor, CallKey};
 use tmas_actors::wire::Sampling;
 
+use crate::config::Config;
 use crate::eval::dataset::Problem;
 use crate::eval::judge::{
     JudgeInput, JudgeRecord, LlmJudgePolicy, judge_request, parse_judge_reply,
@@ -50,6 +51,28 @@ pub struct LlmJudge {
     /// What the judge is shown of a candidate (boxed answer, or the solution's end).
     pub input: JudgeInput,
     pub prompts: Arc<PromptSet>,
+}
+
+impl LlmJudge {
+    /// The judge `config` describes: role `judge`'s client group and sampling,
+    /// `judge.repeats` asks per candidate (at least one), calling through `executor`.
+    pub fn of_config(
+        config: &Config,
+        executor: Arc<dyn CallExecutor>,
+        prompts: Arc<PromptSet>,
+        policy: LlmJudgePolicy,
+        input: JudgeInput,
+    ) -> Self {
+        Self {
+            executor,
+            group: Config::client_group(Role::Judge).into(),
+            sampling: config.role(Role::Judge).sampling(),
+            repeats: (config.judge.repeats as usize).max(1),
+            policy,
+            input,
+            prompts,
+        }
+    }
 }
 
 impl JudgeSetup {

@@ -9,37 +9,32 @@ use tmas_actors::bank::BankInit;
 use tmas_actors::runner::ProblemJob;
 use tmas_actors::strategy::Strategy;
 
-use crate::config::Config;
+use crate::config::{Config, MethodName};
 use crate::eval::dataset::Problem;
 use crate::eval::equivalence::{self, Outcome};
-use crate::eval::extract::last_boxed;
 use crate::method::baselines::{
-    AnswerRule, BASELINE_BANK, BaselineKind, BaselineParams, BaselineStrategy,
+    AnswerRule, BASELINE_BANK, BaselineParams, BaselineStrategy, NewMethod, method_for,
 };
 use crate::method::{
     AppendOnlyMerge, ProblemInput, PromptSet, TmasOutcome, TmasParams, TmasStrategy,
     tmas_merge_policies,
 };
 
-/// MV's answer grouping: the last `\boxed{}` and the evaluation's rule check.
+/// MV's answer grouping: the evaluation's rule check.
 struct RuleCheck;
 
 impl AnswerRule for RuleCheck {
-    fn answer(&self, solution: &str) -> Option<String> {
-        last_boxed(solution).map(str::to_owned)
-    }
-
     fn same(&self, a: &str, b: &str) -> bool {
         equivalence::check(a, b).outcome == Outcome::Equivalent
     }
 }
 
 /// The baseline parameters of `config` (when its method is a baseline).
-pub fn baseline_params(config: &Config, kind: BaselineKind) -> BaselineParams {
+pub fn baseline_params(config: &Config) -> BaselineParams {
     let t = config.tmas_params();
     let m = &config.method;
     BaselineParams {
-        kind,
+        method: m.name,
         n: m.n as usize,
         m: m.m as usize,
         k: m.k as usize,
@@ -57,12 +52,13 @@ pub fn baseline_params(config: &Config, kind: BaselineKind) -> BaselineParams {
 /// Builds the jobs of one run.
 pub enum JobFactory {
     Tmas(Arc<TmasParams>, Arc<PromptSet>),
-    Baseline(Arc<BaselineParams>, Arc<PromptSet>),
+    /// The parameters, and how to make the method of `params.method` for a problem.
+    Baseline(Arc<BaselineParams>, Arc<PromptSet>, NewMethod),
 }
 
 impl JobFactory {
     pub fn new(config: &Config, prompts: Arc<PromptSet>) -> Self {
-        match BaselineKind::of(config.method.name) {
+        match method_for(config.method.name) {
             None => JobFactory::Tmas(
                 // The run store keeps every reply, and the results writer puts released
                 // texts back before judging.
@@ -72,7 +68,9 @@ impl JobFactory {
                 }),
                 prompts,
             ),
-            Some(kind) => JobFactory::Baseline(Arc::new(baseline_params(config, kind)), prompts),
+            Some(new_method) => {
+                JobFactory::Baseline(Arc::new(baseline_params(config)), prompts, new_method)
+            }
         }
     }
 
@@ -102,8 +100,8 @@ impl JobFactory {
                         .collect();
                     (s, banks)
                 }
-                JobFactory::Baseline(params, prompts) => {
-                    let banks = if params.kind == BaselineKind::Rse {
+                JobFactory::Baseline(params, prompts, new_method) => {
+                    let banks = if params.method == MethodName::Rse {
                         vec![BankInit {
                             name: BASELINE_BANK.into(),
                             items: Vec::new(),
@@ -116,7 +114,7 @@ impl JobFactory {
                         Vec::new()
                     };
                     let s: Box<dyn Strategy<Output = TmasOutcome>> = Box::new(
-                        BaselineStrategy::new(input, params.clone(), prompts.clone()),
+                        BaselineStrategy::new(input, params.clone(), prompts.clone(), new_method()),
                     );
                     (s, banks)
                 }

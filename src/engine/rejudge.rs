@@ -21,7 +21,6 @@ use crate::eval::dataset::Problem;
 use crate::eval::judge::JudgeRecord;
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
 use crate::method::PromptSet;
-use crate::role::Role;
 use crate::store::{DB_FILE, StoreReader};
 
 /// One finished problem judged again.
@@ -79,14 +78,14 @@ pub async fn rejudge(
     };
     let (calls, failed) = (counting.calls.clone(), counting.failed.clone());
     let setup = JudgeSetup {
-        llm: config.judge.enabled.then(|| LlmJudge {
-            executor: Arc::new(counting),
-            group: Config::client_group(Role::Judge).into(),
-            sampling: config.role(Role::Judge).sampling(),
-            repeats: (config.judge.repeats as usize).max(1),
-            policy: config.judge.policy,
-            input: config.judge.input,
-            prompts,
+        llm: config.judge.enabled.then(|| {
+            LlmJudge::of_config(
+                config,
+                Arc::new(counting),
+                prompts,
+                config.judge.policy,
+                config.judge.input,
+            )
         }),
         proof,
         progress: Arc::default(),

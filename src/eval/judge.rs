@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
 
 use super::equivalence::{self, Outcome, Verdict};
-use super::extract;
 pub use crate::config::{JudgeInput, LlmJudgePolicy};
+use crate::method::answer::{final_answer, last_boxed, strip_think};
 use crate::role::Role;
 
 /// Judge repeats per candidate in the paper.
@@ -113,8 +113,8 @@ pub fn judge_request(
 /// `\text{}` allowed); without a box, a last line that is exactly one of those words.
 /// `None` when the reply says neither.
 pub fn parse_judge_reply(reply: &str) -> Option<bool> {
-    let visible = extract::strip_think(reply);
-    if let Some(boxed) = extract::last_boxed(visible) {
+    let visible = strip_think(reply);
+    if let Some(boxed) = last_boxed(&visible) {
         return verdict_word(boxed);
     }
     let last_line = visible.lines().rev().find(|l| !l.trim().is_empty())?;
@@ -222,7 +222,8 @@ impl JudgeRecord {
         match input {
             JudgeInput::Boxed => None,
             JudgeInput::Final => {
-                let tail = tail_chars(extract::strip_think(reply), FINAL_TAIL_CHARS);
+                let visible = strip_think(reply);
+                let tail = tail_chars(&visible, FINAL_TAIL_CHARS);
                 (!tail.is_empty()).then(|| tail.to_string())
             }
         }
@@ -234,7 +235,7 @@ impl JudgeRecord {
     /// runs [`equivalence::check`]. The record is final when no LLM judge is configured;
     /// otherwise pass it to [`JudgeRecord::with_llm`] with the judge replies.
     pub fn from_reply(reference: &str, reply: &str) -> Self {
-        let answer = extract::extract_answer(reply);
+        let answer = final_answer(reply);
         let rule = match &answer {
             Some(answer) => equivalence::check(reference, answer),
             None => Verdict::no_answer(reference),

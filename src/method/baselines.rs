@@ -29,9 +29,9 @@ use tmas_actors::strategy::{
 use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, EmbeddingRequest};
 
 use crate::config::{MethodName, RseDedup};
+use crate::method::answer::visible_text;
 use crate::method::call_key::call_key;
 use crate::method::params::{RoleCall, RoleCalls};
-use crate::method::parse::visible_text;
 use crate::method::prompts::{PromptSet, TemplateKind};
 use crate::method::result::{
     BankUpdateRecord, Branch, CallCounts, CandidateResult, CandidateStatus, FailureRecord,
@@ -45,47 +45,23 @@ pub mod rse;
 pub mod self_refine;
 pub mod verify_refine;
 
-/// Which baseline (the typed form of `method.name` for everything but TMAS).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BaselineKind {
-    MajorityVote,
-    SelfRefine,
-    VerifyRefine,
-    Pacore,
-    Rse,
-}
-
-impl BaselineKind {
-    /// The baseline `method.name` names, or `None` for TMAS.
-    pub fn of(name: MethodName) -> Option<Self> {
-        match name {
-            MethodName::Tmas => None,
-            MethodName::MajorityVote => Some(BaselineKind::MajorityVote),
-            MethodName::SelfRefine => Some(BaselineKind::SelfRefine),
-            MethodName::VerifyRefine => Some(BaselineKind::VerifyRefine),
-            MethodName::Pacore => Some(BaselineKind::Pacore),
-            MethodName::Rse => Some(BaselineKind::Rse),
-        }
-    }
-
-    /// The roles the baseline calls (RSE's depend on how it de-duplicates), as each
-    /// method's module declares them.
-    pub fn roles(self, rse_dedup: RseDedup) -> &'static [Role] {
-        match self {
-            BaselineKind::MajorityVote => majority_vote::ROLES,
-            BaselineKind::SelfRefine => self_refine::ROLES,
-            BaselineKind::VerifyRefine => verify_refine::ROLES,
-            BaselineKind::Pacore => pacore::ROLES,
-            BaselineKind::Rse => rse::roles(rse_dedup),
-        }
+/// The roles a baseline calls (RSE's depend on how it de-duplicates), as each method's
+/// module declares them, or `None` for TMAS.
+pub fn roles(name: MethodName, rse_dedup: RseDedup) -> Option<&'static [Role]> {
+    match name {
+        MethodName::Tmas => None,
+        MethodName::MajorityVote => Some(majority_vote::ROLES),
+        MethodName::SelfRefine => Some(self_refine::ROLES),
+        MethodName::VerifyRefine => Some(verify_refine::ROLES),
+        MethodName::Pacore => Some(pacore::ROLES),
+        MethodName::Rse => Some(rse::roles(rse_dedup)),
     }
 }
 
 /// Decides whether two final answers are the same (MV's grouping). The evaluation's rule
-/// check implements it; the method only calls it.
+/// check implements it; the method only calls it. The answers themselves are
+/// [`crate::method::answer::final_answer`], as the judge reads them.
 pub trait AnswerRule: Send + Sync + 'static {
-    /// The final answer of a (think-stripped) solution, if it has one.
-    fn answer(&self, solution: &str) -> Option<String>;
     /// Whether two answers are equivalent.
     fn same(&self, a: &str, b: &str) -> bool;
 }
@@ -93,7 +69,8 @@ pub trait AnswerRule: Send + Sync + 'static {
 /// Parameters shared by every problem's baseline strategy.
 #[derive(Clone)]
 pub struct BaselineParams {
-    pub kind: BaselineKind,
+    /// Which baseline (one whose [`method_for`] is `Some`).
+    pub method: MethodName,
     /// Chains / trajectories / attempts per iteration.
     pub n: usize,
     /// Verify-Refine's verifications per candidate.
@@ -119,7 +96,7 @@ pub struct BaselineParams {
 impl std::fmt::Debug for BaselineParams {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BaselineParams")
-            .field("kind", &self.kind)
+            .field("method", &self.method)
             .field("n", &self.n)
             .field("m", &self.m)
             .field("k", &self.k)
@@ -260,14 +237,19 @@ pub trait Method: Send + 'static {
 /// The name of the baselines' one bank (RSE's experience bank).
 pub const BASELINE_BANK: &str = crate::method::banks::EXPERIENCE_BANK;
 
-/// The method of `kind`.
-pub fn method_for(kind: BaselineKind) -> Box<dyn Method> {
-    match kind {
-        BaselineKind::MajorityVote => Box::new(majority_vote::MajorityVote),
-        BaselineKind::SelfRefine => Box::new(self_refine::SelfRefine::default()),
-        BaselineKind::VerifyRefine => Box::new(verify_refine::VerifyRefine::default()),
-        BaselineKind::Pacore => Box::new(pacore::Pacore::default()),
-        BaselineKind::Rse => Box::new(rse::Rse::default()),
+/// Makes one problem's [`Method`].
+pub type NewMethod = fn() -> Box<dyn Method>;
+
+/// How to make the per-problem logic of the method `name`, or `None` for TMAS, which is
+/// a strategy of its own ([`crate::method::TmasStrategy`]), not a baseline.
+pub fn method_for(name: MethodName) -> Option<NewMethod> {
+    match name {
+        MethodName::Tmas => None,
+        MethodName::MajorityVote => Some(|| Box::new(majority_vote::MajorityVote)),
+        MethodName::SelfRefine => Some(|| Box::new(self_refine::SelfRefine::default())),
+        MethodName::VerifyRefine => Some(|| Box::new(verify_refine::VerifyRefine::default())),
+        MethodName::Pacore => Some(|| Box::new(pacore::Pacore::default())),
+        MethodName::Rse => Some(|| Box::new(rse::Rse::default())),
     }
 }
 
@@ -291,12 +273,13 @@ pub struct BaselineStrategy {
 }
 
 impl BaselineStrategy {
+    /// `method`: made by [`method_for`]`(params.method)`.
     pub fn new(
         problem: ProblemInput,
         params: Arc<BaselineParams>,
         prompts: Arc<PromptSet>,
+        method: Box<dyn Method>,
     ) -> Self {
-        let method = method_for(params.kind);
         Self {
             cx: Ctx {
                 problem,

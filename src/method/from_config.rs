@@ -3,7 +3,7 @@
 //! In the method layer: the config knows nothing of the method's types.
 
 use crate::config::{Config, ConfigIssue, MethodConfig};
-use crate::method::baselines::BaselineKind;
+use crate::method::baselines;
 use crate::method::{PromptOverrides, RoleCall, RoleCalls, TmasParams, TmasStrategy};
 use crate::role::Role;
 
@@ -14,10 +14,7 @@ impl MethodConfig {
     /// probes and the roles a benchmark sizes. The judges are the evaluation's, not the
     /// method's: they are never listed.
     pub fn roles(&self) -> &'static [Role] {
-        match BaselineKind::of(self.name) {
-            None => TmasStrategy::ROLES,
-            Some(kind) => kind.roles(self.rse_dedup),
-        }
+        baselines::roles(self.name, self.rse_dedup).unwrap_or(TmasStrategy::ROLES)
     }
 }
 

@@ -1,123 +1,16 @@
-//! Reading model replies: think blocks, the last `\boxed{}`, verification scores and the
-//! memory agents' JSON (see docs/prompt-conventions.md, points 3–5).
+//! Reading model replies: verification scores and the memory agents' JSON (see
+//! docs/prompt-conventions.md, points 4–5). What of a reply is visible and which box holds
+//! its answer is [`crate::method::answer`]'s rule, used here as everywhere.
 //!
 //! Everything here is lenient about form (fences, text around an object, `\boxed{1.0}`)
 //! and strict about meaning: a score other than 0 / 0.5 / 1 or a JSON object without the
 //! expected list is unparseable, so the strategy re-asks instead of guessing.
 
-use std::borrow::Cow;
-use std::sync::{Arc, LazyLock};
-
-use memchr::memmem::Finder;
-
 use serde_json::{Map, Value};
 
+use crate::method::answer::{last_boxed, strip_think};
+
 mod lenient_json;
-
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
-
-/// Removes reasoning from a reply: every `<think>…</think>` block, an unclosed `<think>`
-/// and everything after it (the output was cut off while thinking), and a leading
-/// stretch ending in a stray `</think>` (servers that drop the opening tag). Trimmed.
-pub fn strip_think(text: &str) -> Cow<'_, str> {
-    let mut rest = text;
-    // A closing tag before any opening tag: everything up to it was reasoning.
-    if let Some(close) = find(rest, THINK_CLOSE) {
-        let open = find(rest, THINK_OPEN);
-        if open.is_none_or(|o| o > close) {
-            rest = &rest[close + THINK_CLOSE.len()..];
-        }
-    }
-    // Most replies (verifications, summaries, servers that return reasoning separately)
-    // have no block left: borrow instead of copying a 40 KB solution twice.
-    let Some(first) = find(rest, THINK_OPEN) else {
-        return Cow::Borrowed(rest.trim());
-    };
-    let mut out = String::with_capacity(rest.len());
-    let mut open = Some(first);
-    while let Some(at) = open {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + THINK_OPEN.len()..];
-        match find(after, THINK_CLOSE) {
-            Some(close) => rest = &after[close + THINK_CLOSE.len()..],
-            None => {
-                rest = "";
-                break;
-            }
-        }
-        open = find(rest, THINK_OPEN);
-    }
-    out.push_str(rest);
-    let trimmed = out.trim();
-    if trimmed.len() == out.len() {
-        Cow::Owned(out)
-    } else {
-        Cow::Owned(trimmed.to_owned())
-    }
-}
-
-/// [`strip_think`] of a reply, as a shared text: the reply itself when there is nothing to
-/// remove (no reasoning inline, no surrounding whitespace: the common case with a
-/// reasoning parser on the endpoint), else a copy. A 40 KB solution is then one
-/// allocation for the reply and the candidate that quotes it, and the run store
-/// recognises a record's text as a call's reply by that allocation instead of reading
-/// the reply back (`crate::store::record_texts`).
-pub fn visible_text(reply: &Arc<str>) -> Arc<str> {
-    match strip_think(reply) {
-        Cow::Borrowed(text) if text.len() == reply.len() => reply.clone(),
-        other => other.as_ref().into(),
-    }
-}
-
-/// Byte offset of `needle` (one of the two tags) in `hay`. memchr's SIMD search rather
-/// than `str::find`, whose two-way search over 40 KB solutions was ~1 % of the
-/// orchestrator's CPU samples; its searchers are built once, not for every reply. Both
-/// tags are ASCII, so a match starts on a character boundary.
-fn find(hay: &str, needle: &str) -> Option<usize> {
-    static OPEN: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(THINK_OPEN));
-    static CLOSE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(THINK_CLOSE));
-    let finder = match needle {
-        THINK_OPEN => &*OPEN,
-        THINK_CLOSE => &*CLOSE,
-        other => return memchr::memmem::find(hay.as_bytes(), other.as_bytes()),
-    };
-    finder.find(hay.as_bytes())
-}
-
-/// The content of the last complete `\boxed{…}` (nested braces allowed), trimmed.
-/// A final `\boxed{` cut off before its closing brace is skipped in favour of the
-/// previous complete one.
-pub fn last_boxed(text: &str) -> Option<&str> {
-    const TAG: &str = "\\boxed";
-    let mut found = None;
-    let mut from = 0;
-    while let Some(pos) = text[from..].find(TAG) {
-        let start = from + pos + TAG.len();
-        from = start;
-        let after = &text[start..];
-        let trimmed = after.trim_start();
-        if !trimmed.starts_with('{') {
-            continue;
-        }
-        let body_start = start + (after.len() - trimmed.len()) + 1;
-        let mut depth = 1usize;
-        for (i, ch) in text[body_start..].char_indices() {
-            match ch {
-                '{' => depth += 1,
-                '}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        found = Some(text[body_start..body_start + i].trim());
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    found
-}
 
 /// The verification score of a reply: the last `\boxed{}` of the visible text, which
 /// must denote 0, 0.5 or 1. Accepted spellings: `1`, `1.0`, `0.50`, `.5`, `1/2`,

@@ -3,9 +3,12 @@
 //! Every random decision of a strategy draws from a generator seeded by a stable hash of
 //! (run seed, problem id, iteration, candidate, purpose). Results therefore never depend on
 //! the order in which calls complete, and a replayed run makes the same choices. The hash
-//! (FNV-1a) and generator (SplitMix64) are implemented here, not taken from `std` (whose
-//! hasher is randomly keyed) or `rand` (whose `StdRng` stream may change between
-//! versions), so stored runs stay reproducible across upgrades.
+//! (FNV-1a) is implemented here and the generator is the crate's one seeded generator
+//! (SplitMix64, [`SimRng`]), not taken from `std` (whose hasher is randomly keyed) or
+//! `rand` (whose `StdRng` stream may change between versions), so stored runs stay
+//! reproducible across upgrades.
+
+use crate::sim::rng::SimRng;
 
 /// FNV-1a over a sequence of byte strings, each followed by a separator byte so that
 /// ("ab","c") and ("a","bc") hash differently.
@@ -24,11 +27,10 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
     h
 }
 
-/// A small deterministic generator (SplitMix64): fast, well mixed, fully specified.
+/// The generator of one decision: [`SimRng`] seeded by the decision's hash, with the
+/// draws the strategies use.
 #[derive(Debug, Clone)]
-pub struct DecisionRng {
-    state: u64,
-}
+pub struct DecisionRng(SimRng);
 
 impl DecisionRng {
     /// Generator for one decision: `purpose` separates independent draws (e.g. the branch
@@ -47,23 +49,21 @@ impl DecisionRng {
             &candidate.to_le_bytes(),
             purpose.as_bytes(),
         ]);
-        Self { state }
+        Self(SimRng::new(state))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in [0, 1) with 53 bits of precision.
     pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        self.0.unit()
     }
 
-    /// Uniform in `0..bound` (`bound > 0`), by rejection so there is no modulo bias.
+    /// Uniform in `0..bound` (`bound > 0`), by rejection so there is no modulo bias (the
+    /// simulator's [`SimRng::below`] reduces by multiplication instead; each keeps its
+    /// own so seeded runs and simulations stay as they were).
     pub fn below(&mut self, bound: usize) -> usize {
         let bound = bound as u64;
         if bound <= 1 {
@@ -106,6 +106,27 @@ mod tests {
         let e = DecisionRng::for_decision(8, "p1", 3, 2, "branch").next_u64();
         let f = DecisionRng::for_decision(7, "p1", 3, 2, "branch").next_u64();
         assert!(c != f && d != f && e != f);
+    }
+
+    /// Seeded runs stay byte-identical: these draws are pinned (computed independently
+    /// from the FNV-1a and SplitMix64 definitions), so a change of hash, generator or
+    /// range reduction fails here before it changes a stored run's choices.
+    #[test]
+    fn the_draws_of_a_decision_are_pinned() {
+        let mut r = DecisionRng::for_decision(7, "p1", 3, 2, "branch");
+        assert_eq!(
+            [r.next_u64(), r.next_u64(), r.next_u64()],
+            [
+                0xdfec_ab10_1803_853f,
+                0x3c3a_a1eb_599d_790d,
+                0xf7a2_7775_6db6_d083
+            ]
+        );
+        assert_eq!(r.next_f64(), 0.6390483505239253);
+        assert_eq!(r.below(10), 4);
+        let mut r = DecisionRng::for_decision(7, "p1", 3, 2, "branch");
+        assert_eq!(r.sample_indices(10, 4), vec![1, 4, 5, 9]);
+        assert_eq!(r.sample_indices(100, 3), vec![15, 34, 72]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! `config/prompts/guideline_judge.md` (placeholders `{question}`, `{guidelines}`,
 //! `{response}`); the reply ends with `\boxed{novel}` or `\boxed{repeated}`.
 
-use crate::eval::extract;
+use crate::method::answer::{last_boxed, strip_think};
 use crate::method::prompts::bullet_list;
 use crate::method::{PromptSet, TemplateKind};
 
@@ -17,11 +17,7 @@ pub fn prompt(
 ) -> String {
     prompts.render(
         TemplateKind::GuidelineJudge,
-        &[
-            question,
-            &bullet_list(guidelines),
-            extract::strip_think(response).trim(),
-        ],
+        &[question, &bullet_list(guidelines), &strip_think(response)],
     )
 }
 
@@ -29,8 +25,8 @@ pub fn prompt(
 /// last `\boxed{}` of the visible text decides; without one, a last line that is exactly
 /// one of the words.
 pub fn parse_reply(reply: &str) -> Option<bool> {
-    let visible = extract::strip_think(reply);
-    let text = match extract::last_boxed(visible) {
+    let visible = strip_think(reply);
+    let text = match last_boxed(&visible) {
         Some(boxed) => boxed,
         None => visible.lines().rev().find(|l| !l.trim().is_empty())?,
     };

@@ -5,10 +5,8 @@
 //! global in-flight caps pace them, so a 16 × 128 batch keeps the judge endpoints busy.
 //! Shared by `tmas rl-score` and `tmas rl-serve`, so both give the same numbers.
 
-use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Context;
 use futures::future::join_all;
 use serde::{Deserialize, Serialize};
 use tmas_actors::strategy::CallExecutor;
@@ -18,10 +16,7 @@ use super::batch::{self, Judged, RewardMode, Rollout, Scored, Source};
 use super::guideline_judge;
 use super::rewards::{RewardKind, RewardParams};
 use crate::config::Config;
-use crate::config::layers::CliOverride;
-use crate::config::loader::load_with;
-use crate::config::resolve::process_env;
-use crate::engine::endpoints::Endpoints;
+use crate::engine::judge_session::JudgeSession;
 use crate::engine::judging::LlmJudge;
 use crate::eval::judge::{JudgeInput, JudgeRecord, LlmJudgePolicy};
 use crate::method::{PromptSet, call_key};
@@ -231,48 +226,25 @@ impl Judges {
     }
 }
 
-/// Judges backed by a config's endpoints (and the embedded simulator when it names one).
-pub struct JudgeSession {
-    pub judges: Judges,
-    endpoints: Endpoints,
-}
-
-impl JudgeSession {
-    /// Loads `config_path` (with `--set` overrides), starts its endpoints and builds the
-    /// LLM judge (R = `judge.repeats`, asked only where the rules are undecided) and the
-    /// guideline judge.
-    pub async fn start(config_path: &Path, set: &[String]) -> anyhow::Result<Self> {
-        let env = process_env();
-        let overrides: Vec<CliOverride> = set.iter().map(CliOverride::set).collect();
-        let mut config =
-            load_with(config_path, &env, &overrides).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let prompts = Arc::new(
-            PromptSet::load(&config.prompt_overrides()).context("loading prompt templates")?,
-        );
-        let endpoints = Endpoints::start(&mut config, &env, None).await?;
-        let executor: Arc<dyn CallExecutor> = Arc::new(endpoints.client.clone());
-        let judges = Judges {
+impl Judges {
+    /// The judges of a session's config: its LLM judge, asked only where the rules are
+    /// undecided and shown the boxed answer, and its guideline judge, on the session's
+    /// endpoints.
+    pub fn of_session(session: &JudgeSession) -> Self {
+        let config = &session.config;
+        Judges {
             llm: Some(LlmJudge {
-                executor: executor.clone(),
-                group: Config::client_group(Role::Judge).into(),
-                sampling: config.role(Role::Judge).sampling(),
-                repeats: (config.judge.repeats as usize).max(1),
                 policy: LlmJudgePolicy::WhenUndecided,
                 input: JudgeInput::Boxed,
-                prompts: prompts.clone(),
+                ..session.llm.clone()
             }),
             guideline: Some(GuidelineJudge {
-                executor,
+                executor: session.executor(),
                 group: Config::client_group(Role::GuidelineJudge).into(),
                 sampling: config.role(Role::GuidelineJudge).sampling(),
-                prompts,
+                prompts: session.prompts.clone(),
             }),
-        };
-        Ok(Self { judges, endpoints })
-    }
-
-    pub async fn shutdown(self) {
-        self.endpoints.shutdown().await;
+        }
     }
 }
 

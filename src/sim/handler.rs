@@ -771,7 +771,10 @@ mod tests {
             st: st.clone(),
             seen,
         });
-        let slot = st.counters.try_enter(0, Some(Role::Solution)).expect("a slot");
+        let slot = st
+            .counters
+            .try_enter(0, Some(Role::Solution))
+            .expect("a slot");
         stream_response(frames, first_content, timing, cut, (slot, None))
     }
 

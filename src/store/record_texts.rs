@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use crate::method::parse::strip_think;
+use crate::method::answer::strip_think;
 use crate::method::{TmasOutcome, call_key};
 use crate::record::ProblemRecord;
 use crate::role::Role;

@@ -131,7 +131,7 @@ pub(super) struct WriterCache {
     prompts: PromptCache,
     /// The key of each answered call by the allocation of its reply, while the reply is
     /// in use: the strategy quotes a reply without think blocks as that same allocation
-    /// ([`crate::method::parse::visible_text`]), so a record's text found here is that
+    /// ([`crate::method::answer::visible_text`]), so a record's text found here is that
     /// call's stored reply without reading it back (a call key is answered at most once
     /// in a session, so the entry cannot name a reply that was replaced).
     replies: ByAllocation<Arc<str>>,

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use tmas::eval::dataset::{DatasetSpec, load_dataset};
 use tmas::eval::equivalence::{Outcome, check};
-use tmas::eval::extract::extract_answer;
 use tmas::eval::judge::{JudgeRecord, build_judge_prompt, parse_judge_reply};
 use tmas::eval::pass_at_1::PassAt1Builder;
+use tmas::method::answer::final_answer;
 
 fn sample_problems() -> Vec<tmas::eval::dataset::Problem> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/imo-answerbench-sample.jsonl");
@@ -164,7 +164,7 @@ fn hostile_inputs_never_panic() {
         "}",
     ];
     for input in inputs {
-        let answer = extract_answer(input);
+        let answer = final_answer(input);
         let record = JudgeRecord::from_reply("3", input);
         assert!((0.0..=1.0).contains(&record.score));
         if let Some(answer) = answer {
@@ -176,8 +176,8 @@ fn hostile_inputs_never_panic() {
         let prompt = build_judge_prompt(template, input, input, input).unwrap();
         assert!(prompt.len() >= 3 * input.len());
     }
-    assert_eq!(extract_answer(&many_boxes).as_deref(), Some("1"));
-    assert_eq!(extract_answer(&unbalanced), None);
+    assert_eq!(final_answer(&many_boxes).as_deref(), Some("1"));
+    assert_eq!(final_answer(&unbalanced), None);
 }
 
 #[test]

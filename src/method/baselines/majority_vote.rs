@@ -6,6 +6,7 @@
 //! first member has the lowest index: deterministic, and as arbitrary as any other rule.
 
 use super::{Ctx, IterationEnd, Method, Replies, Req, Role, Step, candidate, reply_of};
+use crate::method::answer::final_answer;
 use crate::method::result::{CandidateResult, PromptMode};
 
 /// The roles MV calls: its k samples.
@@ -36,13 +37,15 @@ impl Method for MajorityVote {
     }
 }
 
-/// The index of the voted candidate: first member of the largest answer group.
+/// The index of the voted candidate: first member of the largest answer group. A
+/// candidate's answer is the one the judge scores ([`final_answer`]); a candidate without
+/// one does not vote.
 pub fn vote(cx: &Ctx, candidates: &[CandidateResult]) -> Option<u32> {
     let rule = &cx.params.answers;
     // (representative answer, first member, size), in order of first appearance.
     let mut groups: Vec<(String, u32, usize)> = Vec::new();
     for c in candidates {
-        let Some(answer) = c.solution.as_deref().and_then(|s| rule.answer(s)) else {
+        let Some(answer) = c.solution.as_deref().and_then(final_answer) else {
             continue;
         };
         match groups

@@ -13,8 +13,8 @@ use tmas_actors::strategy::{
 use tmas_actors::wire::{ChatResponse, Usage};
 
 use super::*;
+use crate::method::answer::last_boxed;
 use crate::method::banks::AppendOnlyMerge;
-use crate::method::parse::last_boxed;
 use crate::method::rng::DecisionRng;
 use crate::sim::options::SimOptions;
 use crate::sim::rng::{SimRng, hash_str};
@@ -45,17 +45,14 @@ fn fail() -> CallOutcome {
 struct Exact;
 
 impl AnswerRule for Exact {
-    fn answer(&self, solution: &str) -> Option<String> {
-        last_boxed(solution).map(str::to_owned)
-    }
     fn same(&self, a: &str, b: &str) -> bool {
         a.trim() == b.trim()
     }
 }
 
-fn params(kind: BaselineKind, n: usize, m: usize, k: usize, iterations: u32) -> BaselineParams {
+fn params(kind: MethodName, n: usize, m: usize, k: usize, iterations: u32) -> BaselineParams {
     BaselineParams {
-        kind,
+        method: kind,
         n,
         m,
         k,
@@ -140,7 +137,8 @@ fn drive_with(
         id: id.into(),
         question: "QUESTION-TEXT: find x.".into(),
     };
-    let mut s = BaselineStrategy::new(problem, Arc::new(p), prompts);
+    let method = method_for(p.method).expect("a baseline")();
+    let mut s = BaselineStrategy::new(problem, Arc::new(p), prompts, method);
     let mut queue: VecDeque<Command> = s.start().into();
     let mut calls = Vec::new();
     let mut embeds = Vec::new();
@@ -222,22 +220,23 @@ fn canned(spec: &CallSpec) -> CallOutcome {
 
 /// The call-graph formulas of docs/method.md (nothing failing), per role:
 /// (solution, verification, critique, extraction, bank updates).
-fn formula(kind: BaselineKind, n: usize, m: usize, k: usize, t: usize) -> [usize; 5] {
+fn formula(kind: MethodName, n: usize, m: usize, k: usize, t: usize) -> [usize; 5] {
     match kind {
-        BaselineKind::MajorityVote => [k, 0, 0, 0, 0],
-        BaselineKind::SelfRefine => [n * t, 0, n * (t - 1), 0, 0],
-        BaselineKind::VerifyRefine => [n * t, n * m * t, 0, 0, 0],
-        BaselineKind::Pacore => [n * t, 0, 0, 0, 0],
-        BaselineKind::Rse => [n * t, 0, 0, n * (t - 1), t - 1],
+        MethodName::MajorityVote => [k, 0, 0, 0, 0],
+        MethodName::SelfRefine => [n * t, 0, n * (t - 1), 0, 0],
+        MethodName::VerifyRefine => [n * t, n * m * t, 0, 0, 0],
+        MethodName::Pacore => [n * t, 0, 0, 0, 0],
+        MethodName::Rse => [n * t, 0, 0, n * (t - 1), t - 1],
+        MethodName::Tmas => unreachable!("TMAS is not a baseline"),
     }
 }
 
-const KINDS: [BaselineKind; 5] = [
-    BaselineKind::MajorityVote,
-    BaselineKind::SelfRefine,
-    BaselineKind::VerifyRefine,
-    BaselineKind::Pacore,
-    BaselineKind::Rse,
+const KINDS: [MethodName; 5] = [
+    MethodName::MajorityVote,
+    MethodName::SelfRefine,
+    MethodName::VerifyRefine,
+    MethodName::Pacore,
+    MethodName::Rse,
 ];
 
 fn counts(run: &Run) -> [usize; 5] {
@@ -254,7 +253,7 @@ fn counts(run: &Run) -> [usize; 5] {
 fn calls_per_role_match_the_documented_formulas() {
     for kind in KINDS {
         let (n, m, k) = (3, 2, 5);
-        let t = if kind == BaselineKind::MajorityVote {
+        let t = if kind == MethodName::MajorityVote {
             1
         } else {
             4
@@ -271,7 +270,7 @@ fn calls_per_role_match_the_documented_formulas() {
             run.outcome.calls.completion_tokens,
             5 * run.calls.len() as u64
         );
-        let width = if kind == BaselineKind::MajorityVote {
+        let width = if kind == MethodName::MajorityVote {
             k
         } else {
             n
@@ -286,7 +285,7 @@ fn calls_per_role_match_the_documented_formulas() {
 #[test]
 fn results_do_not_depend_on_completion_order() {
     for kind in KINDS {
-        let t = if kind == BaselineKind::MajorityVote {
+        let t = if kind == MethodName::MajorityVote {
             1
         } else {
             3
@@ -302,13 +301,13 @@ fn results_do_not_depend_on_completion_order() {
 #[test]
 fn majority_vote_picks_the_largest_group_ties_to_the_lowest_index() {
     // Candidates 0..5 answer c % 2: {0, 2, 4} say 0, {1, 3} say 1.
-    let run = drive(params(BaselineKind::MajorityVote, 1, 0, 5, 1), 0, canned);
+    let run = drive(params(MethodName::MajorityVote, 1, 0, 5, 1), 0, canned);
     assert_eq!(run.outcome.iterations[0].best, Some(0));
     // 4 samples: 2 vs 2, the group of candidate 0 wins.
-    let run = drive(params(BaselineKind::MajorityVote, 1, 0, 4, 1), 0, canned);
+    let run = drive(params(MethodName::MajorityVote, 1, 0, 4, 1), 0, canned);
     assert_eq!(run.outcome.iterations[0].best, Some(0));
     // Answers 7, 9, 9: the group of 9 wins and reports its first member.
-    let run = drive(params(BaselineKind::MajorityVote, 1, 0, 3, 1), 0, |s| {
+    let run = drive(params(MethodName::MajorityVote, 1, 0, 3, 1), 0, |s| {
         let a = if s.key.candidate == Some(0) { 7 } else { 9 };
         ok(&format!("\\boxed{{{a}}}"))
     });
@@ -317,7 +316,7 @@ fn majority_vote_picks_the_largest_group_ties_to_the_lowest_index() {
 
 #[test]
 fn refinements_see_the_previous_solution_and_its_feedback() {
-    let run = drive(params(BaselineKind::SelfRefine, 2, 0, 0, 2), 0, canned);
+    let run = drive(params(MethodName::SelfRefine, 2, 0, 0, 2), 0, canned);
     let refine = run
         .calls
         .iter()
@@ -326,7 +325,7 @@ fn refinements_see_the_previous_solution_and_its_feedback() {
     let prompt = refine.request.messages[0].content.to_string();
     assert!(prompt.contains("Step 2 is unjustified.") && prompt.contains("\\boxed{0}"));
 
-    let run = drive(params(BaselineKind::VerifyRefine, 2, 2, 0, 2), 0, canned);
+    let run = drive(params(MethodName::VerifyRefine, 2, 2, 0, 2), 0, canned);
     let corr = run
         .calls
         .iter()
@@ -345,7 +344,7 @@ fn refinements_see_the_previous_solution_and_its_feedback() {
 
 #[test]
 fn pacore_rounds_see_every_message_of_the_previous_round() {
-    let run = drive(params(BaselineKind::Pacore, 3, 0, 0, 2), 0, |s| {
+    let run = drive(params(MethodName::Pacore, 3, 0, 0, 2), 0, |s| {
         ok(&format!(
             "<think>hidden</think>answer of {}",
             s.key.candidate.unwrap_or(9)
@@ -362,7 +361,7 @@ fn pacore_rounds_see_every_message_of_the_previous_round() {
 
 #[test]
 fn rse_bank_grows_without_duplicates_and_reaches_the_attempts() {
-    let run = drive(params(BaselineKind::Rse, 3, 0, 0, 3), 0, canned);
+    let run = drive(params(MethodName::Rse, 3, 0, 0, 3), 0, canned);
     // One pitfall (the same text from every extraction) and one proposition per attempt
     // index; near-duplicates "x0 = 3", "x1 = 3" differ in a token, so all three stay.
     let bank = &run.outcome.experience;
@@ -388,7 +387,7 @@ fn rse_bank_grows_without_duplicates_and_reaches_the_attempts() {
 }
 
 fn rse_embeddings(n: usize, t: u32) -> BaselineParams {
-    let mut p = params(BaselineKind::Rse, n, 0, 0, t);
+    let mut p = params(MethodName::Rse, n, 0, 0, t);
     p.rse_dedup = crate::config::RseDedup::Embeddings;
     p
 }
@@ -495,7 +494,7 @@ fn rse_with_embeddings_calls_once_per_update_that_brings_new_items() {
     };
     let (n, t) = (3, 4);
     let run = drive(rse_embeddings(n, t as u32), 0, fresh);
-    let [solution, _, _, extraction, updates] = formula(BaselineKind::Rse, n, 0, 0, t);
+    let [solution, _, _, extraction, updates] = formula(MethodName::Rse, n, 0, 0, t);
     assert_eq!(counts(&run), [solution, 0, 0, extraction, updates]);
     assert_eq!(run.count(Role::Embedding), t - 1, "one per update from It1");
     assert_eq!(
@@ -550,9 +549,9 @@ fn failed_calls_are_recorded_and_chains_restart() {
         }
     };
     for kind in [
-        BaselineKind::SelfRefine,
-        BaselineKind::VerifyRefine,
-        BaselineKind::Rse,
+        MethodName::SelfRefine,
+        MethodName::VerifyRefine,
+        MethodName::Rse,
     ] {
         let run = drive(params(kind, 2, 2, 0, 2), 0, reply);
         let it0 = &run.outcome.iterations[0];
@@ -564,7 +563,7 @@ fn failed_calls_are_recorded_and_chains_restart() {
 }
 
 /// Mean share of right candidates per iteration over `ids`, on the simulator.
-fn sim_curve(kind: BaselineKind, ids: &[&str], t: u32) -> Vec<f64> {
+fn sim_curve(kind: MethodName, ids: &[&str], t: u32) -> Vec<f64> {
     sim_run(params(kind, 8, 2, 8, t), ids).0
 }
 
@@ -613,15 +612,15 @@ fn on_the_simulator_feedback_and_shared_experience_pay_off() {
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     let mut last = BTreeMap::new();
     for kind in [
-        BaselineKind::SelfRefine,
-        BaselineKind::VerifyRefine,
-        BaselineKind::Pacore,
-        BaselineKind::Rse,
+        MethodName::SelfRefine,
+        MethodName::VerifyRefine,
+        MethodName::Pacore,
+        MethodName::Rse,
     ] {
         let curve = sim_curve(kind, &ids, 6);
         eprintln!("{kind:?}: {curve:?}");
         // PaCoRe shares facts unverified (wrong ones unflagged): no gain is promised.
-        if kind != BaselineKind::Pacore {
+        if kind != MethodName::Pacore {
             assert!(
                 curve[5] > curve[0] + 0.05,
                 "{kind:?} should improve over iterations: {curve:?}"
@@ -639,7 +638,7 @@ fn on_the_simulator_feedback_and_shared_experience_pay_off() {
 fn on_the_simulator_rse_with_embeddings_still_learns_from_a_smaller_bank() {
     let ids: Vec<String> = (0..40).map(|i| format!("sim-{i}")).collect();
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let (lexical, lexical_bank) = sim_run(params(BaselineKind::Rse, 8, 0, 0, 6), &ids);
+    let (lexical, lexical_bank) = sim_run(params(MethodName::Rse, 8, 0, 0, 6), &ids);
     let (embedded, embedded_bank) = sim_run(rse_embeddings(8, 6), &ids);
     eprintln!(
         "jaccard {lexical:?} ({lexical_bank} items), embeddings {embedded:?} ({embedded_bank} items)"

@@ -1,110 +1,6 @@
 use super::*;
 
 #[test]
-fn strip_think_removes_blocks_unclosed_and_stray_close() {
-    assert_eq!(
-        strip_think("<think>secret</think>Answer \\boxed{3}"),
-        "Answer \\boxed{3}"
-    );
-    assert_eq!(
-        strip_think("a <think>x</think> b <think>y</think> c"),
-        "a  b  c"
-    );
-    assert_eq!(
-        strip_think("visible <think>cut off while thinking \\boxed{9}"),
-        "visible"
-    );
-    assert_eq!(
-        strip_think("reasoning without opening tag</think>\nfinal"),
-        "final"
-    );
-    assert_eq!(strip_think("plain text"), "plain text");
-    assert_eq!(strip_think("<think>only thinking"), "");
-}
-
-/// The plain `str::find` form of `strip_think`, kept as the reference its faster form
-/// (memchr search, borrowed result) must match.
-fn strip_think_reference(text: &str) -> String {
-    let mut rest = text;
-    if let Some(close) = rest.find(THINK_CLOSE) {
-        let open = rest.find(THINK_OPEN);
-        if open.is_none_or(|o| o > close) {
-            rest = &rest[close + THINK_CLOSE.len()..];
-        }
-    }
-    let mut out = String::with_capacity(rest.len());
-    while let Some(open) = rest.find(THINK_OPEN) {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + THINK_OPEN.len()..];
-        match after.find(THINK_CLOSE) {
-            Some(close) => rest = &after[close + THINK_CLOSE.len()..],
-            None => {
-                rest = "";
-                break;
-            }
-        }
-    }
-    out.push_str(rest);
-    out.trim().to_string()
-}
-
-#[test]
-fn strip_think_matches_the_reference_on_every_arrangement_of_tags() {
-    let pieces = [
-        "<think>",
-        "</think>",
-        " ",
-        "é",
-        "x\\boxed{1}",
-        "\n",
-        "<thi",
-        "nk>",
-        "</",
-        "∑ ",
-    ];
-    let mut checked = 0;
-    // Every sequence of up to five pieces (10^5 texts): tags split, doubled, unbalanced.
-    let mut text = String::new();
-    for n in 0..100_000u32 {
-        text.clear();
-        let mut k = n;
-        for _ in 0..5 {
-            text.push_str(pieces[(k % 10) as usize]);
-            k /= 10;
-        }
-        assert_eq!(strip_think(&text), strip_think_reference(&text), "{text:?}");
-        checked += 1;
-    }
-    assert_eq!(checked, 100_000);
-}
-
-#[test]
-fn strip_think_borrows_a_reply_without_blocks() {
-    let reply = "  Answer \\boxed{3}\n";
-    assert!(matches!(
-        strip_think(reply),
-        Cow::Borrowed("Answer \\boxed{3}")
-    ));
-    assert!(matches!(
-        strip_think("why</think> final "),
-        Cow::Borrowed("final")
-    ));
-    assert!(matches!(strip_think("a<think>b</think>c"), Cow::Owned(_)));
-}
-
-#[test]
-fn last_boxed_handles_nesting_and_truncation() {
-    assert_eq!(
-        last_boxed("x \\boxed{1} y \\boxed{\\frac{a}{b}}"),
-        Some("\\frac{a}{b}")
-    );
-    assert_eq!(last_boxed("\\boxed {  42 }"), Some("42"));
-    assert_eq!(last_boxed("\\boxed{7} then \\boxed{unfinished"), Some("7"));
-    assert_eq!(last_boxed("no box"), None);
-    assert_eq!(last_boxed("\\boxed{}"), Some(""));
-}
-
-#[test]
 fn scores_accept_only_zero_half_one() {
     for (reply, want) in [
         ("fine \\boxed{1}", Some(1.0)),
@@ -125,6 +21,11 @@ fn scores_accept_only_zero_half_one() {
         ("score: 1", None),
         ("<think>\\boxed{1}</think> no score outside", None),
         ("<think>\\boxed{0}</think> visible \\boxed{1}", Some(1.0)),
+        // The answer rule's: `\fbox` counts, and a score box cut off is no score (the
+        // step scored before it is not the verdict).
+        ("\\fbox{1}", Some(1.0)),
+        ("Step 1: \\boxed{1}. Overall: \\boxed{", None),
+        ("\\boxed{0.5} then \\boxed{1", None),
     ] {
         assert_eq!(parse_score(reply), want, "{reply}");
     }

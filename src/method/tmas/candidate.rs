@@ -7,8 +7,9 @@ use std::sync::Arc;
 use tmas_actors::strategy::CallOutcome;
 use tmas_actors::wire::PromptText;
 
+use crate::method::answer::visible_text;
 use crate::method::call_key::call_key;
-use crate::method::parse::{parse_score, visible_text};
+use crate::method::parse::parse_score;
 use crate::method::result::{
     Branch, CandidateResult, CandidateStatus, Field, PromptMode, TextRef, UnusableReply,
     VerificationRecord, VerificationStatus, is_fully_verified,

@@ -88,12 +88,8 @@ pub fn json_in(reply: &str) -> Value {
     serde_json::from_str(&reply[a..=b]).expect("valid JSON")
 }
 
-/// The content of the last `\boxed{…}` (no nesting needed for the simulator's answers).
-pub fn last_boxed(text: &str) -> Option<&str> {
-    let start = text.rfind("\\boxed{")? + "\\boxed{".len();
-    let len = text[start..].find('}')?;
-    Some(&text[start..start + len])
-}
+/// The final answer of a text, by the rule the orchestrator reads replies with.
+pub use tmas::method::answer::last_boxed;
 
 /// Reads an SSE body into (content, reasoning, finish_reason, usage, saw_done).
 pub async fn read_sse(

@@ -6,7 +6,7 @@ use tmas_actors::strategy::CallSpec;
 
 use super::harness::{Driver, Run, fail, ok, params};
 use super::replies::good;
-use crate::method::parse::strip_think;
+use crate::method::answer::strip_think;
 use crate::method::result::{Field, TmasOutcome};
 
 /// Replies with think blocks, re-asked verifications (one whose re-ask fails, so its text

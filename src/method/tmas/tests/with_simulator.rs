@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tmas_actors::strategy::CallSpec;
 
 use super::harness::{Driver, ok, params};
-use crate::method::parse::{last_boxed, strip_think};
+use crate::method::answer::{last_boxed, strip_think};
 use crate::method::result::{TmasOutcome, UnusableReply};
 use crate::role::Role;
 use crate::sim::options::SimOptions;
