@@ -61,7 +61,7 @@ pub struct Config {
     /// Group name → how the group picks an endpoint per call (`least-load`, the default,
     /// or `prefix-affinity`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub routing: BTreeMap<String, tmas_actors::client::Routing>,
+    pub routing: BTreeMap<String, tmas_client::Routing>,
     pub roles: Roles,
     /// Template name (`solution_refine`, `rollout`, … see `config/prompts/`) → file
     /// replacing the built-in template. `roles.ROLE.prompt` is a shorthand for the

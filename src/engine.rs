@@ -45,10 +45,10 @@ use std::time::{Duration, Instant};
 
 use accounting::Accounting;
 use anyhow::Context;
-use tmas_actors::client::{ModelClient, PermanentStop};
 use tmas_actors::runner::ProblemJob;
 use tmas_actors::runner::{Admission, AdmissionBounds, RoleSettings, Runner, RunnerSettings};
 use tmas_actors::strategy::CallExecutor;
+use tmas_client::{ModelClient, PermanentStop};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;

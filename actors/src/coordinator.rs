@@ -34,12 +34,12 @@ use std::sync::Arc;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
 use crate::bank::{BankActor, BankArgs, BankError, BankInit, BankMsg, BankSink};
-use crate::failure::FailureKind;
 use crate::pool::{Job, RolePool};
 use crate::priority::{CallPriority, ProblemLatencies, StageOrder};
 use crate::stats::RuntimeStats;
 use crate::strategy::{BankVersion, CallFailure, CallKey, CallOutcome, Command, Strategy};
-use crate::wire::ModelRequest;
+use tmas_client::failure::FailureKind;
+use tmas_client::wire::ModelRequest;
 
 /// Where calls of one role go.
 #[derive(Clone)]

@@ -2,13 +2,14 @@
 //!
 //! This crate knows nothing about TMAS itself. It drives any sans-IO [`strategy::Strategy`]
 //! (a state machine that says which calls to make next and consumes their results) and
-//! owns everything that does IO:
+//! owns the concurrency around it; the calls themselves go to a [`strategy::CallExecutor`],
+//! in a run the model client of `tmas-client` (whose `wire` types and `FailureKind` the
+//! strategy speaks):
 //!
-//! - [`wire`]: the OpenAI-compatible chat request/response types shared by every layer.
 //! - [`strategy`]: the trait a method implements, the commands it emits, and
 //!   [`strategy::CallExecutor`], whatever performs a call.
-//! - [`failure`]: [`failure::FailureKind`], why a call failed — one vocabulary for the
-//!   client, the pools, the coordinators and the application's store.
+//! - `executor`: `tmas_client::ModelClient` as a [`strategy::CallExecutor`] (each call on
+//!   a task of its own; a panic becomes a failure).
 //! - [`runner`]: runs many problems — admission policy, one pool per role, progress
 //!   counters. Plain async code in the caller's task; results reach the caller's
 //!   `on_done` there, in completion order.
@@ -20,8 +21,6 @@
 //! - [`bank`]: one actor per (problem, bank) that serializes and merges updates and
 //!   persists each version through a [`bank::BankSink`] the application provides (the
 //!   file formats of a run directory are the application's, not the runtime's).
-//! - [`client`]: the model client, [`client::ModelClient`] — routing, in-flight caps,
-//!   rate limits, retries, circuit breaking and streaming.
 //!
 //! # What is an actor (ractor), and why
 //! Actors are used where something owns state that messages must change one at a time, or
@@ -33,17 +32,13 @@
 //!   role's concurrency limit). The supervisor keeps every job, so a worker that panics
 //!   mid-call loses nothing: its job is queued again;
 //! - a **bank** per (problem, bank): two memory agents finishing together cannot
-//!   interleave a read-merge-write, and the merge policy is enforced in code;
-//! - in the client, one **endpoint actor** per endpoint, under a restarting supervisor,
-//!   owns breaker recovery (probing a down endpoint until it may be used again).
+//!   interleave a read-merge-write, and the merge policy is enforced in code.
 //!
-//! The model client is plain async code, not actors. A pool worker awaits its executor;
-//! [`client::ModelClient`]'s executor spawns one tokio task per call, and in that task the
-//! call routes, waits for its global and endpoint slots and rate limits, sends, retries
-//! and opens the breaker against shared state (atomics, semaphores, limiters). Inside the
-//! client no call goes through an actor mailbox, so thousands of calls per second cost
-//! little more than their HTTP work; the client also works without the runtime
-//! (`ModelClient::chat` runs in the caller's task).
+//! The model client is plain async code, not actors: a pool worker awaits its executor,
+//! which spawns one tokio task per call; in that task the call routes, waits for its
+//! slots and rate limits, sends and retries against shared state. No call goes through an
+//! actor mailbox on its way to an endpoint, so thousands of calls per second cost little
+//! more than their HTTP work.
 //!
 //! Tracing: spans and their OpenTelemetry attributes go through `tmas-observability`'s
 //! span helpers (used without its default `exporters` feature, so no exporter, HTTP server
@@ -51,12 +46,10 @@
 //! exporter. Metrics use the `metrics` macros, no-ops until a recorder is installed.
 
 pub mod bank;
-pub mod client;
 pub mod coordinator;
-pub mod failure;
+mod executor;
 pub mod pool;
 pub mod priority;
 pub mod runner;
 pub mod stats;
 pub mod strategy;
-pub mod wire;

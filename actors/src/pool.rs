@@ -35,9 +35,9 @@ pub use counters::{PoolCounters, PoolSnapshot};
 pub use queue::{JobQueue, Ticket};
 pub use worker::WorkerReport;
 
-use crate::failure::FailureKind;
 use crate::strategy::{CallExecutor, CallFailure, CallKey, CallOutcome, CallSpec, EmbeddingSpec};
-use crate::wire::ModelRequest;
+use tmas_client::failure::FailureKind;
+use tmas_client::wire::ModelRequest;
 use worker::{PoolWorker, RunCall, WorkerArgs};
 
 /// Where a job's outcome goes. Called exactly once.

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::failure::FailureKind;
-use crate::wire::{ChatRequest, ChatResponse, EmbeddingRequest};
+use tmas_client::failure::FailureKind;
+use tmas_client::wire::{ChatRequest, ChatResponse, EmbeddingRequest};
 
 /// Deterministic identity of one model call: never derived from completion order.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -13,10 +13,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::json;
-use tmas_actors::client::{
-    ClientConfig, EndpointSpec, ModelClient, ResiliencePolicy, TokenEstimate,
-};
-use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
+use tmas_client::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
+use tmas_client::{ClientConfig, EndpointSpec, ModelClient, ResiliencePolicy, TokenEstimate};
 
 use super::sim_process::SimProcess;
 use crate::resources;
@@ -218,7 +216,7 @@ fn client_config(base_url: &str, in_flight: usize) -> ClientConfig {
         requests_per_minute: None,
         tokens_per_minute: None,
         request_timeout: Duration::from_secs(60),
-        max_connecting: tmas_actors::client::config::DEFAULT_MAX_CONNECTING,
+        max_connecting: tmas_client::DEFAULT_MAX_CONNECTING,
         stream_idle_timeout: Duration::from_secs(30),
         context_window: 131_072,
         token_estimate: TokenEstimate::Bytes {

@@ -27,8 +27,8 @@ use crate::engine::{self, RunRequest};
 use crate::eval::dataset::{DatasetSpec, load_dataset};
 use crate::resources;
 use chain::{LastProblem, chain_figures};
-use tmas_actors::client::Routing;
 use tmas_actors::runner::RunnerSettings;
+use tmas_client::Routing;
 
 pub mod chain;
 pub mod repeat;
@@ -793,9 +793,7 @@ mod tests {
         assert_eq!(c.roles[crate::role::Role::Verification].pool_size, Some(64));
         assert_eq!(c.endpoints["sim"].max_in_flight, 64);
         assert_eq!((c.method.n, c.method.m, c.method.iterations), (8, 8, 5));
-        assert!(
-            c.routing.is_empty() || c.routing["default"] == tmas_actors::client::Routing::LeastLoad
-        );
+        assert!(c.routing.is_empty() || c.routing["default"] == tmas_client::Routing::LeastLoad);
 
         let w = Wrap::try_parse_from(["x", "--in-flight", "64", "--routing", "prefix-affinity"])
             .unwrap();
@@ -805,9 +803,6 @@ mod tests {
         let c = bench_config(&w.args, 250, &urls, &dir).unwrap();
         assert_eq!(c.endpoints.len(), 4);
         assert!(c.endpoints.values().all(|e| e.max_in_flight == 16));
-        assert_eq!(
-            c.routing["default"],
-            tmas_actors::client::Routing::PrefixAffinity
-        );
+        assert_eq!(c.routing["default"], tmas_client::Routing::PrefixAffinity);
     }
 }

@@ -72,10 +72,10 @@ pub enum SoakLimit {
 }
 
 impl SoakLimit {
-    pub fn algorithm(self) -> tmas_actors::client::LimitAlgorithm {
+    pub fn algorithm(self) -> tmas_client::LimitAlgorithm {
         match self {
-            SoakLimit::Gradient => tmas_actors::client::LimitAlgorithm::Gradient,
-            SoakLimit::Aimd | SoakLimit::Declared => tmas_actors::client::LimitAlgorithm::Aimd,
+            SoakLimit::Gradient => tmas_client::LimitAlgorithm::Gradient,
+            SoakLimit::Aimd | SoakLimit::Declared => tmas_client::LimitAlgorithm::Aimd,
         }
     }
 }
@@ -473,7 +473,7 @@ mod tests {
         assert!(Wrap::try_parse_from(["x", "--runs", "0"]).is_err());
         assert_eq!(
             SoakLimit::Declared.algorithm(),
-            tmas_actors::client::LimitAlgorithm::Aimd
+            tmas_client::LimitAlgorithm::Aimd
         );
     }
 

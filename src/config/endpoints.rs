@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use tmas_actors::wire::Sampling;
+use tmas_client::wire::Sampling;
 
 use crate::role::{PerRole, Role};
 
@@ -69,7 +69,7 @@ fn default_endpoint_max_in_flight() -> usize {
     800
 }
 fn default_max_connecting() -> usize {
-    tmas_actors::client::config::DEFAULT_MAX_CONNECTING
+    tmas_client::DEFAULT_MAX_CONNECTING
 }
 fn default_request_timeout_secs() -> u64 {
     7200

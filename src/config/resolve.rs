@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tmas_actors::client::{ApiKey, ClientConfig, EndpointSpec, TokenEstimate};
+use tmas_client::{ApiKey, ClientConfig, EndpointSpec, TokenEstimate};
 
 use super::Config;
 use super::endpoints::{DEFAULT_GROUP, EndpointConfig};

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tmas_actors::client::ResiliencePolicy;
+use tmas_client::ResiliencePolicy;
 
 /// `run.admission` and `run.call_priority` are the runtime's own types, so a config
 /// file, a command line (`clap::ValueEnum`, the runtime's `clap` feature) and the runner
@@ -262,7 +262,7 @@ impl Default for JudgeConfig {
 }
 
 /// `[resilience]`: retries, circuit breakers, outages and the context margin. Its defaults
-/// are `tmas_actors::client::ResiliencePolicy::default()`, so the two cannot drift.
+/// are `tmas_client::ResiliencePolicy::default()`, so the two cannot drift.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResilienceConfig {
@@ -294,7 +294,7 @@ pub struct ResilienceConfig {
     pub min_in_flight: usize,
     /// How each endpoint's concurrency limit moves: `"aimd"` (overload answers only) or
     /// `"gradient"` (also the queueing delay, before the server refuses).
-    pub limit: tmas_actors::client::LimitAlgorithm,
+    pub limit: tmas_client::LimitAlgorithm,
     /// Seconds between health probes of a down endpoint; fractions allowed (a probe is
     /// one cheap GET, and a server that restarts in seconds is re-admitted only after
     /// `probe_successes` of them).

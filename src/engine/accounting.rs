@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
-use tmas_actors::failure::FailureKind;
+use tmas_client::failure::FailureKind;
 
 use crate::store::StoredProblem;
 use crate::store::export::is_unfinished;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use tmas_actors::client::ModelClient;
+use tmas_client::ModelClient;
 
 use crate::config::{Config, EndpointConfig, ResilienceConfig};
 use crate::sim::{SimOptions, SimServer};

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::future::join_all;
 use tmas_actors::strategy::{CallExecutor, CallKey};
-use tmas_actors::wire::Sampling;
+use tmas_client::wire::Sampling;
 
 use crate::config::Config;
 use crate::eval::dataset::Problem;

@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context;
-use tmas_actors::client::ModelClient;
 use tmas_actors::runner::RuntimeStats;
+use tmas_client::ModelClient;
 use tmas_observability::otlp::{self, OtlpSettings, TracingGuard};
 use tmas_observability::prometheus::{MetricsServer, Refresh};
 use tmas_observability::{

@@ -30,7 +30,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
-use tmas_actors::client::error::{is_retryable_status, retry_after};
+use tmas_client::{is_retryable_status, retry_after};
 use tmas_observability::WaitLines;
 
 use crate::config::{Config, EndpointConfig};
@@ -409,7 +409,7 @@ impl Probe {
                 )));
             }
         }
-        match tmas_actors::client::parse_embeddings_response(&reply.body, 1) {
+        match tmas_client::parse_embeddings_response(&reply.body, 1) {
             Ok(_) => Ok(()),
             Err(problem) => Err(Outcome::Fatal(format!(
                 "{}: POST /embeddings did not answer a usable embeddings reply ({problem}; \

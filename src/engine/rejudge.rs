@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::StreamExt;
 use serde::Serialize;
 use tmas_actors::strategy::{CallExecutor, CallKey, CallOutcome};
-use tmas_actors::wire::ChatRequest;
+use tmas_client::wire::ChatRequest;
 
 use super::judging::{JudgeSetup, LlmJudge};
 use super::run_dir::ProblemRecord;
@@ -229,7 +229,7 @@ impl CallExecutor for Counting {
         &self,
         key: &CallKey,
         group: Arc<str>,
-        request: tmas_actors::wire::EmbeddingRequest,
+        request: tmas_client::wire::EmbeddingRequest,
     ) -> futures::future::BoxFuture<'static, CallOutcome> {
         self.count(self.inner.execute_embeddings(key, group, request))
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use tmas_actors::strategy::{CallExecutor, CallKey, CallOutcome};
-use tmas_actors::wire::{ChatRequest, EmbeddingRequest};
+use tmas_client::wire::{ChatRequest, EmbeddingRequest};
 use tokio::sync::Semaphore;
 
 /// Wraps the executor that sends calls (below the run store, so replayed calls take no

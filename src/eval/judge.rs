@@ -11,7 +11,7 @@ pub mod pairs;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
+use tmas_client::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
 
 use super::equivalence::{self, Outcome, Verdict};
 pub use crate::config::{JudgeInput, LlmJudgePolicy};

@@ -1,5 +1,5 @@
 //! Which calls share a prompt prefix, for prefix-affinity routing
-//! ([`tmas_actors::wire::CallTags::affinity`]).
+//! ([`tmas_client::wire::CallTags::affinity`]).
 //!
 //! A call whose prompt quotes one candidate — its verifications (M identical prompts), its
 //! summary, Self-Refine's critique of it, RSE's extraction from it — shares that prefix

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use tmas_actors::strategy::{
     BankVersion, CallKey, CallOutcome, CallSpec, Command, EmbeddingSpec, Rejection, Strategy,
 };
-use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, EmbeddingRequest};
+use tmas_client::wire::{CallTags, ChatMessage, ChatRequest, EmbeddingRequest};
 
 use crate::config::{MethodName, RseDedup};
 use crate::method::answer::visible_text;
@@ -524,7 +524,7 @@ pub use super::result::CallTokens;
 /// none (a server that omits `usage` would otherwise make a method look free): prompt
 /// tokens from the prompt's `prompt_bytes`, completion tokens from the reply's content
 /// and reasoning, at [`BYTES_PER_TOKEN`].
-pub fn usage_or_estimate(r: &tmas_actors::wire::ChatResponse, prompt_bytes: usize) -> CallTokens {
+pub fn usage_or_estimate(r: &tmas_client::wire::ChatResponse, prompt_bytes: usize) -> CallTokens {
     let prompt_estimated = r.usage.prompt_tokens == 0;
     let prompt = if prompt_estimated {
         (prompt_bytes as u64).div_ceil(BYTES_PER_TOKEN)

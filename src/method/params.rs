@@ -3,7 +3,7 @@
 //! only reads them.
 
 use serde::{Deserialize, Serialize};
-use tmas_actors::wire::Sampling;
+use tmas_client::wire::Sampling;
 
 use crate::role::PerRole;
 

@@ -13,7 +13,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tmas_actors::wire::{PromptText, PromptTextBuilder};
+use tmas_client::wire::{PromptText, PromptTextBuilder};
 
 mod kinds;
 

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{BankVersion, CallKey, Rejection};
+use tmas_client::failure::FailureKind;
 
 use crate::role::Role;
 

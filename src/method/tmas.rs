@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, CallSpec, Command, Strategy};
-use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, PromptText};
+use tmas_client::wire::{CallTags, ChatMessage, ChatRequest, PromptText};
 
 use crate::method::call_key::call_key;
 use crate::method::params::{RoleCall, TmasParams};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use tmas_actors::strategy::{CallExecutor, CallKey};
-use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
+use tmas_client::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
 
 use super::batch::{Rollout, Source};
 use super::data::Instance;

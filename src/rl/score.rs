@@ -10,7 +10,7 @@ use std::sync::Arc;
 use futures::future::join_all;
 use serde::{Deserialize, Serialize};
 use tmas_actors::strategy::CallExecutor;
-use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
+use tmas_client::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
 
 use super::batch::{self, Judged, RewardMode, Rollout, Scored, Source};
 use super::guideline_judge;

@@ -24,9 +24,9 @@ use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{CallExecutor, CallFailure, CallKey, CallOutcome};
-use tmas_actors::wire::{ChatRequest, EmbeddingRequest, ModelRequest};
+use tmas_client::failure::FailureKind;
+use tmas_client::wire::{ChatRequest, EmbeddingRequest, ModelRequest};
 use tokio_util::sync::CancellationToken;
 
 use super::RunStore;
@@ -335,7 +335,7 @@ impl StoreExecutor {
 
 #[cfg(test)]
 mod tests {
-    use tmas_actors::wire::{CallTags, ChatMessage, Sampling};
+    use tmas_client::wire::{CallTags, ChatMessage, Sampling};
 
     use super::*;
     use crate::store::tests::{key, response};

@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
-use tmas_actors::wire::{ChatMessage, prompt_text};
+use tmas_client::wire::{ChatMessage, prompt_text};
 
 use super::by_allocation::ByAllocation;
 use super::chunks::{self, Digest, PromptIdHasher};
@@ -191,7 +191,7 @@ pub fn read(conn: &Connection, id: &str) -> Result<Option<String>, PromptReadErr
 
 #[cfg(test)]
 mod tests {
-    use tmas_actors::wire::PromptText;
+    use tmas_client::wire::PromptText;
 
     use super::*;
 
@@ -435,7 +435,7 @@ mod tests {
     fn the_cache_never_keeps_a_text_alive_even_beside_the_escape_cache() {
         let mut conn = db();
         let mut cache = PromptCache::default();
-        let escapes = tmas_actors::client::EscapeCache::new();
+        let escapes = tmas_client::EscapeCache::new();
         let shared: Arc<str> = text(9, 5_000).into();
         let watch = Arc::downgrade(&shared);
         let tx = conn.transaction().unwrap();

@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
-use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{BankVersion, CallFailure, CallOutcome};
-use tmas_actors::wire::{ChatMessage, ChatResponse, Usage, prompt_text};
+use tmas_client::failure::FailureKind;
+use tmas_client::wire::{ChatMessage, ChatResponse, Usage, prompt_text};
 
 use super::StoreError;
 use super::record_texts;

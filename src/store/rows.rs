@@ -1,10 +1,10 @@
 //! What the engine hands the store writer: one variant per kind of fact.
 
 use std::sync::Arc;
-pub use tmas_actors::wire::prompt_text;
+pub use tmas_client::wire::prompt_text;
 
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome};
-use tmas_actors::wire::ModelRequest;
+use tmas_client::wire::ModelRequest;
 use tokio::sync::oneshot;
 
 use crate::record::ProblemRecord;
@@ -119,7 +119,7 @@ mod tests {
 
     #[test]
     fn one_message_is_stored_verbatim_several_as_json() {
-        use tmas_actors::wire::ChatMessage;
+        use tmas_client::wire::ChatMessage;
         let one = [ChatMessage::user("hi")];
         assert_eq!(&*prompt_text(&one), "hi");
         let two = [ChatMessage::system("s"), ChatMessage::user("u")];

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{BankVersion, CallFailure, CallKey};
-use tmas_actors::wire::{
+use tmas_client::failure::FailureKind;
+use tmas_client::wire::{
     CallTags, ChatMessage, ChatRequest, ChatResponse, EmbeddingRequest, ModelRequest, Sampling,
     Usage,
 };

@@ -22,7 +22,7 @@ use std::time::Duration;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use serde::Serialize;
-use tmas_actors::wire::ModelRequest;
+use tmas_client::wire::ModelRequest;
 
 use super::by_allocation::ByAllocation;
 use super::prompts::{self, PromptCache};
@@ -295,7 +295,7 @@ fn insert_call(
 /// first 160 characters. Keys in alphabetical order and the sampling values widened to
 /// f64, as the `serde_json::Value` this once was printed them; written straight from the
 /// row instead of through a `Value` tree (one map and a few strings per call).
-fn request_summary(group: &str, r: &tmas_actors::wire::ChatRequest) -> String {
+fn request_summary(group: &str, r: &tmas_client::wire::ChatRequest) -> String {
     #[derive(Serialize)]
     struct Message<'a> {
         bytes: usize,
@@ -312,7 +312,7 @@ fn request_summary(group: &str, r: &tmas_actors::wire::ChatRequest) -> String {
         top_p: f64,
     }
     const HEAD_CHARS: usize = 160;
-    fn head(text: &tmas_actors::wire::PromptText) -> std::borrow::Cow<'_, str> {
+    fn head(text: &tmas_client::wire::PromptText) -> std::borrow::Cow<'_, str> {
         // Usually the first segment holds the head: borrow it.
         if let Some(first) = text.segments().first()
             && let Some((end, _)) = first.char_indices().nth(HEAD_CHARS)
@@ -342,7 +342,7 @@ fn request_summary(group: &str, r: &tmas_actors::wire::ChatRequest) -> String {
 /// `calls.request_json` of an embeddings call: group, the kind (which replay reads) and,
 /// per input, its length and first 160 characters. Keys in alphabetical order, as for a
 /// chat call.
-fn embeddings_summary(group: &str, r: &tmas_actors::wire::EmbeddingRequest) -> String {
+fn embeddings_summary(group: &str, r: &tmas_client::wire::EmbeddingRequest) -> String {
     #[derive(Serialize)]
     struct Input<'a> {
         bytes: usize,
@@ -544,7 +544,7 @@ mod tests {
     }
 
     /// What `calls.request_json` was when it was built as a `serde_json::Value`.
-    fn request_as_value(group: &str, r: &tmas_actors::wire::ChatRequest) -> String {
+    fn request_as_value(group: &str, r: &tmas_client::wire::ChatRequest) -> String {
         serde_json::json!({
             "group": group,
             "messages": r.messages.iter().map(|m| serde_json::json!({
@@ -562,7 +562,7 @@ mod tests {
 
     #[test]
     fn the_request_summary_is_what_the_value_tree_printed() {
-        use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, PromptText, Sampling};
+        use tmas_client::wire::{CallTags, ChatMessage, ChatRequest, PromptText, Sampling};
         let long = "ü\"\\ line\n".repeat(40);
         let texts: Vec<PromptText> = vec![
             "".into(),
@@ -596,7 +596,7 @@ mod tests {
 
     #[test]
     fn the_embeddings_summary_is_what_the_value_tree_printed() {
-        use tmas_actors::wire::{CallTags, EmbeddingRequest};
+        use tmas_client::wire::{CallTags, EmbeddingRequest};
         let long = "ü\"\\ line\n".repeat(40);
         let request = EmbeddingRequest {
             inputs: vec!["".into(), "short".into(), long.as_str().into()],

@@ -12,11 +12,11 @@ use crate::support::engine::{
 use tmas::engine::run_dir::RunDir;
 use tmas::method::{CandidateStatus, UnusableReply, VerificationStatus};
 use tmas::sim::{FaultRates, LatencyModel};
-use tmas_actors::client::{
+use tmas_actors::strategy::CallExecutor;
+use tmas_client::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
+use tmas_client::{
     ClientConfig, EndpointSpec, LimitAlgorithm, ModelClient, ResiliencePolicy, TokenEstimate,
 };
-use tmas_actors::strategy::CallExecutor;
-use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
 
 /// Problems, N, M, T of the counting test.
 const P: u64 = 4;
@@ -620,7 +620,7 @@ async fn one_endpoint_client(
         requests_per_minute: None,
         tokens_per_minute: None,
         request_timeout: Duration::from_secs(120),
-        max_connecting: tmas_actors::client::config::DEFAULT_MAX_CONNECTING,
+        max_connecting: tmas_client::DEFAULT_MAX_CONNECTING,
         stream_idle_timeout: Duration::from_secs(60),
         context_window: 131_072,
         token_estimate: TokenEstimate::Bytes {

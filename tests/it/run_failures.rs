@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::Output;
 
 use crate::support::cli::*;
-use tmas_actors::failure::FailureKind;
+use tmas_client::failure::FailureKind;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 

@@ -137,7 +137,7 @@ async fn two_runs_with_the_same_seed_make_the_same_choices_and_results() {
 
 /// One run over three simulators serving with the server model (queue, prefix cache,
 /// per-problem output lengths), the `default` group routed by `routing`.
-async fn run_on_fleet(routing: tmas_actors::client::Routing) -> (Finished, Vec<u64>) {
+async fn run_on_fleet(routing: tmas_client::Routing) -> (Finished, Vec<u64>) {
     let data = dataset(5);
     let opts = SimOptions {
         server_model: Some(tmas::sim::server_model::ServerModelOptions {
@@ -204,7 +204,7 @@ async fn run_on_fleet(routing: tmas_actors::client::Routing) -> (Finished, Vec<u
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routing_never_changes_results_on_a_fleet_of_server_models() {
-    use tmas_actors::client::Routing;
+    use tmas_client::Routing;
     let (a, spread_a) = run_on_fleet(Routing::LeastLoad).await;
     let (b, spread_b) = run_on_fleet(Routing::PrefixAffinity).await;
     assert_eq!(branches(&a), branches(&b), "branch choices");

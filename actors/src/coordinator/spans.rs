@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tmas_observability::span_ext;
 
 use crate::strategy::{CallKey, CallOutcome};
-use crate::wire::ModelRequest;
+use tmas_client::wire::ModelRequest;
 
 /// Longest prompt or response text put on a span with `--trace-content` (bytes). Larger
 /// texts are cut: OTLP receivers reject oversized batches.

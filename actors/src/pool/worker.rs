@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use super::PoolMsg;
 use crate::strategy::{CallExecutor, CallKey, CallOutcome};
-use crate::wire::ModelRequest;
+use tmas_client::wire::ModelRequest;
 
 pub(crate) struct PoolWorker;
 

@@ -5,7 +5,7 @@
 //! one are in the parent module's doc.
 //!
 //! A latency here is the time the endpoint took for the call's successful attempt
-//! ([`crate::wire::ChatResponse::latency_ms`]), not the time the call waited for a slot
+//! ([`tmas_client::wire::ChatResponse::latency_ms`]), not the time the call waited for a slot
 //! in this process: the wait depends on the order itself, the server's time does not.
 //! Failed calls carry no latency and are not counted.
 //!

@@ -6,13 +6,7 @@
 
 mod support;
 
-mod client_body;
-mod client_burst;
-mod client_embeddings;
-mod client_failover;
-mod client_retry;
-mod client_secrets;
-mod client_stream;
+mod runtime_executor;
 mod runtime_pool;
 mod runtime_priority;
 mod runtime_run;

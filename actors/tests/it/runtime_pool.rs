@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use crate::support::toy::*;
 use crate::support::{TEST_TIMEOUT, wait_until};
-use tmas_actors::failure::FailureKind;
 use tmas_actors::pool::{Job, PoolCounters, PoolSettings, RolePool};
 use tmas_actors::strategy::{CallKey, CallOutcome};
+use tmas_client::failure::FailureKind;
 use tokio::sync::{Notify, mpsc};
 
 type Outcomes = mpsc::UnboundedReceiver<(CallKey, CallOutcome)>;

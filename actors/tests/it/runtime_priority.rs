@@ -10,14 +10,14 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tmas_actors::bank::NoopSink;
-use tmas_actors::failure::FailureKind;
 use tmas_actors::runner::{
     Admission, CallPriority, ProblemJob, RoleSettings, Runner, RunnerSettings, RuntimeStats,
 };
 use tmas_actors::strategy::{
     BankVersion, CallExecutor, CallFailure, CallKey, CallOutcome, Command, Strategy,
 };
-use tmas_actors::wire::{ChatRequest, ChatResponse, EmbeddingRequest, Usage};
+use tmas_client::failure::FailureKind;
+use tmas_client::wire::{ChatRequest, ChatResponse, EmbeddingRequest, Usage};
 
 use crate::support::TEST_TIMEOUT;
 use crate::support::toy::spec;

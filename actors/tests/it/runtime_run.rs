@@ -8,11 +8,11 @@ use crate::support::TEST_TIMEOUT;
 use crate::support::toy::*;
 use tmas_actors::bank::{BankInit, BankSink, NoopSink};
 use tmas_actors::coordinator::ProblemError;
-use tmas_actors::failure::FailureKind;
 use tmas_actors::runner::{
     Admission, CallPriority, ProblemJob, RoleSettings, RunSummary, Runner, RunnerSettings,
 };
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, Command, Strategy};
+use tmas_client::failure::FailureKind;
 
 const ROUNDS: u32 = 3;
 const FAN_OUT: u32 = 4;

@@ -1,30 +1,14 @@
 //! Helpers shared by the runtime's integration tests.
 //!
-//! - [`mock_server`]: a scriptable OpenAI-compatible server for the model client, and
-//!   client configs pointing at it.
 //! - [`toy`]: a fake call executor and a deterministic toy strategy for the runner.
 //! - [`logs`]: log capture on a runtime of the test's own.
-//!
-//! And here: [`wait_until`] a condition holds, within [`TEST_TIMEOUT`].
+//! - [`wait`]: [`wait_until`] a condition holds, within [`TEST_TIMEOUT`].
+//! - [`mock_model`]: a one-route OpenAI-compatible server on loopback, for the model
+//!   client as the runtime's call executor.
 
 pub mod logs;
-pub mod mock_server;
+pub mod mock_model;
 pub mod toy;
+pub mod wait;
 
-use std::time::Duration;
-
-/// Generous bound so a broken runtime fails the test instead of hanging CI.
-pub const TEST_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Polls `cond` every 5 ms until true; fails the test, naming `what`, after
-/// [`TEST_TIMEOUT`].
-pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + TEST_TIMEOUT;
-    while !cond() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
+pub use wait::{TEST_TIMEOUT, wait_until};

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use anyhow::Context;
-use tmas_actors::failure::FailureKind;
+use tmas_client::failure::FailureKind;
 
 /// One stored call, as far as the comparison needs it.
 #[derive(Debug, Clone, PartialEq)]

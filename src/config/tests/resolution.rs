@@ -74,12 +74,12 @@ fn groups_are_named_by_role() {
     let b = cc.endpoints.iter().find(|e| &*e.name == "b").expect("b");
     assert!(matches!(
         &b.token_estimate,
-        tmas_actors::client::TokenEstimate::Tokenizer { path } if path.ends_with("Cargo.toml")
+        tmas_client::TokenEstimate::Tokenizer { path } if path.ends_with("Cargo.toml")
     ));
     let a = cc.endpoints.iter().find(|e| &*e.name == "a").expect("a");
     assert_eq!(
         a.token_estimate,
-        tmas_actors::client::TokenEstimate::Bytes {
+        tmas_client::TokenEstimate::Bytes {
             bytes_per_token: 3.0
         }
     );
@@ -276,7 +276,7 @@ group = "judges"
 
 #[test]
 fn routing_is_per_group_and_reaches_each_roles_client_group() {
-    use tmas_actors::client::Routing;
+    use tmas_client::Routing;
     let text = format!("{TWO}[routing]\ndefault = \"prefix-affinity\"\nfast = \"least-load\"\n");
     let c = Config::from_toml_str(&text, "routing.toml").expect("valid");
     let cc = c

@@ -43,7 +43,7 @@ fn partial_role_table_keeps_that_roles_defaults() {
 #[test]
 fn resilience_defaults_are_the_client_policy_defaults() {
     let ours = format!("{:?}", ResilienceConfig::default().to_policy());
-    let theirs = format!("{:?}", tmas_actors::client::ResiliencePolicy::default());
+    let theirs = format!("{:?}", tmas_client::ResiliencePolicy::default());
     assert_eq!(ours, theirs);
 }
 

@@ -689,7 +689,7 @@ mod tests {
     use crate::method::{
         CallCounts, IterationResult, ProblemInput, PromptMode, StopReason, TmasOutcome,
     };
-    use tmas_actors::wire::{ChatResponse, Usage};
+    use tmas_client::wire::{ChatResponse, Usage};
 
     fn record(id: &str, iterations: &[(u64, &[&str], Option<u32>)]) -> ProblemRecord {
         let mut its = Vec::new();

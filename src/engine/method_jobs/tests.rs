@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use tmas_actors::strategy::{BankVersion, CallOutcome, Command};
-use tmas_actors::wire::{ChatResponse, Usage};
+use tmas_client::wire::{ChatResponse, Usage};
 
 use super::*;
 use crate::config::{MethodName, RseDedup};

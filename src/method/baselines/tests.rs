@@ -6,11 +6,11 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{
     BankVersion, CallFailure, CallOutcome, CallSpec, Command, EmbeddingSpec, MergePolicy, Strategy,
 };
-use tmas_actors::wire::{ChatResponse, Usage};
+use tmas_client::failure::FailureKind;
+use tmas_client::wire::{ChatResponse, Usage};
 
 use super::*;
 use crate::method::answer::last_boxed;

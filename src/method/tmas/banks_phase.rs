@@ -3,7 +3,7 @@
 //! proposals go to the bank actors, which apply the merge policies and report back.
 
 use tmas_actors::strategy::{BankVersion, CallFailure, CallKey, CallOutcome, Command};
-use tmas_actors::wire::PromptText;
+use tmas_client::wire::PromptText;
 
 use super::render::{self, Rollout};
 use super::{IterationState, TmasStrategy};

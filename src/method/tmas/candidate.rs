@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use tmas_actors::strategy::CallOutcome;
-use tmas_actors::wire::PromptText;
+use tmas_client::wire::PromptText;
 
 use crate::method::answer::visible_text;
 use crate::method::call_key::call_key;

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use tmas_actors::wire::{PromptText, PromptTextBuilder};
+use tmas_client::wire::{PromptText, PromptTextBuilder};
 
 use crate::method::banks::split_experience;
 use crate::method::params::TmasParams;

@@ -10,12 +10,12 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tmas_actors::bank::{BankSink, BankSinkError};
-use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{
     BankVersion, CallExecutor, CallKey, CallOutcome, CallSpec, Command, EmbeddingSpec,
     MergeOutcome, MergePolicy, Rejection, Strategy,
 };
-use tmas_actors::wire::{
+use tmas_client::failure::FailureKind;
+use tmas_client::wire::{
     CallTags, ChatMessage, ChatRequest, ChatResponse, EmbeddingRequest, Sampling, Usage,
 };
 

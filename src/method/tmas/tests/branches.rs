@@ -402,6 +402,6 @@ fn identical_solution_prompts_share_one_allocation() {
     let first = &it1[0].request.messages[0].content;
     assert!(
         it1.iter()
-            .all(|s| tmas_actors::wire::PromptText::ptr_eq(&s.request.messages[0].content, first))
+            .all(|s| tmas_client::wire::PromptText::ptr_eq(&s.request.messages[0].content, first))
     );
 }

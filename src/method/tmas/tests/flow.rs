@@ -1,7 +1,7 @@
 //! Call flow: counts, verification re-asks, failures, skipping, early stop, banks.
 
-use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{CallKey, Strategy};
+use tmas_client::failure::FailureKind;
 
 use super::harness::{Driver, Run, fail, ok, params};
 use super::replies::good;
@@ -471,7 +471,7 @@ fn tokens_are_estimated_and_marked_when_the_server_reports_no_usage() {
     let silent = |spec: &tmas_actors::strategy::CallSpec| {
         let mut outcome = good(spec);
         if let Ok(r) = &mut outcome {
-            r.usage = tmas_actors::wire::Usage::default();
+            r.usage = tmas_client::wire::Usage::default();
         }
         outcome
     };

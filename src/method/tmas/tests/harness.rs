@@ -5,11 +5,11 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use tmas_actors::failure::FailureKind;
 use tmas_actors::strategy::{
     BankVersion, CallFailure, CallOutcome, CallSpec, Command, MergePolicy, Strategy,
 };
-use tmas_actors::wire::{ChatResponse, Usage};
+use tmas_client::failure::FailureKind;
+use tmas_client::wire::{ChatResponse, Usage};
 
 use crate::method::banks::{AppendOnlyMerge, DedupReplaceMerge, EXPERIENCE_BANK};
 use crate::method::params::TmasParams;

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use tmas_actors::client::{EscapeCache, encode_request};
-use tmas_actors::wire::{CallTags, ChatMessage, ChatRequest, PromptText, Sampling, prompt_text};
+use tmas_client::wire::{CallTags, ChatMessage, ChatRequest, PromptText, Sampling, prompt_text};
+use tmas_client::{EscapeCache, encode_request};
 
 use super::harness::params;
 use crate::method::banks::{ANCHOR_PREFIX, HEURISTIC_PREFIX, split_experience};
