@@ -25,9 +25,9 @@
 //! Layers point one way (checked by `architecture_tests`): cli → bench/rl → engine → store →
 //! record → eval → method → config → sim → resources → role.
 //!
-//! The runtime (coordinators, role pools, bank actors, the model client) lives in the
-//! `tmas-actors` crate and knows nothing TMAS-specific; this crate's methods implement its
-//! `Strategy` trait. Tracing, metrics and progress output live in `tmas-observability`;
+//! The runtime (coordinators, role pools, bank actors) lives in the `tmas-actors` crate
+//! and the model client with the wire types in `tmas-client`; neither knows anything
+//! TMAS-specific, and this crate's methods implement the runtime's `Strategy` trait. Tracing, metrics and progress output live in `tmas-observability`;
 //! the rule-based answer-equivalence check is the `tmas-equivalence` crate.
 
 pub mod bench;

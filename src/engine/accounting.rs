@@ -183,7 +183,30 @@ impl Accounting {
                 clip(&l.example, 160)
             );
         }
+        let endpoints: u64 = self.lost_where(FailureKind::counts_against_endpoint);
+        let refused: u64 = self.lost_where(FailureKind::is_permanent);
+        if endpoints > 0 {
+            let _ = writeln!(
+                out,
+                "  {endpoints} of them failed at the endpoints (no answer in time, cut off, unreadable or an error status): see the endpoints' health and limits"
+            );
+        }
+        if refused > 0 {
+            let _ = writeln!(
+                out,
+                "  {refused} of them were refused for good (a rejected key, a wrong URL or model, a request the endpoint will not take): fix the config or prompts, sending them again cannot help"
+            );
+        }
         out
+    }
+
+    /// Lost calls whose kind satisfies `rule`.
+    fn lost_where(&self, rule: fn(FailureKind) -> bool) -> u64 {
+        self.lost
+            .iter()
+            .filter(|l| rule(l.kind))
+            .map(|l| l.calls)
+            .sum()
     }
 }
 
@@ -290,6 +313,20 @@ mod tests {
             text.contains("verification") && text.contains("timeout"),
             "{text}"
         );
+        // The kinds say what to do: the timeouts were the endpoint's, the 4 permanent
+        // refusals need a fix before anything is sent again.
+        assert!(text.contains("3 of them failed at the endpoints"), "{text}");
+        assert!(text.contains("4 of them were refused for good"), "{text}");
+    }
+
+    #[test]
+    fn lost_calls_of_a_shutdown_are_neither_the_endpoints_nor_refused() {
+        let problems = [problem("a", "done")];
+        let rows = [lost("a", 0, "solution", FailureKind::Shutdown, 2)];
+        let answered = BTreeMap::from([("a".to_string(), 5)]);
+        let text = Accounting::build(&problems, &rows, &answered, 1).render_text();
+        assert!(text.contains("2 of 7 lost"), "{text}");
+        assert!(!text.contains("of them"), "{text}");
     }
 
     #[test]
