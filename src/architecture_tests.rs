@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     // The one vocabulary of agent roles: the simulator reads them from a header and every
     // layer above names them, so it sits under all of them and imports nothing.
-    &["role"],
+    // `text`: counted nouns for what a person reads; imports nothing either.
+    &["role", "text"],
     &["resources"],
     &["sim"],
     &["config"],

@@ -3,11 +3,11 @@
 
 use crate::config::Config;
 
-pub mod client;
-pub mod eval;
-pub mod schedule;
-pub mod sim_process;
-pub mod soak;
+pub(crate) mod client;
+pub(crate) mod eval;
+pub(crate) mod schedule;
+pub(crate) mod sim_process;
+pub(crate) mod soak;
 
 /// A benchmark's config built in code, with its derived defaults filled in and every
 /// rule `tmas run` applies to a loaded config checked (`label` names it in errors).

@@ -4,19 +4,19 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub mod bench_cmd;
-pub mod config_cmd;
-pub mod experiment;
-pub mod export;
-pub mod judge;
-pub mod report;
-pub mod rl_data;
-pub mod rl_rollouts;
-pub mod rl_score;
-pub mod rl_serve;
-pub mod run;
-pub mod select_hard;
-pub mod sim_server;
+pub(crate) mod bench_cmd;
+pub(crate) mod config_cmd;
+pub(crate) mod experiment;
+pub(crate) mod export;
+pub(crate) mod judge;
+pub(crate) mod report;
+pub(crate) mod rl_data;
+pub(crate) mod rl_rollouts;
+pub(crate) mod rl_score;
+pub(crate) mod rl_serve;
+pub(crate) mod run;
+pub(crate) mod select_hard;
+pub(crate) mod sim_server;
 
 /// Runs TMAS and related test-time-compute methods against OpenAI-compatible endpoints.
 #[derive(Debug, Parser)]

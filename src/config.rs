@@ -23,15 +23,15 @@ use serde::{Deserialize, Serialize};
 use crate::role::Role;
 use crate::sim::SimOptions;
 
-pub mod args;
-pub mod endpoints;
-pub mod error;
-pub mod layers;
-pub mod loader;
-pub mod resolve;
-pub mod schema;
-pub mod templates;
-pub mod validate;
+pub(crate) mod args;
+pub(crate) mod endpoints;
+pub(crate) mod error;
+pub(crate) mod layers;
+pub(crate) mod loader;
+pub(crate) mod resolve;
+pub(crate) mod schema;
+pub(crate) mod templates;
+pub(crate) mod validate;
 
 pub use args::ConfigArgs;
 pub use endpoints::{DEFAULT_GROUP, EMBEDDED_SIM, EndpointConfig, RoleConfig, Roles};

@@ -21,21 +21,21 @@
 //! exactly where an uninterrupted run would. Each problem is judged and stored as soon as
 //! it finishes.
 
-pub mod accounting;
+pub(crate) mod accounting;
 pub mod endpoints;
-pub mod experiment;
-pub mod judge_session;
-pub mod judging;
-pub mod method_jobs;
+pub(crate) mod experiment;
+pub(crate) mod judge_session;
+pub(crate) mod judging;
+pub(crate) mod method_jobs;
 pub mod observe; // spans, metrics endpoint, progress display
-pub mod outputs;
-pub mod plan;
-pub mod preflight;
+pub(crate) mod outputs;
+pub(crate) mod plan;
+pub(crate) mod preflight;
 pub mod rejudge;
-pub mod results;
+pub(crate) mod results;
 pub mod run_dir;
-pub mod shared_cap;
-pub mod shutdown;
+pub(crate) mod shared_cap;
+pub(crate) mod shutdown;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -351,10 +351,10 @@ async fn start(
     let iterations = config.method.iterations;
     if resumed && !options.quiet {
         eprintln!(
-            "resuming {}: {} of {} problems to run, T={iterations}",
+            "resuming {}: {} of {} to run, T={iterations}",
             dir.root.display(),
             to_run.len(),
-            selection.len()
+            crate::text::count_of(selection.len(), "problem")
         );
     }
 
@@ -395,8 +395,8 @@ async fn start(
             .await?;
         if !failed.is_empty() {
             eprintln!(
-                "sending {} calls stored as failures again (--keep-failed replays them as failures)",
-                failed.len()
+                "sending {} stored as failures again (--keep-failed replays them as failures)",
+                crate::text::count_of(failed.len(), "call")
             );
         }
         StoreExecutor::new(sender, store.clone(), answered).with_failures_to_resend(failed)

@@ -15,10 +15,10 @@
 //! - [`pass_at_1`]: Pass@1 per iteration as the paper defines it.
 //! - [`chart`]: the Pass@1-vs-iteration chart.
 
-pub mod analyses;
-pub mod chart;
+pub(crate) mod analyses;
+pub(crate) mod chart;
 pub mod dataset;
 pub use tmas_equivalence as equivalence;
-pub mod hard_subset;
+pub(crate) mod hard_subset;
 pub mod judge;
 pub mod pass_at_1;

@@ -21,27 +21,29 @@
 //! - [`bench`]: benchmarks (`tmas bench …`).
 //! - [`rl`]: Hybrid-RL rewards, verl training data and rollout scoring (`tmas rl-*`).
 //! - [`cli`]: one module per subcommand.
+//! - [`text`]: counted nouns (`1 problem`, `3 problems`) for every line a person reads.
 //!
 //! Layers point one way (checked by `architecture_tests`): cli → bench/rl → engine → store →
-//! record → eval → method → config → sim → resources → role.
+//! record → eval → method → config → sim → resources → role, text.
 //!
 //! The runtime (coordinators, role pools, bank actors) lives in the `tmas-actors` crate
 //! and the model client with the wire types in `tmas-client`; neither knows anything
 //! TMAS-specific, and this crate's methods implement the runtime's `Strategy` trait. Tracing, metrics and progress output live in `tmas-observability`;
 //! the rule-based answer-equivalence check is the `tmas-equivalence` crate.
 
-pub mod bench;
+pub(crate) mod bench;
 pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod eval;
 pub mod method;
-pub mod record;
-pub mod resources;
-pub mod rl;
+pub(crate) mod record;
+pub(crate) mod resources;
+pub(crate) mod rl;
 pub mod role;
 pub mod sim;
 pub mod store;
+pub mod text;
 
 #[cfg(test)]
 mod architecture_tests;

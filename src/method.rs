@@ -13,18 +13,18 @@
 //! - [`rng`]: seeded, order-independent randomness.
 //! - [`affinity`]: which calls share a prompt prefix (prefix-affinity routing's key).
 
-pub mod affinity;
+pub(crate) mod affinity;
 pub mod answer;
-pub mod banks;
-pub mod baselines;
-pub mod call_key;
-pub mod from_config;
-pub mod params;
-pub mod parse;
-pub mod prompts;
-pub mod result;
-pub mod rng;
-pub mod tmas;
+pub(crate) mod banks;
+pub(crate) mod baselines;
+pub(crate) mod call_key;
+pub(crate) mod from_config;
+pub(crate) mod params;
+pub(crate) mod parse;
+pub(crate) mod prompts;
+pub(crate) mod result;
+pub(crate) mod rng;
+pub(crate) mod tmas;
 
 pub use banks::{
     AppendOnlyMerge, DedupReplaceMerge, EXPERIENCE_BANK, GUIDELINE_BANK, tmas_merge_policies,

@@ -3,11 +3,11 @@
 //! [`verl_table`]) and the scoring of rollout batches ([`batch`], [`score`]) behind
 //! `tmas rl-score` and `tmas rl-serve`. The recipe end to end: `docs/rl.md`.
 
-pub mod batch;
-pub mod data;
-pub mod guideline_judge;
-pub mod rewards;
-pub mod runs;
-pub mod sample;
-pub mod score;
-pub mod verl_table;
+pub(crate) mod batch;
+pub(crate) mod data;
+pub(crate) mod guideline_judge;
+pub(crate) mod rewards;
+pub(crate) mod runs;
+pub(crate) mod sample;
+pub(crate) mod score;
+pub(crate) mod verl_table;

@@ -17,20 +17,20 @@
 //! identical request); either way they do not depend on arrival order. See
 //! docs/simulator.md.
 
-pub mod dataset;
+pub(crate) mod dataset;
 mod embeddings;
 mod faults;
 mod handler;
-pub mod invalid_option;
-pub mod latency;
+pub(crate) mod invalid_option;
+pub(crate) mod latency;
 mod openai;
-pub mod options;
-pub mod rng;
+pub(crate) mod options;
+pub(crate) mod rng;
 mod server;
 pub mod server_model;
-pub mod stats;
+pub(crate) mod stats;
 pub mod task;
-pub mod text;
+pub(crate) mod text;
 
 pub use dataset::load_answers;
 pub use handler::PREFLIGHT_HEADER;

@@ -30,8 +30,8 @@ use chain::{LastProblem, chain_figures};
 use tmas_actors::runner::RunnerSettings;
 use tmas_client::Routing;
 
-pub mod chain;
-pub mod repeat;
+pub(crate) mod chain;
+pub(crate) mod repeat;
 
 /// Routing of the endpoint group (`[routing]`).
 #[derive(

@@ -5,7 +5,7 @@
 //! bound of each. A figure here is what a policy reaches when the orchestrator costs
 //! nothing; `tmas bench eval` then shows how much of it the real engine keeps.
 
-pub mod model;
+pub(crate) mod model;
 
 use anyhow::Context;
 use tmas_actors::runner::{Admission, AdmissionBounds, AdmissionKind, CallPriority};

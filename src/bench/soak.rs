@@ -36,11 +36,11 @@ use serde_json::json;
 use one_run::{Faults, RunSpec, one_run};
 use report::{Repetition, Shape, SoakReport, VariantRun};
 
-pub mod chaos;
-pub mod compare;
+pub(crate) mod chaos;
+pub(crate) mod compare;
 mod gauge;
 mod one_run;
-pub mod report;
+pub(crate) mod report;
 
 /// What a run under faults adds to the clean run.
 #[derive(

@@ -24,10 +24,10 @@ use super::chart::{Series, YAxis};
 use super::judge::JudgeRecord;
 use crate::method::TmasOutcome;
 
-pub mod bank_growth;
-pub mod branches;
-pub mod guidelines;
-pub mod paradox;
+pub(crate) mod bank_growth;
+pub(crate) mod branches;
+pub(crate) mod guidelines;
+pub(crate) mod paradox;
 
 /// A candidate with at least this judge score counts as a correct answer for "solved at
 /// least once" and "first correct answer".

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use tmas_actors::strategy::{MergeOutcome, MergePolicy, Rejection};
 
-pub mod similarity;
+pub(crate) mod similarity;
 
 pub use similarity::ItemFeatures;
 
@@ -68,6 +68,7 @@ impl Kept {
 
 /// Similarity of two bank items: 0 across kinds (anchor vs heuristic), else
 /// [`similarity::similarity`] of their bodies.
+#[cfg(test)]
 pub fn item_similarity(a: &str, b: &str) -> f64 {
     let (a, b) = (Kept::new(a.to_string()), Kept::new(b.to_string()));
     if a.kind == b.kind {

@@ -39,11 +39,11 @@ use crate::method::result::{
 };
 use crate::role::Role;
 
-pub mod majority_vote;
-pub mod pacore;
-pub mod rse;
-pub mod self_refine;
-pub mod verify_refine;
+pub(crate) mod majority_vote;
+pub(crate) mod pacore;
+pub(crate) mod rse;
+pub(crate) mod self_refine;
+pub(crate) mod verify_refine;
 
 /// The roles a baseline calls (RSE's depend on how it de-duplicates), as each method's
 /// module declares them, or `None` for TMAS.

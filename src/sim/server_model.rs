@@ -13,7 +13,7 @@
 //! Times are model seconds; `speedup` divides them into wall time so benchmarks can run
 //! a long modelled workload in minutes. See docs/simulator.md for each parameter.
 
-pub mod prefix_cache;
+pub(crate) mod prefix_cache;
 
 #[cfg(test)]
 mod tests;

@@ -134,6 +134,7 @@ impl StoreExecutor {
     }
 
     /// Whether a call of `problem` was refused or not stored (its result is incomplete).
+    #[cfg(test)]
     pub fn is_tainted(&self, problem: &str) -> bool {
         self.tainted
             .lock()

@@ -37,12 +37,6 @@ pub struct PromptCache {
 }
 
 impl PromptCache {
-    /// Forgets everything: after a failed (rolled back) transaction the cache may name
-    /// rows that were never committed.
-    pub fn clear(&mut self) {
-        *self = Self::default();
-    }
-
     /// The chunks of `segment`: cut, hashed and stored the first time this allocation is
     /// seen, looked up after.
     fn segment(
@@ -314,7 +308,7 @@ mod tests {
         let again: Arc<str> = p.to_string().into();
         let tx = conn.transaction().unwrap();
         insert(&tx, &again, &mut cache).unwrap();
-        cache.clear();
+        cache = PromptCache::default();
         insert(&tx, &again, &mut cache).unwrap();
         tx.commit().unwrap();
         assert_eq!(count(&conn), before);

@@ -1,7 +1,6 @@
 //! What the engine hands the store writer: one variant per kind of fact.
 
 use std::sync::Arc;
-pub use tmas_client::wire::prompt_text;
 
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome};
 use tmas_client::wire::ModelRequest;
@@ -119,7 +118,7 @@ mod tests {
 
     #[test]
     fn one_message_is_stored_verbatim_several_as_json() {
-        use tmas_client::wire::ChatMessage;
+        use tmas_client::wire::{ChatMessage, prompt_text};
         let one = [ChatMessage::user("hi")];
         assert_eq!(&*prompt_text(&one), "hi");
         let two = [ChatMessage::system("s"), ChatMessage::user("u")];

@@ -29,7 +29,7 @@ pub struct LastProblem {
     pub start_s: f64,
     /// Last call's end, seconds after the run's first call started.
     pub end_s: f64,
-    /// Its own dependency chain (see [`longest_chain`]).
+    /// Its own dependency chain (see `longest_chain`).
     pub chain_s: f64,
 }
 
@@ -70,7 +70,7 @@ fn read_timings(db: &Path) -> anyhow::Result<Vec<CallTiming>> {
         .with_context(|| format!("{}: reading calls", db.display()))
 }
 
-/// [`longest_chain`] and [`last_problem`] over the calls stored in the run store `db`.
+/// `longest_chain` and [`last_problem`] over the calls stored in the run store `db`.
 pub fn chain_figures(db: &Path) -> anyhow::Result<(f64, Option<LastProblem>)> {
     let calls = read_timings(db)?;
     let chains = problem_chains(&calls);
@@ -103,11 +103,12 @@ pub fn last_problem(calls: &[CallTiming], chains: &HashMap<&str, f64>) -> Option
 /// (solution, then its slowest verification, then its summary) followed by the slower of
 /// the two bank calls; iterations add up. Verifications of a candidate count as parallel
 /// (re-asks of unparseable scores, rare without faults, are not chained).
+#[cfg(test)]
 pub fn longest_chain(calls: &[CallTiming]) -> f64 {
     problem_chains(calls).into_values().fold(0.0, f64::max)
 }
 
-/// Each problem's dependency chain (see [`longest_chain`]).
+/// Each problem's dependency chain (see `longest_chain`).
 pub fn problem_chains(calls: &[CallTiming]) -> HashMap<&str, f64> {
     #[derive(Default)]
     struct Cand {

@@ -363,6 +363,7 @@ impl ItemFeatures {
 }
 
 /// Similarity of two item bodies.
+#[cfg(test)]
 pub fn similarity(a: &str, b: &str) -> f64 {
     ItemFeatures::of(a).similarity(&ItemFeatures::of(b))
 }

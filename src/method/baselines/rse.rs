@@ -52,7 +52,7 @@ use crate::method::prompts::{TemplateKind, bullet_list};
 use crate::method::result::{CandidateResult, PromptMode};
 use tmas_actors::strategy::BankVersion;
 
-pub mod cosine;
+pub(crate) mod cosine;
 
 /// The roles RSE calls under `dedup`: the attempts, from the second iteration on the
 /// extractions of the previous ones and, with embeddings, one embeddings call of their
