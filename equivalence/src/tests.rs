@@ -204,3 +204,16 @@ fn bad_input_never_panics() {
     assert_eq!(long.outcome, Outcome::Undecided);
     assert!(long.normalized_reference.len() < 300);
 }
+
+#[test]
+fn a_relation_read_as_its_value_says_so() {
+    for (reference, candidate) in [("3", "N=3"), ("x = 5", "5")] {
+        let verdict = check(reference, candidate);
+        assert_eq!(verdict.outcome, Outcome::Equivalent, "{verdict:?}");
+        assert!(
+            verdict.reason.starts_with("relation_as_value:"),
+            "the shown forms differ, so the reason must say why they match: {verdict:?}"
+        );
+    }
+    assert_eq!(check("3", "3").reason, "normalized_equal");
+}

@@ -18,14 +18,27 @@ const SAMPLE_POINTS: usize = 8;
 pub(super) fn compare_atoms(r: &str, c: &str, depth: usize) -> Decision {
     match (structure::split_relation(r), structure::split_relation(c)) {
         (Some((rl, rv)), Some((cl, cv))) => compare_relations((rl, rv), (cl, cv), depth),
-        (Some((rl, rv)), None) if structure::is_simple_lhs(rl) => compare(rv, c, depth + 1),
-        (None, Some((cl, cv))) if structure::is_simple_lhs(cl) => compare(r, cv, depth + 1),
+        (Some((rl, rv)), None) if structure::is_simple_lhs(rl) => {
+            read_as_value(rl, compare(rv, c, depth + 1))
+        }
+        (None, Some((cl, cv))) if structure::is_simple_lhs(cl) => {
+            read_as_value(cl, compare(r, cv, depth + 1))
+        }
         (Some(_), _) | (_, Some(_)) => undecided("relation against a value"),
         (None, None) if structure::has_inequality(r) || structure::has_inequality(c) => {
             undecided("conditions (inequalities) differ in form")
         }
         (None, None) => compare_expressions(r, c),
     }
+}
+
+/// A decision reached by reading `lhs = value` as its value: the reason says so, since
+/// the normalized forms shown beside it still differ (`N=3` against `3`).
+fn read_as_value(lhs: &str, (outcome, reason): Decision) -> Decision {
+    (
+        outcome,
+        format!("relation_as_value: `{lhs} = …` read as its value; {reason}"),
+    )
 }
 
 fn compare_relations(r: (&str, &str), c: (&str, &str), depth: usize) -> Decision {

@@ -16,8 +16,8 @@
 //! - [`spec`]: the experiment file and its expansion into variants.
 //! - [`report`]: the comparison table and charts over the variants' run directories.
 
-pub mod report;
-pub mod spec;
+pub(crate) mod report;
+pub(crate) mod spec;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -40,8 +40,9 @@ use super::observe::ProgressSlot;
 use super::run_dir::write_atomic;
 use super::{RequestedConfig, ResumeRequest, RunControl, RunRequest, RunResult};
 
-/// The plan file in an experiment directory.
-pub const PLAN_FILE: &str = "experiment.json";
+/// The plan file in an experiment directory (named with the run directory's layout, which
+/// tells a run from an experiment).
+pub use super::run_dir::EXPERIMENT_PLAN_FILE as PLAN_FILE;
 
 /// A variant as planned: its name, run directory (relative to the experiment directory)
 /// and resolved config.

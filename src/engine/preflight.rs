@@ -165,7 +165,8 @@ fn endpoint_uses(config: &Config) -> BTreeMap<String, Uses> {
 }
 
 /// Names of the endpoints the start-up check probes ([`endpoint_uses`]).
-pub fn endpoints_in_use(config: &Config) -> Vec<String> {
+#[cfg(test)]
+fn endpoints_in_use(config: &Config) -> Vec<String> {
     endpoint_uses(config).into_keys().collect()
 }
 
@@ -236,6 +237,13 @@ enum Outcome {
     Fatal(String),
 }
 
+/// Whether `GET /models` listed the configured model (an empty list says nothing).
+enum Listed {
+    Yes,
+    /// Not listed; the models that were.
+    No(Vec<String>),
+}
+
 /// An attempt the check tries again.
 struct NotReady {
     /// For the waiting line: `connection refused`, `HTTP 503, retry after 2 s`, ….
@@ -303,7 +311,20 @@ impl Probe {
         let started = Instant::now();
         loop {
             let not_ready = match self.once().await {
-                Ok(()) => return Ok(()),
+                Ok(Listed::Yes) => return Ok(()),
+                Ok(Listed::No(models)) => {
+                    // Answered all the same: a server that serves any name it is given
+                    // (or a router that maps names). Worth a line: a typo in `model` would
+                    // otherwise go unnoticed until the replies look wrong.
+                    tracing::warn!(
+                        "endpoint {}: model `{}` is not among the models GET /models lists ({}), but the server answered it; check endpoints.{}.model",
+                        self.name,
+                        self.e.model,
+                        models.join(", "),
+                        self.name
+                    );
+                    return Ok(());
+                }
                 Err(Outcome::Fatal(message)) => return Err(message),
                 Err(Outcome::NotReady(not_ready)) => not_ready,
             };
@@ -348,8 +369,8 @@ impl Probe {
     }
 
     /// One pass: the model list, then a one-token completion and/or a one-input
-    /// embeddings request.
-    async fn once(&self) -> Result<(), Outcome> {
+    /// embeddings request; whether the model was on the list.
+    async fn once(&self) -> Result<Listed, Outcome> {
         let models_url = format!("{}/models", self.base());
         let models = self.models(&models_url).await?;
         let served = models.contains(&self.e.model);
@@ -361,7 +382,11 @@ impl Probe {
             let url = format!("{}/embeddings", self.base());
             self.embeddings(&url, &models, served).await?;
         }
-        Ok(())
+        Ok(if served || models.is_empty() {
+            Listed::Yes
+        } else {
+            Listed::No(models)
+        })
     }
 
     /// The model is not served there (HTTP `status`): the served ones are listed.

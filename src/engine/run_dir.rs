@@ -67,6 +67,26 @@ pub struct RunDir {
     append: Arc<Mutex<()>>,
 }
 
+/// The plan file that marks an experiment directory.
+pub const EXPERIMENT_PLAN_FILE: &str = "experiment.json";
+
+/// Why `root` cannot be opened as a run, with what it is instead and what to do.
+fn not_a_run(root: &Path) -> String {
+    let shown = root.display();
+    if !root.exists() {
+        return format!("{shown} does not exist (expected a run directory made by `tmas run`)");
+    }
+    if !root.is_dir() {
+        return format!("{shown} is a file, not a run directory made by `tmas run`");
+    }
+    if root.join(EXPERIMENT_PLAN_FILE).is_file() {
+        return format!(
+            "{shown} is an experiment directory, not a run: `tmas experiment report {shown}` reports it, and each variant's run is in {shown}/<variant>/"
+        );
+    }
+    format!("{shown} is not a tmas run directory (no run.json or problems/)")
+}
+
 impl RunDir {
     /// Creates the directory tree; fails with the path if it cannot.
     pub fn create(root: &Path) -> anyhow::Result<Self> {
@@ -90,11 +110,9 @@ impl RunDir {
 
     /// Opens an existing run directory for reading.
     pub fn open(root: &Path) -> anyhow::Result<Self> {
-        anyhow::ensure!(
-            root.join("run.json").is_file() || root.join("problems").is_dir(),
-            "{} is not a tmas run directory (no run.json or problems/)",
-            root.display()
-        );
+        if !(root.join("run.json").is_file() || root.join("problems").is_dir()) {
+            anyhow::bail!(not_a_run(root));
+        }
         Ok(Self {
             root: root.to_path_buf(),
             append: Arc::default(),
@@ -524,6 +542,25 @@ fn utc_stamp(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn opening_what_is_not_a_run_says_what_it_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let message = |path: &Path| format!("{:#}", RunDir::open(path).unwrap_err());
+        assert!(message(&tmp.path().join("nope")).contains("does not exist"));
+        let experiment = tmp.path().join("sweep");
+        fs::create_dir(&experiment).unwrap();
+        fs::write(experiment.join(EXPERIMENT_PLAN_FILE), "{}").unwrap();
+        let text = message(&experiment);
+        assert!(
+            text.contains("is an experiment directory") && text.contains("tmas experiment report"),
+            "{text}"
+        );
+        let file = tmp.path().join("run.txt");
+        fs::write(&file, "x").unwrap();
+        assert!(message(&file).contains("is a file"));
+        assert!(message(tmp.path()).contains("is not a tmas run directory"));
+    }
 
     #[test]
     fn an_atomic_write_that_fails_midway_leaves_the_old_file_and_no_temporary() {

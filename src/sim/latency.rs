@@ -57,7 +57,8 @@ impl LatencyModel {
     }
 }
 
-/// Parses `250ms`, `1.5s`, `800us`, `2m`; a bare number means milliseconds.
+/// Parses `250ms`, `1.5s`, `800us`, `2m`. The unit is required: `fixed:200` could mean
+/// milliseconds or seconds, and a silent guess of the wrong one makes a run 1000× off.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
@@ -67,7 +68,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .parse()
         .map_err(|_| format!("{s:?} is not a duration (expected e.g. 200ms, 1.5s, 800us)"))?;
     let secs = match unit.trim() {
-        "" | "ms" => value / 1e3,
+        "" => {
+            return Err(format!(
+                "{s:?} has no unit (write e.g. {s}ms or {s}s; units: us, ms, s, m)"
+            ));
+        }
+        "ms" => value / 1e3,
         "us" | "µs" => value / 1e6,
         "s" => value,
         "m" | "min" => value * 60.0,
@@ -168,9 +174,16 @@ mod tests {
             "uniform:1s",
             "fixed:3parsecs",
             "lognormal:1s:-1",
+            "fixed:200",
+            "lognormal:200:1.0",
         ] {
             assert!(bad.parse::<LatencyModel>().is_err(), "{bad}");
         }
+        let unitless = "fixed:200".parse::<LatencyModel>().unwrap_err();
+        assert!(
+            unitless.contains("no unit") && unitless.contains("200ms"),
+            "{unitless}"
+        );
     }
 
     #[test]

@@ -207,6 +207,43 @@ async fn each_start_up_failure_is_one_line_with_exit_2_and_creates_nothing() {
     assert_startup_failure(&out, &dir, &["wants an API key", "api_key_env"]);
     assert!(!text(&out.stderr).contains("not served"), "{}", show(&out));
 
+    // The same server answering the chat: the run starts, and the start-up check says
+    // once that the configured model was not on the list (a typo would look the same).
+    Mock::given(method("GET"))
+        .and(path("/listed/v1/models"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(models_json(&["model.gguf"])))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/listed/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "choices": [{"message": {"role": "assistant", "content": "\\boxed{1}"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 3}
+        })))
+        .mount(&server)
+        .await;
+    let dir = tmp.path().join("listed-other");
+    let out = run_with(
+        &config,
+        &dir,
+        &[
+            "--set",
+            &set("endpoints.sim.base_url", &format!("{base}/listed/v1")),
+        ],
+        &[],
+    )
+    .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr
+            .matches("is not among the models GET /models lists (model.gguf)")
+            .count(),
+        1,
+        "{}",
+        show(&out)
+    );
+    assert!(dir.join("run.json").exists(), "{}", show(&out));
+
     // Nothing listens: the check waits (visibly) for preflight_wait_secs, then fails.
     let closed = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
