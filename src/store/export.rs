@@ -101,64 +101,32 @@ fn stored_iterations(reader: &StoreReader) -> anyhow::Result<usize> {
         .with_context(|| format!("meta `iterations` = {text:?} is not a number"))
 }
 
-/// One JSON object per problem: question, reference, status, per-iteration candidates
-/// with scores, summaries and judge verdicts, and the final banks.
+/// One JSON object per problem, in the one schema of "a line per problem"
+/// (docs/run-store.md): the fields of a `results.jsonl` line — `problem_id`, `question`,
+/// `reference_answer`, `outcome` (iterations, candidates, stop reason, final banks, call
+/// counts) and `judgments[iteration][candidate]` — for a problem without a record
+/// `outcome` null and `judgments` empty; and three fields `results.jsonl` leaves out
+/// because every line there is a done problem: `status`, `error` and `final_banks` (bank →
+/// items, from the store, so also for a problem that did not finish).
 pub fn problem_line(
     reader: &StoreReader,
     problem: &StoredProblem,
     record: Option<&ProblemRecord>,
 ) -> anyhow::Result<Value> {
-    let iterations: Vec<Value> = record
-        .map(|r| {
-            r.outcome
-                .iterations
-                .iter()
-                .enumerate()
-                .map(|(t, it)| {
-                    let candidates: Vec<Value> = it
-                        .candidates
-                        .iter()
-                        .map(|c| {
-                            let judge = r
-                                .judgments
-                                .get(t)
-                                .and_then(|row| row.get(c.index as usize))
-                                .cloned()
-                                .flatten();
-                            json!({
-                                "index": c.index,
-                                "branch": c.branch,
-                                "mode": c.mode,
-                                "status": c.status,
-                                "solution": c.solution,
-                                "scores": c.scores,
-                                "average_score": c.average_score,
-                                "fully_verified": c.fully_verified,
-                                "summary": c.summary,
-                                "judge": judge,
-                            })
-                        })
-                        .collect();
-                    json!({
-                        "iteration": it.iteration,
-                        "best": it.best,
-                        "skipped": it.skipped,
-                        "candidates": candidates,
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(json!({
-        "problem_id": problem.problem_id,
-        "question": problem.question,
-        "reference_answer": problem.reference_answer,
-        "status": problem.status,
-        "error": problem.error,
-        "stop": record.map(|r| &r.outcome.stop),
-        "iterations": iterations,
-        "final_banks": reader.final_banks(&problem.problem_id)?,
-    }))
+    let mut line = match record {
+        Some(record) => serde_json::to_value(record)?,
+        None => json!({
+            "problem_id": problem.problem_id,
+            "question": problem.question,
+            "reference_answer": problem.reference_answer,
+            "outcome": null,
+            "judgments": [],
+        }),
+    };
+    line["status"] = json!(problem.status);
+    line["error"] = json!(problem.error);
+    line["final_banks"] = serde_json::to_value(reader.final_banks(&problem.problem_id)?)?;
+    Ok(line)
 }
 
 /// Writes the JSONL export, reading one problem's record at a time (a run's records
