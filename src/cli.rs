@@ -9,6 +9,7 @@ pub(crate) mod config_cmd;
 pub(crate) mod experiment;
 pub(crate) mod export;
 pub(crate) mod judge;
+pub(crate) mod merge;
 pub(crate) mod report;
 pub(crate) mod rl_data;
 pub(crate) mod rl_rollouts;
@@ -46,6 +47,8 @@ pub enum Command {
     Report(report::Args),
     /// Export a run's store: JSONL (one line per problem) or the Pass@1 table as CSV.
     Export(export::Args),
+    /// Join the shard runs of one run (`tmas run --shard I/N`) into one run directory.
+    Merge(merge::Args),
     /// Check answers against references (rule verdict, reason, normalized forms; --pairs
     /// scores a labelled file; --llm also asks the judge role).
     Judge(judge::Args),
@@ -98,6 +101,7 @@ pub fn main() -> ExitCode {
             Command::Experiment(args) => experiment::run(args, console).await,
             Command::Report(args) => report::run(args).await,
             Command::Export(args) => export::run(args).await,
+            Command::Merge(args) => merge::run(args).await,
             Command::Judge(args) => judge::run(args).await,
             Command::SelectHard(args) => select_hard::run(args).await,
             Command::SimServer(args) => sim_server::run(args).await,

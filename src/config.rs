@@ -30,6 +30,7 @@ pub(crate) mod layers;
 pub(crate) mod loader;
 pub(crate) mod resolve;
 pub(crate) mod schema;
+pub(crate) mod shard;
 pub(crate) mod templates;
 pub(crate) mod validate;
 
@@ -42,6 +43,7 @@ pub use schema::{
     AdmissionKind, CallPriority, JudgeConfig, JudgeInput, LlmJudgePolicy, MethodConfig, MethodName,
     ResilienceConfig, RseDedup, RunConfig,
 };
+pub use shard::{Shard, ShardSource, shard_from_env};
 pub use templates::TemplateKind;
 
 /// A whole configuration. Build it with [`load`] (file + environment + overrides) or

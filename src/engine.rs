@@ -26,6 +26,7 @@ pub mod endpoints;
 pub(crate) mod experiment;
 pub(crate) mod judge_session;
 pub(crate) mod judging;
+pub(crate) mod merge;
 pub(crate) mod method_jobs;
 pub mod observe; // spans, metrics endpoint, progress display
 pub(crate) mod outputs;
@@ -657,6 +658,7 @@ async fn finish(closing: Closing, driven: Driven) -> anyhow::Result<RunResult> {
                 p.endpoint, p.consecutive, p.error
             )
         }),
+        merge: None,
     })?;
     store.send(Fact::Meta(vec![(META_STATUS.into(), status.into())]));
     store

@@ -24,6 +24,7 @@ pub mod chunks;
 pub(crate) mod executor;
 pub(crate) mod export;
 pub(crate) mod lock;
+pub(crate) mod merge;
 mod migrate;
 pub(crate) mod prompts;
 pub(crate) mod read;

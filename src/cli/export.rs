@@ -17,8 +17,9 @@ use crate::store::{DB_FILE, StoreReader};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// One JSON object per problem: question, reference, per-iteration candidates with
-    /// scores, summaries and judge verdicts, final banks.
+    /// One JSON object per problem: its `results.jsonl` line (question, reference, the
+    /// outcome's iterations and candidates, judge verdicts) with status, error and final
+    /// banks.
     Jsonl,
     /// The per-iteration Pass@1 table.
     Csv,

@@ -119,6 +119,12 @@ async fn sample(args: &Args) -> anyhow::Result<Result<PathBuf, ExitCode>> {
             return Ok(Err(ExitCode::from(2)));
         }
     };
+    if let Some(shard) = config.run.shard {
+        eprintln!(
+            "error: run.shard = {shard}: select-hard samples every problem of the dataset to pick from all of them; run it unsharded"
+        );
+        return Ok(Err(ExitCode::from(2)));
+    }
     let path = config
         .run
         .dataset

@@ -9,10 +9,11 @@
 use std::path::PathBuf;
 
 use super::Config;
-use super::error::ConfigErrors;
+use super::error::{ConfigErrors, ConfigIssue};
 use super::layers::CliOverride;
 use super::loader::load_with;
 use super::resolve::process_env;
+use super::shard::{Shard, shard_from_env};
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ConfigArgs {
@@ -53,7 +54,18 @@ pub struct ConfigArgs {
     /// Shortcut for `--set method.epsilon=E`.
     #[arg(long, value_name = "E")]
     pub epsilon: Option<f64>,
+    /// Run shard I of N (`--set run.shard=I/N`): the problems whose id hashes to I; or
+    /// `auto`: I and N from a Slurm job array or a Kubernetes Indexed Job (docs/cluster.md).
+    #[arg(long, value_name = "I/N|auto")]
+    pub shard: Option<String>,
+    /// With `--shard auto` in a Kubernetes Indexed Job: the number of shards (the Job's
+    /// `completions`); else the variable TMAS_SHARDS.
+    #[arg(long, value_name = "N", requires = "shard")]
+    pub shards: Option<u32>,
 }
+
+/// The word that asks for the shard from the cluster's environment.
+const SHARD_AUTO: &str = "auto";
 
 impl ConfigArgs {
     /// The command-line layer, in precedence order (later wins).
@@ -98,6 +110,13 @@ impl ConfigArgs {
             "method.epsilon",
             self.epsilon.map(|v| format!("{v:?}")),
         );
+        // `auto` is read from the environment when the config is loaded.
+        let given = self.shard.as_ref().filter(|s| *s != SHARD_AUTO);
+        flag(
+            "--shard",
+            "run.shard",
+            given.map(|s| toml::Value::String(s.clone()).to_string()),
+        );
         out
     }
 
@@ -108,6 +127,32 @@ impl ConfigArgs {
 
     /// Like [`ConfigArgs::load`] with an explicit environment (for tests).
     pub fn load_with_env(&self, env: &[(String, String)]) -> Result<Config, ConfigErrors> {
-        load_with(&self.config, env, &self.overrides())
+        let mut overrides = self.overrides();
+        if let Some(shard) = self.auto_shard(env)? {
+            overrides.push(CliOverride {
+                label: "--shard auto".into(),
+                assignment: format!("run.shard=\"{shard}\""),
+            });
+        }
+        load_with(&self.config, env, &overrides)
+    }
+
+    /// `--shard auto` resolved from `env`, saying on stderr where it was found.
+    fn auto_shard(&self, env: &[(String, String)]) -> Result<Option<Shard>, ConfigErrors> {
+        if self.shard.as_deref() != Some(SHARD_AUTO) {
+            return Ok(None);
+        }
+        let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        match shard_from_env(var, self.shards) {
+            Ok((shard, source)) => {
+                eprintln!("--shard auto: shard {shard}, from {source}");
+                Ok(Some(shard))
+            }
+            Err(message) => Err(ConfigErrors::single(ConfigIssue::new(
+                "--shard auto",
+                "run.shard",
+                message,
+            ))),
+        }
     }
 }

@@ -44,6 +44,10 @@ pub struct RunConfig {
     /// Run only these problem ids.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ids: Option<Vec<String>>,
+    /// Run only the problems of shard `I/N` (after `ids` and `limit`): those whose id
+    /// hashes to I of N (docs/cluster.md). `tmas merge` joins the N shards' runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<super::shard::Shard>,
     /// `fixed` or `work-conserving`; its bounds are `max_concurrent_problems`, or
     /// `max_active_problems` and `max_in_flight`.
     pub admission: AdmissionKind,
@@ -71,6 +75,7 @@ impl Default for RunConfig {
             out_dir: PathBuf::from("runs"),
             limit: None,
             ids: None,
+            shard: None,
             admission: AdmissionKind::Fixed,
             max_active_problems: None,
             call_priority: CallPriority::LeastProgressFirst,

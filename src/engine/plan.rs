@@ -21,7 +21,7 @@ use crate::store::resume::result_affecting_differences;
 use crate::store::rows::sha256_hex;
 use crate::store::schema::{
     META_CONFIG, META_CONFIG_SOURCE, META_DATASET, META_ITERATIONS, META_PROMPTS, META_SEED,
-    META_STATUS,
+    META_SELECTION, META_STATUS,
 };
 use crate::store::{Fact, ProblemRow, RunStore, StoredProblem};
 
@@ -61,6 +61,19 @@ fn load_prompts(config: &Config) -> anyhow::Result<PromptSet> {
     PromptSet::load(&config.prompt_overrides()).context("loading prompt templates")
 }
 
+/// Digest of every problem of `dataset` (id and reference answer, in order): what the
+/// shards of one run share although each stores only its own problems.
+pub fn selection_digest(dataset: &Dataset) -> String {
+    let mut text = String::new();
+    for p in &dataset.problems {
+        text.push_str(&p.id);
+        text.push('\u{1f}');
+        text.push_str(&p.answer);
+        text.push('\u{1e}');
+    }
+    sha256_hex(&text)
+}
+
 /// A new run in `run_dir` over `dataset`.
 pub async fn fresh(
     config: Config,
@@ -71,10 +84,15 @@ pub async fn fresh(
     let dir = RunDir::create(run_dir)?;
     let store = RunStore::create(run_dir)?;
     let prompts = load_prompts(&config)?;
+    // A shard keeps each problem's ordinal in the whole selection, so the merged run lists
+    // the problems in dataset order.
+    let shard = config.run.shard;
+    let in_shard = |p: &&Problem| shard.is_none_or(|s| s.contains(&p.id));
     let selection: Vec<StoredProblem> = dataset
         .problems
         .iter()
         .enumerate()
+        .filter(|(_, p)| in_shard(p))
         .map(|(i, p)| StoredProblem {
             problem_id: p.id.clone(),
             ordinal: i as i64,
@@ -112,6 +130,7 @@ pub async fn fresh(
             ),
             (META_PROMPTS.into(), prompts_digest(&prompts)),
             (META_DATASET.into(), dataset_label.clone()),
+            (META_SELECTION.into(), selection_digest(dataset)),
             (META_CONFIG_SOURCE.into(), config_source.clone()),
             (META_SEED.into(), config.run.seed.to_string()),
             (META_ITERATIONS.into(), config.method.iterations.to_string()),
@@ -123,8 +142,15 @@ pub async fn fresh(
         ]))
         .await
         .map_err(|e| anyhow::anyhow!("run store {}: {e}", store.path().display()))?;
+    if let Some(shard) = shard {
+        eprintln!(
+            "shard {shard}: {} of the {}",
+            selection.len(),
+            crate::text::count_of(dataset.problems.len(), "problem")
+        );
+    }
     Ok(Plan {
-        to_run: dataset.problems.clone(),
+        to_run: dataset.problems.iter().filter(in_shard).cloned().collect(),
         config,
         config_source,
         dataset_label,

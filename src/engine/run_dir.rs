@@ -56,6 +56,18 @@ pub struct RunSummaryFile {
     /// Why the run stopped before its end on its own (permanent errors from an endpoint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<String>,
+    /// For a run made by `tmas merge`: the shard runs it joins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeSummary>,
+}
+
+/// The shards of a merged run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergeSummary {
+    /// The shard run directories, as given to `tmas merge`.
+    pub shards: Vec<String>,
+    /// Shards of N that were not given (`--partial`): their problems are in no table.
+    pub missing: Vec<String>,
 }
 
 /// Paths inside a run directory.

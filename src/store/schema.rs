@@ -13,6 +13,12 @@ pub const META_CONFIG_SOURCE: &str = "config_source";
 pub const META_STATUS: &str = "status";
 pub const META_SEED: &str = "seed";
 
+/// Digest of the whole selection of problems (ids and reference answers, in dataset order,
+/// before any shard is taken): the shards of one run agree on it (`tmas merge`).
+pub const META_SELECTION: &str = "selection_sha256";
+/// The shard directories a merged run was made from (a JSON array), written by `tmas merge`.
+pub const META_MERGED_FROM: &str = "merged_from";
+
 /// Meta key holding the run's iteration count T.
 pub const META_ITERATIONS: &str = "iterations";
 

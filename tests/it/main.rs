@@ -32,6 +32,7 @@ mod run_prompts;
 mod run_quality;
 mod run_rse_embeddings;
 mod run_stream_cuts;
+mod shard_merge;
 mod signals;
 mod sim_cli;
 mod sim_faults;
