@@ -34,7 +34,7 @@ pub(crate) mod shard;
 pub(crate) mod templates;
 pub(crate) mod validate;
 
-pub use args::ConfigArgs;
+pub use args::{ConfigArgs, shard_override};
 pub use endpoints::{DEFAULT_GROUP, EMBEDDED_SIM, EndpointConfig, RoleConfig, Roles};
 pub use error::{ConfigErrors, ConfigIssue, KeyIssue, KeyPath};
 pub use layers::{CliOverride, ENV_PREFIX};

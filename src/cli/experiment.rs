@@ -43,6 +43,15 @@ pub struct Args {
     /// Seconds between status lines on stderr (0: none).
     #[arg(long, default_value_t = 10)]
     pub status_every: u64,
+    /// Run shard I of N of every variant (`--set run.shard=I/N`): each variant's problems
+    /// whose id hashes to I; or `auto`, from a Slurm job array or a Kubernetes Indexed
+    /// Job. `tmas merge` joins the experiment's shards (docs/cluster.md).
+    #[arg(long, value_name = "I/N|auto", conflicts_with = "resume")]
+    pub shard: Option<String>,
+    /// With `--shard auto` in a Kubernetes Indexed Job: the number of shards; else the
+    /// variable TMAS_SHARDS.
+    #[arg(long, value_name = "N", requires = "shard")]
+    pub shards: Option<u32>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -65,8 +74,19 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
         status_every: (args.status_every > 0).then(|| Duration::from_secs(args.status_every)),
         console,
     };
-    let cli: Vec<CliOverride> = args.set.iter().map(CliOverride::set).collect();
     let env = process_env();
+    let mut cli: Vec<CliOverride> = args.set.iter().map(CliOverride::set).collect();
+    if let Some(shard) = &args.shard {
+        match crate::config::shard_override(shard, args.shards, &env) {
+            Ok(o) => cli.push(o),
+            Err(errors) => {
+                for issue in errors.iter() {
+                    eprintln!("error: {issue}");
+                }
+                return Ok(ExitCode::from(2));
+            }
+        }
+    }
     let started = match (&args.resume, &args.file) {
         (Some(dir), _) => experiment::resume(dir, env, cli, control, display).await,
         (None, Some(file)) => {

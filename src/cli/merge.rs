@@ -1,5 +1,6 @@
 //! `tmas merge SHARD_DIR… --out DIR [--partial]`: the shard runs of one run joined into
-//! one run directory (`crate::engine::merge` says what is checked). Prints the merged
+//! one run directory, or the shards of one experiment into one experiment (each variant
+//! merged, then the comparison); `crate::engine::merge` says what is checked. Prints the merged
 //! run's Pass@1 table and accounting as `tmas run` does; exit code 0 for a complete clean
 //! run, 3 for a degraded or partial one (lost calls, missing shards or unfinished
 //! problems), 2 when the shards are refused (nothing is written then).
@@ -7,7 +8,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::engine::merge::{MergeRequest, merge};
+use crate::engine::merge::{MergeRequest, merge, merge_experiment};
 
 /// Exit code of shards that are not one complete run (nothing written).
 const EXIT_REFUSED: u8 = 2;
@@ -31,11 +32,25 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let experiments = args
+        .shards
+        .iter()
+        .filter(|d| d.join(crate::engine::experiment::PLAN_FILE).is_file())
+        .count();
     let request = MergeRequest {
         shards: args.shards,
         out: args.out,
         partial: args.partial,
     };
+    if experiments > 0 {
+        if experiments < request.shards.len() {
+            eprintln!(
+                "error: some of the directories are experiments and some are not; merge the shards of one run or of one experiment"
+            );
+            return Ok(ExitCode::from(EXIT_REFUSED));
+        }
+        return experiment(request).await;
+    }
     let merged = match merge(request).await {
         Ok(merged) => merged,
         Err(e) => {
@@ -66,6 +81,40 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     println!("chart: tmas report {}", merged.run_dir.display());
     let complete = merged.missing.is_empty() && merged.unfinished.is_empty();
     Ok(if complete && merged.accounting.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_INCOMPLETE)
+    })
+}
+
+/// Merges the shards of an experiment and prints its comparison.
+async fn experiment(request: MergeRequest) -> anyhow::Result<ExitCode> {
+    let merged = match merge_experiment(request).await {
+        Ok(merged) => merged,
+        Err(e) => {
+            eprintln!("error: {}", tmas_observability::error_text(e.as_ref()));
+            return Ok(ExitCode::from(EXIT_REFUSED));
+        }
+    };
+    println!(
+        "merged {} of the experiment → {}",
+        crate::text::count_of(merged.variants.len(), "variant"),
+        merged.dir.display()
+    );
+    println!("{}", merged.report.markdown);
+    let mut complete = true;
+    for (name, run) in &merged.variants {
+        if !run.missing.is_empty() || !run.unfinished.is_empty() || !run.accounting.is_clean() {
+            complete = false;
+            eprintln!(
+                "variant {name}: partial or degraded ({} missing shards, {} unfinished problems, {} calls lost)",
+                run.missing.len(),
+                run.unfinished.len(),
+                run.accounting.calls_lost
+            );
+        }
+    }
+    Ok(if complete {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_INCOMPLETE)

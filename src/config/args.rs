@@ -67,6 +67,40 @@ pub struct ConfigArgs {
 /// The word that asks for the shard from the cluster's environment.
 const SHARD_AUTO: &str = "auto";
 
+/// The command-line override of `--shard VALUE` (`I/N`, or `auto` read from `env` with
+/// `--shards count`), for commands that take overrides rather than [`ConfigArgs`].
+pub fn shard_override(
+    value: &str,
+    count: Option<u32>,
+    env: &[(String, String)],
+) -> Result<CliOverride, ConfigErrors> {
+    let shard = if value == SHARD_AUTO {
+        resolve_auto(count, env)?.to_string()
+    } else {
+        value.to_string()
+    };
+    Ok(CliOverride {
+        label: "--shard".into(),
+        assignment: format!("run.shard={}", toml::Value::String(shard)),
+    })
+}
+
+/// The shard of this task from the cluster's variables in `env`, said on stderr.
+fn resolve_auto(count: Option<u32>, env: &[(String, String)]) -> Result<Shard, ConfigErrors> {
+    let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    match shard_from_env(var, count) {
+        Ok((shard, source)) => {
+            eprintln!("--shard auto: shard {shard}, from {source}");
+            Ok(shard)
+        }
+        Err(message) => Err(ConfigErrors::single(ConfigIssue::new(
+            "--shard auto",
+            "run.shard",
+            message,
+        ))),
+    }
+}
+
 impl ConfigArgs {
     /// The command-line layer, in precedence order (later wins).
     pub fn overrides(&self) -> Vec<CliOverride> {
@@ -142,17 +176,6 @@ impl ConfigArgs {
         if self.shard.as_deref() != Some(SHARD_AUTO) {
             return Ok(None);
         }
-        let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-        match shard_from_env(var, self.shards) {
-            Ok((shard, source)) => {
-                eprintln!("--shard auto: shard {shard}, from {source}");
-                Ok(Some(shard))
-            }
-            Err(message) => Err(ConfigErrors::single(ConfigIssue::new(
-                "--shard auto",
-                "run.shard",
-                message,
-            ))),
-        }
+        resolve_auto(self.shards, env).map(Some)
     }
 }

@@ -466,3 +466,122 @@ fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// The merged experiment: each variant's merged run, by name, and the report.
+#[derive(Debug)]
+pub struct MergedExperiment {
+    pub dir: PathBuf,
+    pub variants: Vec<(String, Merged)>,
+    pub report: super::experiment::report::Written,
+}
+
+/// Merges the shards of an experiment (`tmas experiment FILE --shard I/N`): for each
+/// variant its shard runs as [`merge`] does, then the plan (each variant's config without
+/// the shard) and the comparison. The shards must be of one experiment: the same name and
+/// the same variants.
+pub async fn merge_experiment(request: MergeRequest) -> anyhow::Result<MergedExperiment> {
+    use super::experiment::{ExperimentPlan, PLAN_FILE};
+    let plans = request
+        .shards
+        .iter()
+        .map(|d| ExperimentPlan::read(d))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let first = &plans[0];
+    let names = |p: &ExperimentPlan| -> Vec<(String, String)> {
+        p.variants
+            .iter()
+            .map(|v| (v.name.clone(), v.dir.clone()))
+            .collect()
+    };
+    for (plan, dir) in plans.iter().zip(&request.shards).skip(1) {
+        anyhow::ensure!(
+            plan.name == first.name && names(plan) == names(first),
+            "{} is not a shard of the experiment in {}: its name or variants differ; nothing was merged",
+            dir.display(),
+            request.shards[0].display()
+        );
+    }
+    let out = &request.out;
+    if out.exists() && !is_merged_experiment(out)? {
+        if let Some(what) = super::run_dir::not_empty(out, "merged experiment") {
+            anyhow::bail!(what);
+        }
+    }
+    let building = sibling(out, "merging");
+    if building.exists() {
+        fs::remove_dir_all(&building)
+            .with_context(|| format!("removing {} left by an earlier merge", building.display()))?;
+    }
+    fs::create_dir_all(&building).with_context(|| format!("creating {}", building.display()))?;
+    let mut variants = Vec::new();
+    let mut plan = first.clone();
+    for v in &mut plan.variants {
+        let merged = merge(MergeRequest {
+            shards: request.shards.iter().map(|d| d.join(&v.dir)).collect(),
+            out: building.join(&v.dir),
+            partial: request.partial,
+        })
+        .await
+        .with_context(|| format!("variant {}", v.name));
+        let merged = match merged {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = fs::remove_dir_all(&building);
+                return Err(e);
+            }
+        };
+        let label = format!("variant {}'s config", v.name);
+        let mut config = Config::from_toml_str(&v.config_toml, &label)
+            .map_err(|e| anyhow::anyhow!("{label} does not load with this tmas: {e}"))?;
+        config.run.shard = None;
+        v.config_toml = config
+            .to_toml_string()
+            .context("serializing a variant's config")?;
+        variants.push((v.name.clone(), merged));
+    }
+    super::run_dir::write_atomic(
+        &building.join(PLAN_FILE),
+        &serde_json::to_vec_pretty(&plan)?,
+    )?;
+    if out.exists() {
+        fs::remove_dir_all(out)
+            .with_context(|| format!("replacing the earlier merge in {}", out.display()))?;
+    }
+    fs::rename(&building, out).with_context(|| {
+        format!(
+            "moving the merged experiment from {} to {}",
+            building.display(),
+            out.display()
+        )
+    })?;
+    for (name, merged) in &mut variants {
+        if let Some(v) = plan.variants.iter().find(|v| &v.name == name) {
+            merged.run_dir = out.join(&v.dir);
+        }
+    }
+    let report = super::experiment::report::write_report(out)?;
+    Ok(MergedExperiment {
+        dir: out.clone(),
+        variants,
+        report,
+    })
+}
+
+/// Whether `dir` holds an experiment every variant of which is a merge (so merging into
+/// it again replaces it).
+fn is_merged_experiment(dir: &Path) -> anyhow::Result<bool> {
+    let Ok(plan) = super::experiment::ExperimentPlan::read(dir) else {
+        return Ok(false);
+    };
+    for v in &plan.variants {
+        let db = dir.join(&v.dir).join(DB_FILE);
+        if !db.is_file()
+            || StoreReader::open_read_only(&db)?
+                .meta(META_MERGED_FROM)?
+                .is_none()
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}

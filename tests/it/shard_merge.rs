@@ -263,3 +263,68 @@ fn shard_auto_reads_the_cluster_environment_and_says_which() {
         show(&none)
     );
 }
+
+#[test]
+fn experiment_shards_merge_into_the_same_comparison() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_config(tmp.path(), "embedded-sim", 6, 2);
+    let exp = tmp.path().join("exp.toml");
+    std::fs::write(
+        &exp,
+        r#"
+name = "sharded"
+config = "config.toml"
+report_iterations = [0, 1]
+
+[[variant]]
+name = "TMAS"
+set = { "method.name" = "tmas" }
+
+[[variant]]
+name = "MV"
+set = { "method.name" = "majority-vote", "method.k" = 4, "method.iterations" = 1 }
+"#,
+    )
+    .unwrap();
+    let experiment = |out: &Path, shard: Option<&str>| {
+        let mut args = vec![
+            "experiment",
+            path_arg(&exp),
+            "--out",
+            path_arg(out),
+            "--status-every",
+            "0",
+        ];
+        if let Some(shard) = shard {
+            args.extend(["--shard", shard]);
+        }
+        ok(tmas(&args), "tmas experiment")
+    };
+    let whole = tmp.path().join("whole");
+    experiment(&whole, None);
+    let shards: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let dir = tmp.path().join(format!("shard-{i}"));
+            experiment(&dir, Some(&format!("{i}/2")));
+            dir
+        })
+        .collect();
+    let merged = tmp.path().join("merged");
+    let out = merge(&shards, &merged, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let read = |dir: &Path, f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    for f in ["comparison.csv", "comparison.md"] {
+        assert_eq!(
+            read(&merged, f),
+            read(&whole, f),
+            "{f}: merged shards ≠ one process"
+        );
+    }
+    for variant in ["TMAS", "MV"] {
+        assert_eq!(
+            read(&merged.join(variant), "results.jsonl"),
+            read(&whole.join(variant), "results.jsonl"),
+            "{variant}"
+        );
+    }
+}

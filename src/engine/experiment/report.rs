@@ -251,6 +251,7 @@ fn selected_accuracy(records: &[ProblemRecord]) -> Option<f64> {
 }
 
 /// The report's files, and its Markdown table (also printed).
+#[derive(Debug)]
 pub struct Written {
     pub markdown: String,
     pub files: Vec<PathBuf>,
