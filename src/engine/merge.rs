@@ -502,10 +502,11 @@ pub async fn merge_experiment(request: MergeRequest) -> anyhow::Result<MergedExp
         );
     }
     let out = &request.out;
-    if out.exists() && !is_merged_experiment(out)? {
-        if let Some(what) = super::run_dir::not_empty(out, "merged experiment") {
-            anyhow::bail!(what);
-        }
+    if out.exists()
+        && !is_merged_experiment(out)?
+        && let Some(what) = super::run_dir::not_empty(out, "merged experiment")
+    {
+        anyhow::bail!(what);
     }
     let building = sibling(out, "merging");
     if building.exists() {
