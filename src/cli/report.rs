@@ -100,12 +100,15 @@ fn load_accounting(dir: &RunDir, iterations: usize) -> anyhow::Result<Option<Acc
         return Ok(None);
     }
     let reader = StoreReader::open_read_only(&path)?;
-    Ok(Some(Accounting::build(
+    let mut accounting = Accounting::build(
         &reader.problems()?,
         &reader.lost_calls()?,
         &reader.answered_calls()?,
         iterations,
-    )))
+    );
+    let (calls, verdicts) = reader.judge_use()?;
+    accounting.judge = crate::engine::accounting::JudgeUse { calls, verdicts };
+    Ok(Some(accounting))
 }
 
 /// Computes, prints and draws the analyses of the run's finished problems.

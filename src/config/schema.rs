@@ -253,6 +253,11 @@ pub struct JudgeConfig {
     /// solution so an unboxed correct answer can be recognised) or `boxed` (the boxed
     /// answer only; no box scores 0 without a judge call).
     pub input: JudgeInput,
+    /// Ask each distinct judge question (the same rendered prompt) R times per problem
+    /// and give its verdicts to every candidate that asks it (`true`, the default), or
+    /// ask R times for every candidate (`false`, as the released code does). The expected
+    /// Pass@1 is the same; docs/judging.md says what changes.
+    pub reuse: bool,
 }
 
 impl Default for JudgeConfig {
@@ -262,6 +267,7 @@ impl Default for JudgeConfig {
             repeats: 4,
             policy: LlmJudgePolicy::Always,
             input: JudgeInput::Final,
+            reuse: true,
         }
     }
 }

@@ -62,6 +62,37 @@ pub struct Accounting {
     /// Problems without a result, in dataset order.
     pub problems_failed: Vec<FailedProblem>,
     pub problems_unfinished: usize,
+    /// The LLM judge's calls and the verdicts they gave (`judge.reuse`).
+    #[serde(default)]
+    pub judge: JudgeUse,
+}
+
+/// How many LLM judge calls were sent and how many verdicts the judged candidates hold:
+/// with `judge.reuse` a question several candidates ask is sent once (R times) and its
+/// verdicts serve them all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JudgeUse {
+    pub calls: u64,
+    pub verdicts: u64,
+}
+
+impl JudgeUse {
+    /// Verdicts that came from a question another candidate asked: calls not sent.
+    pub fn reused(&self) -> u64 {
+        self.verdicts.saturating_sub(self.calls)
+    }
+
+    /// The line of the run's summary; `None` without an LLM judge.
+    pub fn line(&self) -> Option<String> {
+        (self.calls > 0 || self.verdicts > 0).then(|| {
+            format!(
+                "judge: {} sent for {} of the candidates ({} reused from a question already asked)",
+                crate::text::count(self.calls, "call"),
+                crate::text::count(self.verdicts, "verdict"),
+                self.reused()
+            )
+        })
+    }
 }
 
 impl Accounting {
@@ -155,6 +186,9 @@ impl Accounting {
             states.push(format!("{} unfinished", self.problems_unfinished));
         }
         let _ = writeln!(out, "problems: {}", states.join(", "));
+        if let Some(line) = self.judge.line() {
+            let _ = writeln!(out, "{line}");
+        }
         if self.calls_lost == 0 {
             let _ = writeln!(out, "calls: all {total} answered");
             return out;

@@ -1,6 +1,7 @@
 //! Judging every candidate of a finished problem: the rule check always, the LLM judge
 //! (R repeats, role `judge`) when one is configured and the policy asks for it.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -38,6 +39,9 @@ pub struct JudgeProgress {
     pub problems_judged: AtomicU64,
     /// LLM judge calls finished (answered, failed or replayed).
     pub calls_done: AtomicU64,
+    /// Verdicts given to a candidate from a question another candidate of the problem
+    /// asked (`judge.reuse`): calls not sent.
+    pub verdicts_reused: AtomicU64,
 }
 
 /// The LLM judge: where its calls go and how often each candidate is asked.
@@ -51,6 +55,8 @@ pub struct LlmJudge {
     /// What the judge is shown of a candidate (boxed answer, or the solution's end).
     pub input: JudgeInput,
     pub prompts: Arc<PromptSet>,
+    /// Ask each distinct question of a problem once (R times), not each candidate.
+    pub reuse: bool,
 }
 
 impl LlmJudge {
@@ -71,6 +77,7 @@ impl LlmJudge {
             policy,
             input,
             prompts,
+            reuse: config.judge.reuse,
         }
     }
 }
@@ -78,54 +85,169 @@ impl LlmJudge {
 impl JudgeSetup {
     /// Judges every candidate of every iteration of `outcome` against `reference`.
     /// Returns `judgments[iteration][candidate]` (`None` where the solution call failed).
+    ///
+    /// With `judge.reuse` (the default) each distinct question of the problem — the same
+    /// rendered prompt — is sent R times, under the call keys of the first candidate that
+    /// asks it (iterations in order, candidates by index: the same on every resume, so a
+    /// resumed run replays those calls), and its verdicts go to every candidate that asks
+    /// it. Without it every candidate is asked R times under its own keys.
     pub async fn judge_outcome(
         &self,
         problem: &Problem,
         outcome: &TmasOutcome,
     ) -> Vec<Vec<Option<JudgeRecord>>> {
         let (question, reference) = (problem.question.as_str(), problem.answer.as_str());
-        let mut out = Vec::with_capacity(outcome.iterations.len());
+        // What each candidate asks: its rule record, and the question for the LLM judge.
+        let mut records = Vec::with_capacity(outcome.iterations.len());
+        let mut asks: Vec<(Slot, String)> = Vec::new();
         for it in &outcome.iterations {
-            let per_candidate = it.candidates.iter().map(|c| async move {
-                let index = c.index;
-                let solution = c.solution.as_deref()?;
-                if let (true, Some(llm)) = (self.proof, &self.llm) {
-                    let grades = llm.grade(problem, solution, it.iteration, index).await;
-                    return Some(JudgeRecord::from_grades(grades));
-                }
-                let record = JudgeRecord::from_reply(reference, solution);
-                let shown = self.llm.as_ref().and_then(|llm| {
-                    record
-                        .needs_llm_judge(llm.policy, llm.input)
-                        .then(|| record.judge_candidate(solution, llm.input))
-                        .flatten()
-                });
-                Some(match (&self.llm, shown) {
-                    (Some(llm), Some(answer)) => {
-                        let verdicts = llm
-                            .ask(
-                                question,
-                                reference,
-                                &answer,
-                                &outcome.problem.id,
-                                it.iteration,
-                                index,
-                            )
-                            .await;
-                        self.progress
-                            .calls_done
-                            .fetch_add(verdicts.len() as u64, Ordering::Relaxed);
-                        record.with_llm(verdicts)
+            let mut row = Vec::with_capacity(it.candidates.len());
+            for c in &it.candidates {
+                let Some(solution) = c.solution.as_deref() else {
+                    row.push(None);
+                    continue;
+                };
+                let slot = (it.iteration, c.index);
+                match &self.llm {
+                    Some(llm) if self.proof => {
+                        asks.push((slot, llm.proof_prompt(problem, solution)))
                     }
-                    _ => record,
-                })
-            });
-            out.push(join_all(per_candidate).await);
+                    Some(llm) => {
+                        let record = JudgeRecord::from_reply(reference, solution);
+                        if let Some(answer) = record
+                            .needs_llm_judge(llm.policy, llm.input)
+                            .then(|| record.judge_candidate(solution, llm.input))
+                            .flatten()
+                        {
+                            asks.push((slot, llm.prompts.judge(question, reference, &answer)));
+                        }
+                        row.push(Some(record));
+                        continue;
+                    }
+                    None => {}
+                }
+                row.push(if self.proof && self.llm.is_some() {
+                    // Graded below, from the grader's replies.
+                    Some(JudgeRecord::from_grades(Vec::new()))
+                } else {
+                    Some(JudgeRecord::from_reply(reference, solution))
+                });
+            }
+            records.push(row);
+        }
+        if let Some(llm) = &self.llm {
+            let id = &outcome.problem.id;
+            if self.proof {
+                let grades = llm
+                    .ask_distinct(asks, id, "proof grader", parse_score, &self.progress)
+                    .await;
+                for ((iteration, index), grades) in grades {
+                    if let Some(slot) = find(&mut records, outcome, iteration, index) {
+                        *slot = Some(JudgeRecord::from_grades(grades));
+                    }
+                }
+            } else {
+                let verdicts = llm
+                    .ask_distinct(asks, id, "judge", parse_judge_reply, &self.progress)
+                    .await;
+                for ((iteration, index), verdicts) in verdicts {
+                    if let Some(slot) = find(&mut records, outcome, iteration, index)
+                        && let Some(record) = slot.take()
+                    {
+                        *slot = Some(record.with_llm(verdicts));
+                    }
+                }
+            }
         }
         self.progress
             .problems_judged
             .fetch_add(1, Ordering::Relaxed);
-        out
+        records
+    }
+}
+
+/// A candidate's place: (iteration, candidate index).
+type Slot = (u32, u32);
+
+/// The record of candidate `index` of iteration `iteration` in `records` (laid out as
+/// `outcome`'s iterations and candidates).
+fn find<'a>(
+    records: &'a mut [Vec<Option<JudgeRecord>>],
+    outcome: &TmasOutcome,
+    iteration: u32,
+    index: u32,
+) -> Option<&'a mut Option<JudgeRecord>> {
+    let t = outcome
+        .iterations
+        .iter()
+        .position(|it| it.iteration == iteration)?;
+    let c = outcome.iterations[t]
+        .candidates
+        .iter()
+        .position(|c| c.index == index)?;
+    records.get_mut(t)?.get_mut(c)
+}
+
+impl LlmJudge {
+    /// Asks each distinct question of `asks` `repeats` times (with reuse; every ask when
+    /// reuse is off) under the keys of its first asker, and gives every asker its
+    /// question's replies read by `parse`. Counts calls and reused verdicts in `progress`.
+    async fn ask_distinct<T: Clone>(
+        &self,
+        asks: Vec<(Slot, String)>,
+        problem: &str,
+        what: &str,
+        parse: fn(&str) -> Option<T>,
+        progress: &JudgeProgress,
+    ) -> Vec<(Slot, Vec<Option<T>>)> {
+        // The asker whose keys a question is sent under: the first, in `asks` order.
+        let mut owner_of: HashMap<&str, usize> = HashMap::new();
+        let owners: Vec<usize> = asks
+            .iter()
+            .enumerate()
+            .map(|(i, (_, prompt))| {
+                if self.reuse {
+                    *owner_of.entry(prompt.as_str()).or_insert(i)
+                } else {
+                    i
+                }
+            })
+            .collect();
+        let sent: Vec<usize> = (0..asks.len()).filter(|&i| owners[i] == i).collect();
+        let replies = join_all(sent.iter().map(|&i| {
+            let ((iteration, candidate), prompt) = &asks[i];
+            self.ask_repeats(prompt.clone(), problem, *iteration, *candidate, what, parse)
+        }))
+        .await;
+        let by_owner: HashMap<usize, Vec<Option<T>>> = sent.into_iter().zip(replies).collect();
+        let repeats = self.repeats as u64;
+        progress
+            .calls_done
+            .fetch_add(by_owner.len() as u64 * repeats, Ordering::Relaxed);
+        progress.verdicts_reused.fetch_add(
+            (asks.len() - by_owner.len()) as u64 * repeats,
+            Ordering::Relaxed,
+        );
+        asks.iter()
+            .zip(&owners)
+            .map(|((slot, _), owner)| (*slot, by_owner[owner].clone()))
+            .collect()
+    }
+
+    /// Proof mode: the grader's prompt for `proof` (the think-stripped solution) against
+    /// the problem's reference solution and grading guidelines; without a reference
+    /// solution the grader is given the reference answer.
+    fn proof_prompt(&self, problem: &Problem, proof: &str) -> String {
+        let reference = problem
+            .reference_solution
+            .as_deref()
+            .unwrap_or(&problem.answer);
+        let guidelines = problem
+            .grading_guidelines
+            .as_deref()
+            .unwrap_or("(none given: grade by the rubric and the reference solution)");
+        self.prompts
+            .proof_grade(&problem.question, reference, guidelines, proof)
     }
 }
 
@@ -189,41 +311,6 @@ impl LlmJudge {
                 }
             })
             .collect()
-    }
-}
-
-impl LlmJudge {
-    /// Proof mode: asks the grader `repeats` times to grade `proof` (the think-stripped
-    /// solution) against the problem's reference solution and grading guidelines; a
-    /// failed call or a reply without a grade of 0, 0.5 or 1 is `None`. Without a
-    /// reference solution the grader is given the reference answer.
-    pub async fn grade(
-        &self,
-        problem: &Problem,
-        proof: &str,
-        iteration: u32,
-        candidate: u32,
-    ) -> Vec<Option<f64>> {
-        let reference = problem
-            .reference_solution
-            .as_deref()
-            .unwrap_or(&problem.answer);
-        let guidelines = problem
-            .grading_guidelines
-            .as_deref()
-            .unwrap_or("(none given: grade by the rubric and the reference solution)");
-        let prompt = self
-            .prompts
-            .proof_grade(&problem.question, reference, guidelines, proof);
-        self.ask_repeats(
-            prompt,
-            &problem.id,
-            iteration,
-            candidate,
-            "proof grader",
-            parse_score,
-        )
-        .await
     }
 }
 

@@ -22,7 +22,7 @@ use crate::store::export::{is_unfinished, table_builder};
 use crate::store::read::{RoleUsageRow, StoredProblem};
 use crate::store::{Fact, RunStore, StatusRow, StoreReader};
 
-use super::accounting::Accounting;
+use super::accounting::{Accounting, JudgeUse};
 use super::run_dir::{FailedProblem, LineRange, RoleUsage, RunDir};
 
 /// What the end of the run needs of one problem this process stored and wrote.
@@ -248,12 +248,14 @@ fn assemble(
             p.error = Some(f.error.clone());
         }
     }
-    let accounting = Accounting::build(
+    let mut accounting = Accounting::build(
         &problems,
         &reader.lost_calls()?,
         &reader.answered_calls()?,
         iterations,
     );
+    let (calls, verdicts) = reader.judge_use()?;
+    accounting.judge = JudgeUse { calls, verdicts };
     let mut table = builder.build();
     table.set_calls_lost(&accounting.lost_by_iteration);
     dir.write_pass_at_1(&table)?;

@@ -505,6 +505,28 @@ impl StoreReader {
         })
     }
 
+    /// The LLM judge's stored calls, and the verdicts the stored candidates hold (one per
+    /// repeat of every candidate the judge was asked about, its own call or a reused one).
+    pub fn judge_use(&self) -> Result<(u64, u64), StoreError> {
+        let calls: i64 = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM calls WHERE role = ?1",
+                [crate::role::Role::Judge.as_str()],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err("counting judge calls", e))?;
+        let verdicts: i64 = self
+            .conn
+            .query_row(
+                "SELECT COALESCE(SUM(json_array_length(llm_json)), 0) FROM judge_verdicts",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err("counting judge verdicts", e))?;
+        Ok((calls.max(0) as u64, verdicts.max(0) as u64))
+    }
+
     /// Calls, failed calls, prompt and completion tokens per role, over every stored call.
     pub fn usage_by_role(&self) -> Result<Vec<RoleUsageRow>, StoreError> {
         let mut stmt = self

@@ -19,6 +19,7 @@ mod eval_dataset;
 mod eval_judging;
 mod interrupt_surfaces;
 mod judge_cli;
+mod judge_reuse;
 mod judge_table;
 mod observability_content;
 mod observability_trace;

@@ -42,6 +42,8 @@ async fn each_iteration_makes_n_solution_nm_verification_n_summary_and_one_bank_
             "judge.enabled=true",
             "judge.repeats=2",
             "judge.policy=\"always\"",
+            // R calls per candidate, each its own (judge_reuse.rs covers the reuse).
+            "judge.reuse=false",
         ],
     )
     .await;
