@@ -91,6 +91,9 @@ pub struct ProgressSnapshot {
     pub problems_judged: u64,
     /// LLM judge calls finished (not in `calls_done`, which counts the method's calls).
     pub judge_calls_done: u64,
+    /// Judge verdicts given without a call of their own: a question another candidate of
+    /// the problem had asked (`judge.reuse`).
+    pub judge_verdicts_reused: u64,
     /// Most LLM judge calls one problem makes (0: no LLM judge); the ETA assumes it until
     /// a problem has been judged, then the average so far.
     pub judge_calls_per_problem: u64,
@@ -252,6 +255,18 @@ fn hms(d: Duration) -> String {
     }
 }
 
+/// `N judge calls`, and how many verdicts were reused when some were.
+fn judge_calls_text(s: &ProgressSnapshot) -> String {
+    if s.judge_verdicts_reused > 0 {
+        format!(
+            "{} judge calls, {} verdicts reused",
+            s.judge_calls_done, s.judge_verdicts_reused
+        )
+    } else {
+        format!("{} judge calls", s.judge_calls_done)
+    }
+}
+
 /// One plain status line (also the text under the bars).
 pub fn status_line(elapsed: Duration, s: &ProgressSnapshot, tokens_per_s: f64) -> String {
     let eta = eta(elapsed, s).map_or_else(|| "-".to_owned(), hms);
@@ -261,7 +276,7 @@ pub fn status_line(elapsed: Duration, s: &ProgressSnapshot, tokens_per_s: f64) -
         String::new()
     };
     let judge_calls = if s.judge_calls_done > 0 || s.judge_calls_per_problem > 0 {
-        format!(", {} judge calls", s.judge_calls_done)
+        format!(", {}", judge_calls_text(s))
     } else {
         String::new()
     };
@@ -348,7 +363,7 @@ async fn bars(console: Console, source: ProgressSource, mut stopped: watch::Rece
         judged.set_length(s.problems_total);
         judged.set_position(s.problems_judged);
         judged.set_message(if s.judge_calls_done > 0 {
-            format!("({} judge calls)", s.judge_calls_done)
+            format!("({})", judge_calls_text(&s))
         } else {
             String::new()
         });
@@ -528,6 +543,7 @@ mod tests {
             calls_replayed: 0,
             problems_judged: 0,
             judge_calls_done: 0,
+            judge_verdicts_reused: 0,
             judge_calls_per_problem: 0,
         }
     }
@@ -556,9 +572,19 @@ mod tests {
             iterations_done: 40,
             problems_judged: 1,
             judge_calls_done: 24,
+            judge_verdicts_reused: 0,
             judge_calls_per_problem: 96,
             ..snap(40, 40)
         };
+        let reused = ProgressSnapshot {
+            judge_verdicts_reused: 72,
+            ..s
+        };
+        let line = status_line(Duration::from_secs(114), &reused, 0.0);
+        assert!(
+            line.contains("judged 1/4, 24 judge calls, 72 verdicts reused"),
+            "{line}"
+        );
         let line = status_line(Duration::from_secs(114), &s, 0.0);
         for part in [
             "judging |",
@@ -577,6 +603,7 @@ mod tests {
         let before = ProgressSnapshot {
             problems_judged: 0,
             judge_calls_done: 0,
+            judge_verdicts_reused: 0,
             ..s
         };
         assert_eq!(calls_left(&before), Some(3.0 * 96.0));

@@ -288,6 +288,7 @@ fn snapshot(s: &Sources) -> ProgressSnapshot {
         calls_replayed: (s.replayed)(),
         problems_judged: s.judge.problems_judged.load(Ordering::Relaxed),
         judge_calls_done: s.judge.calls_done.load(Ordering::Relaxed),
+        judge_verdicts_reused: s.judge.verdicts_reused.load(Ordering::Relaxed),
         judge_calls_per_problem: s.judge_calls_per_problem,
     }
 }
