@@ -533,10 +533,11 @@ async fn drive(running: Running) -> anyhow::Result<Driven> {
         quiet,
     } = running;
     let run = runner.run(jobs, move |report| {
-        let _ = done_tx.send((
-            report.problem.to_string(),
-            report.result.map_err(|e| e.to_string()),
-        ));
+        let _ = done_tx.send(results::Finished {
+            problem: report.problem.to_string(),
+            result: report.result.map_err(|e| e.to_string()),
+            span: report.span,
+        });
     });
     // Each problem's span (the root of its own trace) links to the run span.
     let run = tracing::Instrument::instrument(run, observer.run_span());

@@ -172,6 +172,10 @@ pub struct ProblemJob<O> {
 pub struct ProblemReport<O> {
     pub problem: Arc<str>,
     pub result: Result<O, ProblemError>,
+    /// The problem's span (the root of its trace; disabled for a problem that never
+    /// started): what the caller does with the result next, such as judging it, can be
+    /// traced under it. The span ends when the last handle to it is dropped.
+    pub span: tracing::Span,
 }
 
 /// How a run ended.
@@ -269,7 +273,7 @@ impl Runner {
         let mut problems = problems.into_iter();
         let mut exhausted = false;
         // seq → (problem id, reported yet)
-        let mut live: HashMap<u64, (Arc<str>, bool)> = HashMap::new();
+        let mut live: HashMap<u64, (Arc<str>, bool, tracing::Span)> = HashMap::new();
         let mut next_seq = 0u64;
 
         loop {
@@ -289,14 +293,15 @@ impl Runner {
                 next_seq += 1;
                 let id = job.id.clone();
                 match self.start_problem(job, seq, &routes, &tx).await {
-                    Ok(()) => {
-                        live.insert(seq, (id, false));
+                    Ok(span) => {
+                        live.insert(seq, (id, false, span));
                     }
                     Err(err) => {
                         self.stats.on_problem_result(false);
                         on_done(ProblemReport {
                             problem: id,
                             result: Err(err),
+                            span: tracing::Span::none(),
                         });
                     }
                 }
@@ -307,18 +312,22 @@ impl Runner {
             tokio::select! {
                 event = rx.recv() => match event {
                     Some(Event::Report { seq, result }) => {
-                        if let Some((id, reported)) = live.get_mut(&seq) {
+                        if let Some((id, reported, span)) = live.get_mut(&seq) {
                             *reported = true;
                             self.stats.on_problem_result(result.is_ok());
-                            on_done(ProblemReport { problem: id.clone(), result });
+                            on_done(ProblemReport {
+                                problem: id.clone(),
+                                result,
+                                span: span.clone(),
+                            });
                         }
                     }
                     Some(Event::Exited { seq }) => {
                         self.stats.on_problem_exited();
-                        if let Some((id, false)) = live.remove(&seq) {
+                        if let Some((id, false, span)) = live.remove(&seq) {
                             self.stats.on_problem_result(false);
                             let err = ProblemError::Vanished { problem: id.clone() };
-                            on_done(ProblemReport { problem: id, result: Err(err) });
+                            on_done(ProblemReport { problem: id, result: Err(err), span });
                         }
                     }
                     // Unreachable while `tx` lives; treat like "nothing left to wait for".
@@ -366,12 +375,13 @@ impl Runner {
         seq: u64,
         routes: &Arc<HashMap<Arc<str>, RoleRoute>>,
         tx: &mpsc::UnboundedSender<Event<O>>,
-    ) -> Result<(), ProblemError> {
+    ) -> Result<tracing::Span, ProblemError> {
         let ProblemJob {
             id,
             strategy,
             banks,
         } = job;
+        let span = problem_span(&id);
         let report_tx = tx.clone();
         let args = CoordinatorArgs {
             problem: id.clone(),
@@ -384,7 +394,7 @@ impl Runner {
             stages: self.stages.clone(),
             latencies: ProblemLatencies::new(self.latencies.clone()),
             trace_content: self.settings.trace_content,
-            span: problem_span(&id),
+            span: span.clone(),
             stats: Some(self.stats.clone()),
             report: Box::new(move |result| {
                 let _ = report_tx.send(Event::Report { seq, result });
@@ -400,7 +410,7 @@ impl Runner {
                     let _ = join.await;
                     let _ = exit_tx.send(Event::Exited { seq });
                 });
-                Ok(())
+                Ok(span)
             }
             Err(err) => {
                 self.stats.on_problem_exited();

@@ -20,8 +20,13 @@ use super::observe::PassAt1Gauge;
 use super::outputs::{JudgedScores, WrittenOutputs, WrittenProblem};
 use super::run_dir::{FailedProblem, ProblemRecord, RunDir};
 
-/// A finished problem as the runner reports it.
-pub type Finished = (String, Result<TmasOutcome, String>);
+/// A finished problem as the runner reports it, with its span: it is judged under it, so
+/// the judge's calls are in the problem's trace.
+pub struct Finished {
+    pub problem: String,
+    pub result: Result<TmasOutcome, String>,
+    pub span: tracing::Span,
+}
 
 /// What the writer did in this process.
 pub struct Written {
@@ -101,8 +106,8 @@ impl ResultWriter {
             }
             tokio::select! {
                 next = rx.recv(), if receiving => match next {
-                    Some((id, result)) => {
-                        self.on_finished(id, result, &restoring, &mut judging, &mut written)?
+                    Some(finished) => {
+                        self.on_finished(finished, &restoring, &mut judging, &mut written)?
                     }
                     None => receiving = false,
                 },
@@ -129,8 +134,11 @@ impl ResultWriter {
 
     fn on_finished(
         &self,
-        id: String,
-        result: Result<TmasOutcome, String>,
+        Finished {
+            problem: id,
+            result,
+            span,
+        }: Finished,
         restoring: &Arc<Semaphore>,
         judging: &mut JoinSet<Result<Judged, (String, String)>>,
         written: &mut Written,
@@ -150,26 +158,32 @@ impl ResultWriter {
                     .with_context(|| format!("runner reported unknown problem {id}"))?;
                 let judge = self.judge.clone();
                 let (store, restoring) = (self.store.clone(), restoring.clone());
-                judging.spawn(async move {
-                    let permit = if outcome.released.is_empty() {
-                        None
-                    } else {
-                        let permit = restoring.acquire_owned().await.ok();
-                        outcome = restore_released(&store, outcome)
-                            .await
-                            .map_err(|e| (id.clone(), e))?;
-                        permit
-                    };
-                    let judgments = judge.judge_outcome(&problem, &outcome).await;
-                    let record = ProblemRecord {
-                        problem_id: problem.id,
-                        question: problem.question,
-                        reference_answer: problem.answer,
-                        outcome,
-                        judgments,
-                    };
-                    Ok((record, permit))
-                });
+                // A child of the problem's span: the judge's calls join the problem's
+                // trace instead of each starting one of its own.
+                let judging_span = tracing::info_span!(parent: &span, "judging");
+                judging.spawn(tracing::Instrument::instrument(
+                    async move {
+                        let permit = if outcome.released.is_empty() {
+                            None
+                        } else {
+                            let permit = restoring.acquire_owned().await.ok();
+                            outcome = restore_released(&store, outcome)
+                                .await
+                                .map_err(|e| (id.clone(), e))?;
+                            permit
+                        };
+                        let judgments = judge.judge_outcome(&problem, &outcome).await;
+                        let record = ProblemRecord {
+                            problem_id: problem.id,
+                            question: problem.question,
+                            reference_answer: problem.answer,
+                            outcome,
+                            judgments,
+                        };
+                        Ok((record, permit))
+                    },
+                    judging_span,
+                ));
             }
         }
         Ok(())

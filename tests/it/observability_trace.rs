@@ -291,3 +291,48 @@ async fn a_demo_run_exports_one_trace_per_problem_and_serves_metrics() {
         assert_eq!(trace_of[header(r, "x-tmas-problem")], parts[1]);
     }
 }
+
+/// With the LLM judge on, its calls are in their problem's trace, under a `judging` span
+/// of the problem: as many traces as problems (plus the run's), none made of one judge
+/// call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn judge_calls_are_traced_under_their_problems_judging_span() {
+    let collector = Collector::start().await;
+    let endpoint = format!("observability.otlp_endpoint=\"{}\"", collector.endpoint);
+    let mut opts = sim_options(5);
+    opts.latency = LatencyModel::Fixed(Duration::from_millis(5));
+    let run = spawn_process_on_sim(
+        opts,
+        dataset(3),
+        &[
+            &endpoint,
+            "observability.otlp_protocol=\"grpc\"",
+            "method.iterations=2",
+            "judge.enabled=true",
+            "judge.repeats=2",
+            "judge.policy=\"always\"",
+        ],
+        "warn",
+    )
+    .await;
+    run.finish().await;
+    let spans = collector.finish().await;
+    let ids = by_id(&spans);
+    let problems: Vec<&ExportedSpan> = spans.iter().filter(|s| s.name == "problem").collect();
+    assert_eq!(problems.len(), 3);
+    let judge_attempts: Vec<&ExportedSpan> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("chat ") && attr(s, "tmas.role").as_deref() == Some("judge"))
+        .collect();
+    assert!(!judge_attempts.is_empty(), "judge calls are exported");
+    for a in &judge_attempts {
+        let judging = ids[a.parent_span_id.as_str()];
+        assert_eq!(judging.name, "judging", "{a:?}");
+        let problem = ids[judging.parent_span_id.as_str()];
+        assert_eq!(problem.name, "problem");
+        assert_eq!(a.trace_id, problem.trace_id);
+    }
+    let traces: std::collections::BTreeSet<&str> =
+        spans.iter().map(|s| s.trace_id.as_str()).collect();
+    assert_eq!(traces.len(), 3 + 1, "one trace per problem and the run's");
+}
