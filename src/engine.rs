@@ -451,6 +451,7 @@ async fn start(
         &config,
         options,
         observe::Sources {
+            pass_at_1: Arc::default(),
             stats: runner.stats(),
             client: client.clone(),
             replayed: {

@@ -69,7 +69,7 @@ impl Console {
 }
 
 /// Counters the display shows; all are totals since the run started.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ProgressSnapshot {
     pub problems_total: u64,
     /// Finished with a result (judged and stored or not yet).
@@ -97,6 +97,9 @@ pub struct ProgressSnapshot {
     /// Most LLM judge calls one problem makes (0: no LLM judge); the ETA assumes it until
     /// a problem has been judged, then the average so far.
     pub judge_calls_per_problem: u64,
+    /// Pass@1 of the last iteration over the problems judged so far, and how many they
+    /// are (`None` before the first).
+    pub pass_at_1: Option<(f64, u64)>,
 }
 
 /// How progress is shown.
@@ -255,6 +258,15 @@ fn hms(d: Duration) -> String {
     }
 }
 
+/// `, Pass@1 42.5 % (n=8)`: the last iteration's Pass@1 over the problems judged so far
+/// (empty before the first): an early read of where the run is heading, over fewer
+/// problems than the final table.
+fn running_pass_at_1(s: &ProgressSnapshot) -> String {
+    s.pass_at_1.map_or_else(String::new, |(p, n)| {
+        format!(", Pass@1 {:.1} % (n={n})", p * 100.0)
+    })
+}
+
 /// `N judge calls`, and how many verdicts were reused when some were.
 fn judge_calls_text(s: &ProgressSnapshot) -> String {
     if s.judge_verdicts_reused > 0 {
@@ -280,8 +292,9 @@ pub fn status_line(elapsed: Duration, s: &ProgressSnapshot, tokens_per_s: f64) -
     } else {
         String::new()
     };
+    let pass = running_pass_at_1(s);
     format!(
-        "[{:>7}] {} | problems {}/{} done ({} failed) | iterations {}/{} | judged {}/{}{judge_calls} | calls {} in flight, {} done{replayed} | {:.0} tok/s | errors {} retries {} | ETA {}",
+        "[{:>7}] {} | problems {}/{} done ({} failed) | iterations {}/{} | judged {}/{}{judge_calls}{pass} | calls {} in flight, {} done{replayed} | {:.0} tok/s | errors {} retries {} | ETA {}",
         hms(elapsed),
         phase(s),
         s.problems_done,
@@ -363,9 +376,9 @@ async fn bars(console: Console, source: ProgressSource, mut stopped: watch::Rece
         judged.set_length(s.problems_total);
         judged.set_position(s.problems_judged);
         judged.set_message(if s.judge_calls_done > 0 {
-            format!("({})", judge_calls_text(&s))
+            format!("({}){}", judge_calls_text(&s), running_pass_at_1(&s))
         } else {
-            String::new()
+            running_pass_at_1(&s)
         });
         let eta = eta(started.elapsed(), &s).map_or_else(|| "-".to_owned(), hms);
         status.set_message(format!(
@@ -544,6 +557,7 @@ mod tests {
             problems_judged: 0,
             judge_calls_done: 0,
             judge_verdicts_reused: 0,
+            pass_at_1: None,
             judge_calls_per_problem: 0,
         }
     }
@@ -573,6 +587,7 @@ mod tests {
             problems_judged: 1,
             judge_calls_done: 24,
             judge_verdicts_reused: 0,
+            pass_at_1: None,
             judge_calls_per_problem: 96,
             ..snap(40, 40)
         };
@@ -583,6 +598,15 @@ mod tests {
         let line = status_line(Duration::from_secs(114), &reused, 0.0);
         assert!(
             line.contains("judged 1/4, 24 judge calls, 72 verdicts reused"),
+            "{line}"
+        );
+        let judged = ProgressSnapshot {
+            pass_at_1: Some((0.425, 8)),
+            ..s
+        };
+        let line = status_line(Duration::from_secs(114), &judged, 0.0);
+        assert!(
+            line.contains("judge calls, Pass@1 42.5 % (n=8) |"),
             "{line}"
         );
         let line = status_line(Duration::from_secs(114), &s, 0.0);
@@ -604,6 +628,7 @@ mod tests {
             problems_judged: 0,
             judge_calls_done: 0,
             judge_verdicts_reused: 0,
+            pass_at_1: None,
             ..s
         };
         assert_eq!(calls_left(&before), Some(3.0 * 96.0));

@@ -73,6 +73,8 @@ pub struct Sources {
     pub judge: Arc<JudgeProgress>,
     /// Most LLM judge calls one problem makes ([`judge_calls_per_problem`]).
     pub judge_calls_per_problem: u64,
+    /// The Pass@1 of the problems judged so far (`tmas_pass_at_1`).
+    pub pass_at_1: Arc<PassAt1Gauge>,
 }
 
 /// Most LLM judge calls one problem makes: R per candidate of every iteration (0 without
@@ -93,7 +95,6 @@ pub struct RunObserver {
     metrics: Option<MetricsServer>,
     progress: ProgressDisplay,
     sources: Arc<Sources>,
-    pass_at_1: Arc<PassAt1Gauge>,
 }
 
 /// Where a run publishes its progress counters for a display outside it (`tmas
@@ -207,13 +208,12 @@ impl RunObserver {
             metrics,
             progress,
             sources,
-            pass_at_1: Arc::default(),
         })
     }
 
     /// This run's `tmas_pass_at_1` estimate, for whoever judges its problems.
     pub fn pass_at_1(&self) -> Arc<PassAt1Gauge> {
-        self.pass_at_1.clone()
+        self.sources.pass_at_1.clone()
     }
 
     /// Publishes this run's counters in `slot` (for a display of several runs).
@@ -269,6 +269,12 @@ impl PassAt1Gauge {
         acc.1 += 1;
         metrics::gauge!("tmas_pass_at_1").set(acc.0 / acc.1 as f64);
     }
+
+    /// The estimate and the problems it covers (`None` before the first is judged).
+    pub fn value(&self) -> Option<(f64, u64)> {
+        let acc = *self.0.lock().unwrap_or_else(|p| p.into_inner());
+        (acc.1 > 0).then(|| (acc.0 / acc.1 as f64, acc.1))
+    }
 }
 
 fn snapshot(s: &Sources) -> ProgressSnapshot {
@@ -290,6 +296,7 @@ fn snapshot(s: &Sources) -> ProgressSnapshot {
         judge_calls_done: s.judge.calls_done.load(Ordering::Relaxed),
         judge_verdicts_reused: s.judge.verdicts_reused.load(Ordering::Relaxed),
         judge_calls_per_problem: s.judge_calls_per_problem,
+        pass_at_1: s.pass_at_1.value(),
     }
 }
 
