@@ -1,6 +1,11 @@
-//! The run directory's bank files, `banks/<problem>/<bank>-vN.json`: a [`BankSink`] that
-//! writes one JSON document per version, and the path-safe names the run directory also
-//! uses for `problems/<id>.json`.
+//! The run directory's bank files, `banks/<problem>/<bank>-itT.json` (the bank after
+//! iteration T's update; a version with no iteration, such as a bank's initial content,
+//! is `<bank>-vN.json`): a [`BankSink`] that writes one JSON document per version, and
+//! the path-safe names the run directory also uses for `problems/<id>.json`.
+//!
+//! Runs written before the files were named by iteration have `<bank>-vN.json` for every
+//! version (N = T + 1, one update per iteration); [`JsonFileSink::ensure`] renames such a
+//! file to its iteration's name when a resume restores the bank files.
 //!
 //! The runtime only knows the [`BankSink`] trait; this file format is the run directory's.
 
@@ -71,20 +76,35 @@ impl JsonFileSink {
     ) -> Result<bool, BankSinkError> {
         let err = sink_error(problem, version);
         let bytes = encode(problem, iteration, version).map_err(&err)?;
-        let path = self.path_of(problem, &version.bank, version.version);
+        let path = self.path_of(problem, &version.bank, iteration, version.version);
         let same = file_holds(&path, &bytes)
             .map_err(|e| err(format!("reading {}: {e}", path.display())))?;
         if !same {
-            write_atomically(&path, &bytes, self.sync).map_err(err)?;
+            write_atomically(&path, &bytes, self.sync).map_err(&err)?;
+        }
+        // The same version under the name an earlier build gave it: gone, so a version
+        // is one file.
+        let old = self.path_of(problem, &version.bank, None, version.version);
+        if iteration.is_some() && old.is_file() {
+            fs::remove_file(&old).map_err(|e| err(format!("removing {}: {e}", old.display())))?;
         }
         Ok(!same)
     }
 
-    /// The file a version is written to.
-    pub fn path_of(&self, problem: &str, bank: &str, version: u32) -> PathBuf {
-        self.dir
-            .join(safe_name(problem))
-            .join(format!("{}-v{version}.json", safe_name(bank)))
+    /// The file a version is written to: named by the iteration whose update made it, or
+    /// by its version number when it has no iteration.
+    pub fn path_of(
+        &self,
+        problem: &str,
+        bank: &str,
+        iteration: Option<u32>,
+        version: u32,
+    ) -> PathBuf {
+        let name = match iteration {
+            Some(t) => format!("{}-it{t}.json", safe_name(bank)),
+            None => format!("{}-v{version}.json", safe_name(bank)),
+        };
+        self.dir.join(safe_name(problem)).join(name)
     }
 }
 
@@ -216,7 +236,7 @@ impl BankSink for JsonFileSink {
     ) -> Result<(), BankSinkError> {
         let err = sink_error(problem, version);
         let bytes = encode(problem, iteration, version).map_err(&err)?;
-        let path = self.path_of(problem, &version.bank, version.version);
+        let path = self.path_of(problem, &version.bank, iteration, version.version);
         write_atomically(&path, &bytes, self.sync).map_err(err)
     }
 }
@@ -293,11 +313,12 @@ mod tests {
         sink.persist("p/1", None, &version(0, &[])).unwrap();
         sink.persist("p/1", Some(0), &version(1, &["a", "b"]))
             .unwrap();
-        let path = sink.path_of("p/1", "guide/line", 1);
+        let path = sink.path_of("p/1", "guide/line", Some(0), 1);
         assert_eq!(
             path,
             dir.join(safe_name("p/1"))
-                .join(format!("{}-v1.json", safe_name("guide/line")))
+                .join(format!("{}-it0.json", safe_name("guide/line"))),
+            "named by the iteration that made it, not one ahead"
         );
         assert!(path.starts_with(&dir) && path.is_file(), "{path:?}");
         let doc: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
@@ -305,7 +326,10 @@ mod tests {
         assert_eq!(doc["iteration"], 0);
         assert_eq!(doc["items"], serde_json::json!(["a", "b"]));
         assert_eq!(doc["rejected"][0]["reason"], "dup");
-        assert!(sink.path_of("p/1", "guide/line", 0).exists());
+        assert!(
+            sink.path_of("p/1", "guide/line", None, 0).exists(),
+            "the initial content has no iteration"
+        );
         // No temporary file is left behind.
         let leftovers: Vec<_> = fs::read_dir(dir.join(safe_name("p/1")))
             .unwrap()
@@ -317,19 +341,33 @@ mod tests {
     }
 
     #[test]
+    fn ensure_takes_over_a_version_an_earlier_build_named_by_number() {
+        let dir = scratch_dir("old-name");
+        let sink = JsonFileSink::unsynced(&dir);
+        let v1 = version(1, &["a"]);
+        let old = sink.path_of("p", "guide/line", None, 1);
+        fs::create_dir_all(old.parent().unwrap()).unwrap();
+        fs::write(&old, b"{}").unwrap();
+        sink.ensure("p", Some(0), &v1).unwrap();
+        assert!(!old.exists(), "the number-named file is replaced");
+        assert!(sink.path_of("p", "guide/line", Some(0), 1).is_file());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn ensure_restores_a_missing_or_damaged_version_and_leaves_a_good_one() {
         let dir = scratch_dir("ensure");
         let sink = JsonFileSink::unsynced(&dir);
         let v1 = version(1, &["a", "b"]);
         sink.persist("p", Some(0), &v1).unwrap();
-        let path = sink.path_of("p", "guide/line", 1);
+        let path = sink.path_of("p", "guide/line", Some(0), 1);
         let written = fs::read(&path).unwrap();
         // The synced sink writes the same bytes: only durability differs.
         let synced_dir = scratch_dir("ensure-synced");
         let synced = JsonFileSink::new(&synced_dir);
         synced.persist("p", Some(0), &v1).unwrap();
         assert_eq!(
-            fs::read(synced.path_of("p", "guide/line", 1)).unwrap(),
+            fs::read(synced.path_of("p", "guide/line", Some(0), 1)).unwrap(),
             written
         );
 
