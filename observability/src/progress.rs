@@ -201,18 +201,18 @@ impl Rate {
     }
 }
 
-/// Calls still to make, estimated: the method's calls per iteration so far times the
-/// iterations left, plus the judge calls per problem (so far, or the bound before the
-/// first problem is judged) times the problems left to judge. `None` before the first
-/// iteration ends.
-fn calls_left(s: &ProgressSnapshot) -> Option<f64> {
+/// Calls still to make, estimated: the method's calls per iteration (`per_iteration`,
+/// else the calls so far over the iterations finished) times the iterations left, plus
+/// the judge calls per problem (so far, or the bound before the first problem is judged)
+/// times the problems left to judge. `None` before the first iteration ends.
+fn calls_left(s: &ProgressSnapshot, per_iteration: Option<f64>) -> Option<f64> {
     let solving = if s.iterations_done >= s.iterations_total {
         0.0
     } else if s.iterations_done == 0 {
         return None;
     } else {
-        (s.iterations_total - s.iterations_done) as f64 * s.calls_done as f64
-            / s.iterations_done as f64
+        let per_iteration = per_iteration.unwrap_or(s.calls_done as f64 / s.iterations_done as f64);
+        (s.iterations_total as f64 * per_iteration - s.calls_done as f64).max(0.0)
     };
     let judge_per_problem = if s.problems_judged > 0 {
         s.judge_calls_done as f64 / s.problems_judged as f64
@@ -225,10 +225,58 @@ fn calls_left(s: &ProgressSnapshot) -> Option<f64> {
     Some(solving + to_judge as f64 * judge_per_problem)
 }
 
+/// The shown remaining time. Two things make the plain estimate ([`eta`]) wrong when
+/// every problem runs at once, so that all problems' iteration t ends at about the same
+/// moment: between those moments the calls made belong mostly to iterations not finished
+/// yet, so calls ÷ iterations finished overstates an iteration's calls (the first
+/// estimates were twice the real time); and the estimate jumps at each wave. So the
+/// calls of an iteration are the least calls ÷ iterations finished seen so far (reached
+/// just as a wave ends; calls of unfinished iterations only raise it), and the finish
+/// time is smoothed.
+#[derive(Debug, Default)]
+struct Eta {
+    per_iteration: Option<f64>,
+    finish_s: Option<f64>,
+}
+
+impl Eta {
+    /// Weight of a new estimate of the finish time, per update (about once a second).
+    const WEIGHT: f64 = 0.3;
+
+    fn update(&mut self, elapsed: Duration, s: &ProgressSnapshot) -> Option<Duration> {
+        if s.iterations_done > 0 && s.iterations_done < s.iterations_total {
+            let seen = s.calls_done as f64 / s.iterations_done as f64;
+            self.per_iteration = Some(self.per_iteration.map_or(seen, |p| p.min(seen)));
+        }
+        let now = elapsed.as_secs_f64();
+        let Some(raw) = eta_with(elapsed, s, self.per_iteration) else {
+            return self
+                .finish_s
+                .map(|f| Duration::from_secs_f64((f - now).max(0.0)));
+        };
+        let finish = now + raw.as_secs_f64();
+        let smoothed = match self.finish_s {
+            Some(prev) if raw > Duration::ZERO => prev + Self::WEIGHT * (finish - prev),
+            _ => finish,
+        };
+        self.finish_s = Some(smoothed);
+        Some(Duration::from_secs_f64((smoothed - now).max(0.0)))
+    }
+}
+
 /// Remaining time: the calls left at the rate calls were sent so far (replayed calls,
 /// answered from the store at once, do not count toward the rate).
 fn eta(elapsed: Duration, s: &ProgressSnapshot) -> Option<Duration> {
-    let left = calls_left(s)?;
+    eta_with(elapsed, s, None)
+}
+
+/// [`eta`] with an iteration's calls known (see [`Eta`]).
+fn eta_with(
+    elapsed: Duration,
+    s: &ProgressSnapshot,
+    per_iteration: Option<f64>,
+) -> Option<Duration> {
+    let left = calls_left(s, per_iteration)?;
     let sent = (s.calls_done + s.judge_calls_done).saturating_sub(s.calls_replayed);
     if sent == 0 {
         return None;
@@ -279,9 +327,19 @@ fn judge_calls_text(s: &ProgressSnapshot) -> String {
     }
 }
 
-/// One plain status line (also the text under the bars).
+/// One plain status line (also the text under the bars), with the unsmoothed ETA.
 pub fn status_line(elapsed: Duration, s: &ProgressSnapshot, tokens_per_s: f64) -> String {
-    let eta = eta(elapsed, s).map_or_else(|| "-".to_owned(), hms);
+    status_line_with(elapsed, s, tokens_per_s, eta(elapsed, s))
+}
+
+/// [`status_line`] with the ETA given (the smoothed one, in a running display).
+fn status_line_with(
+    elapsed: Duration,
+    s: &ProgressSnapshot,
+    tokens_per_s: f64,
+    eta: Option<Duration>,
+) -> String {
+    let eta = eta.map_or_else(|| "-".to_owned(), hms);
     let replayed = if s.calls_replayed > 0 {
         format!(" ({} replayed)", s.calls_replayed)
     } else {
@@ -316,6 +374,7 @@ pub fn status_line(elapsed: Duration, s: &ProgressSnapshot, tokens_per_s: f64) -
 async fn lines(every: Duration, source: ProgressSource, mut stopped: watch::Receiver<bool>) {
     let started = Instant::now();
     let mut rate = Rate::default();
+    let mut remaining = Eta::default();
     rate.push(started, source().tokens_out);
     let mut tick = tokio::time::interval(every);
     tick.tick().await;
@@ -326,7 +385,9 @@ async fn lines(every: Duration, source: ProgressSource, mut stopped: watch::Rece
         }
         let s = source();
         let tps = rate.push(Instant::now(), s.tokens_out);
-        eprintln!("{}", status_line(started.elapsed(), &s, tps));
+        let elapsed = started.elapsed();
+        let eta = remaining.update(elapsed, &s);
+        eprintln!("{}", status_line_with(elapsed, &s, tps, eta));
     }
 }
 
@@ -338,6 +399,7 @@ fn style(template: &str) -> ProgressStyle {
 }
 
 async fn bars(console: Console, source: ProgressSource, mut stopped: watch::Receiver<bool>) {
+    let mut remaining = Eta::default();
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
     let problems = multi.add(ProgressBar::new(0));
     problems.set_style(style("{prefix:>10} [{bar:32}] {pos}/{len} {msg}"));
@@ -380,7 +442,9 @@ async fn bars(console: Console, source: ProgressSource, mut stopped: watch::Rece
         } else {
             running_pass_at_1(&s)
         });
-        let eta = eta(started.elapsed(), &s).map_or_else(|| "-".to_owned(), hms);
+        let eta = remaining
+            .update(started.elapsed(), &s)
+            .map_or_else(|| "-".to_owned(), hms);
         status.set_message(format!(
             "{} in flight, {} done | {:.0} tok/s | errors {} retries {} | {} | ETA {eta}",
             s.calls_in_flight,
@@ -579,6 +643,57 @@ mod tests {
         assert!(status_line(Duration::from_secs(1), &snap(0, 40), 0.0).ends_with("ETA -"));
     }
 
+    /// A run whose problems all run at once: P problems, T iterations of `secs` seconds
+    /// each, `per_iteration` calls per problem and iteration made evenly, iterations
+    /// ending in waves. Its snapshot at second `t`.
+    fn waves(t: f64) -> ProgressSnapshot {
+        const P: u64 = 100;
+        const T: u64 = 5;
+        const SECS: f64 = 10.0;
+        const PER_ITERATION: f64 = 82.0;
+        let total_s = T as f64 * SECS;
+        let t = t.min(total_s);
+        ProgressSnapshot {
+            problems_total: P,
+            iterations_total: P * T,
+            iterations_done: P * (t / SECS).floor() as u64,
+            calls_done: (P as f64 * PER_ITERATION * t / SECS) as u64,
+            ..ProgressSnapshot::default()
+        }
+    }
+
+    #[test]
+    fn the_eta_follows_the_real_time_left_when_every_problem_runs_at_once() {
+        // Updated once a second as the displays do, against the time really left (50 s
+        // in all): no estimate before the first wave of iterations ends, then within 5 %
+        // of the run's length, the first one included.
+        let mut remaining = Eta::default();
+        let mut worst: f64 = 0.0;
+        for second in 1..50 {
+            let t = f64::from(second);
+            let eta = remaining.update(Duration::from_secs_f64(t), &waves(t));
+            if second < 10 {
+                assert_eq!(eta, None, "second {second}: no iteration has ended");
+                continue;
+            }
+            let eta = eta
+                .expect("an estimate once an iteration ended")
+                .as_secs_f64();
+            worst = worst.max((eta - (50.0 - t)).abs() / 50.0);
+        }
+        assert!(
+            worst < 0.05,
+            "the ETA strays from the time left by {:.1} % of the run",
+            worst * 100.0
+        );
+        // The estimate of calls ÷ iterations finished alone, at second 15 (half-way
+        // through the second wave), is far off: what the smoothed one corrects.
+        let plain = eta(Duration::from_secs(15), &waves(15.0))
+            .unwrap()
+            .as_secs_f64();
+        assert!(plain > 50.0, "plain ETA {plain:.1} s, 35 s left");
+    }
+
     #[test]
     fn progress_goes_on_through_the_judge_phase_and_the_eta_counts_judge_calls() {
         // Every iteration done, 1 of 4 problems judged with 24 judge calls; 1 failed.
@@ -618,7 +733,7 @@ mod tests {
             assert!(line.contains(part), "{part:?} missing in {line}");
         }
         // 2 problems left to judge at 24 calls each; 114 s for 90 + 24 calls sent.
-        assert_eq!(calls_left(&s), Some(48.0));
+        assert_eq!(calls_left(&s, None), Some(48.0));
         assert_eq!(
             eta(Duration::from_secs(114), &s),
             Some(Duration::from_secs(48))
@@ -631,7 +746,7 @@ mod tests {
             pass_at_1: None,
             ..s
         };
-        assert_eq!(calls_left(&before), Some(3.0 * 96.0));
+        assert_eq!(calls_left(&before, None), Some(3.0 * 96.0));
         assert!(
             status_line(Duration::from_secs(1), &before, 0.0).contains("judged 0/4, 0 judge calls")
         );
@@ -640,7 +755,7 @@ mod tests {
             judge_calls_per_problem: 10,
             ..snap(10, 40)
         };
-        assert_eq!(calls_left(&solving), Some(30.0 * 9.0 + 3.0 * 10.0));
+        assert_eq!(calls_left(&solving, None), Some(30.0 * 9.0 + 3.0 * 10.0));
         assert!(status_line(Duration::from_secs(1), &solving, 0.0).contains("] solving |"));
         // Replayed calls (a resumed run) do not speed up the estimate.
         let resumed = ProgressSnapshot {
