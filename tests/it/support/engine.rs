@@ -384,9 +384,11 @@ pub fn bank_versions(run_dir: &Path, problem: &str, bank: &str) -> Vec<StoredBan
         Ok(entries) => entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(&format!("{bank}-v")) && n.ends_with(".json"))
+                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                    // `<bank>-itT.json` after iteration T; `<bank>-vN.json` without one.
+                    (n.starts_with(&format!("{bank}-it")) || n.starts_with(&format!("{bank}-v")))
+                        && n.ends_with(".json")
+                })
             })
             .map(|p| {
                 let bytes = std::fs::read(&p).expect("bank file is readable");
