@@ -14,24 +14,20 @@
 //!
 //! "Correct" follows Pass@1: a candidate's judge score (the share of judge runs that say
 //! correct) is its correctness. A problem counts as *solved* by a candidate whose score is
-//! at least [`SOLVED_SCORE`] (a majority of judge runs).
+//! above one half ([`super::judge::is_correct`]: a strict majority of judge runs).
 //!
 //! Pure functions of the records: nothing here reads or writes files.
 
 use serde::Serialize;
 
 use super::chart::{Series, YAxis};
-use super::judge::JudgeRecord;
+use super::judge::{JudgeRecord, is_correct};
 use crate::method::TmasOutcome;
 
 pub(crate) mod bank_growth;
 pub(crate) mod branches;
 pub(crate) mod guidelines;
 pub(crate) mod paradox;
-
-/// A candidate with at least this judge score counts as a correct answer for "solved at
-/// least once" and "first correct answer".
-pub const SOLVED_SCORE: f64 = 0.5;
 
 /// One judged problem of a run.
 #[derive(Debug, Clone, Copy)]
@@ -54,7 +50,7 @@ impl ProblemRun<'_> {
             .iter()
             .flatten()
             .flatten()
-            .any(|j| j.score >= SOLVED_SCORE)
+            .any(|j| is_correct(j.score))
     }
 }
 

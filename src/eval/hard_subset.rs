@@ -16,11 +16,7 @@ pub struct SampleCount {
     pub samples: u32,
 }
 
-/// A sample counts as correct when its judge score (mean over the judge's runs) is above
-/// one half: a majority of the judge runs said correct.
-pub fn is_correct(score: f64) -> bool {
-    score > 0.5
-}
+pub use super::judge::is_correct;
 
 /// The problems with fewer than `below` correct samples (in input order), then `n` of
 /// them drawn without replacement by a generator seeded with `seed`, kept in input

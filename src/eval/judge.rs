@@ -179,6 +179,15 @@ pub struct JudgeRecord {
     pub grades: Vec<Option<f64>>,
 }
 
+/// Whether a candidate with judge score `score` (the mean of its judge runs' verdicts, or
+/// of a proof's grades) counts as correct: above one half, a strict majority of the
+/// judge's runs. A 2–2 tie at R = 4 is not correct. The one rule for "correct" and
+/// "solved" wherever a single verdict is needed (the analyses, `select-hard`, RL rewards);
+/// Pass@1 itself averages the scores.
+pub fn is_correct(score: f64) -> bool {
+    score > 0.5
+}
+
 impl JudgeRecord {
     /// The verdict "no answer": the candidate boxed nothing and was not judged correct
     /// (under `judge.input = "final"` the judge still read the end of its solution).

@@ -179,7 +179,7 @@ impl Judges {
                 };
                 let llm_decided = rule_undecided && !record.undecided && !record.llm.is_empty();
                 let judged = Judged {
-                    correct: record.score > 0.5,
+                    correct: crate::eval::judge::is_correct(record.score),
                     undecided: record.undecided,
                     novel,
                     novelty_failed,

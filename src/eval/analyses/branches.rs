@@ -1,15 +1,16 @@
 //! Explore vs exploit: the correct share of each branch per iteration (mean judge score
 //! of its candidates, as Pass@1 counts them), and, for every problem the run solved, which
 //! branch its first correct answer came from (the earliest iteration with a candidate
-//! scoring at least [`super::SOLVED_SCORE`]; several correct candidates there may mix
+//! judged correct ([`crate::eval::judge::is_correct`]); several correct candidates there may mix
 //! branches, so both "some" and "only" are counted).
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{ChartSpec, ProblemRun, SOLVED_SCORE, cell, mean, points};
+use super::{ChartSpec, ProblemRun, cell, mean, points};
 use crate::eval::chart::{Series, YAxis};
+use crate::eval::judge::is_correct;
 use crate::method::Branch;
 
 /// One branch at one iteration.
@@ -49,7 +50,7 @@ impl ExploreExploit {
                     if let Some(slot) = scores[b].get_mut(t) {
                         slot.push(score);
                     }
-                    if score >= SOLVED_SCORE {
+                    if is_correct(score) {
                         correct.push(c.branch);
                     }
                 }
