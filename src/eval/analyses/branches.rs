@@ -113,14 +113,8 @@ impl ExploreExploit {
             title: format!("Correct share by branch — {run}"),
             y: YAxis::percent("Correct candidates (%)"),
             series: vec![
-                Series {
-                    label: "explore".into(),
-                    points: points(&shares(&self.explore)),
-                },
-                Series {
-                    label: "exploit".into(),
-                    points: points(&shares(&self.exploit)),
-                },
+                Series::new("explore", points(&shares(&self.explore))),
+                Series::new("exploit", points(&shares(&self.exploit))),
             ],
         }
     }
