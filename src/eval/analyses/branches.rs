@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::{ChartSpec, ProblemRun, SOLVED_SCORE, cell, mean, points};
-use crate::eval::chart::{Series, YAxis};
+use crate::eval::chart::{Series, YAxis, n_label};
 use crate::method::Branch;
 
 /// One branch at one iteration.
@@ -112,10 +112,18 @@ impl ExploreExploit {
             stem: "explore_exploit",
             title: format!("Correct share by branch — {run}"),
             y: YAxis::percent("Correct candidates (%)"),
-            series: vec![
-                Series::new("explore", points(&shares(&self.explore))),
-                Series::new("exploit", points(&shares(&self.exploit))),
-            ],
+            // Each branch with the table's `n` column: how many candidates its points
+            // rest on (iterations without one have no point).
+            series: [("explore", &self.explore), ("exploit", &self.exploit)]
+                .into_iter()
+                .map(|(name, cells)| {
+                    let counts = cells.iter().map(|c| c.candidates).filter(|&n| n > 0);
+                    Series::new(
+                        format!("{name} ({} candidates)", n_label(counts)),
+                        points(&shares(cells)),
+                    )
+                })
+                .collect(),
         }
     }
 }

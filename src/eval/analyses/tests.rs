@@ -376,6 +376,18 @@ fn the_bank_growth_chart_draws_every_column_of_its_table_per_problem() {
 }
 
 #[test]
+fn the_branch_chart_names_how_many_candidates_each_line_rests_on() {
+    let p = sample();
+    let chart = Analyses::of(&runs(&p), 1).explore_exploit.chart("run");
+    let labels: Vec<&str> = chart.series.iter().map(|s| s.label.as_str()).collect();
+    // it0: 2 explore, 4 exploit; it1: 2 explore (one unscored counts), 4 exploit.
+    assert_eq!(
+        labels,
+        ["explore (n = 2 candidates)", "exploit (n = 4 candidates)"]
+    );
+}
+
+#[test]
 fn text_charts_and_json_cover_all_four() {
     let p = sample();
     let a = Analyses::of(&runs(&p), 1);
