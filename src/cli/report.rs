@@ -149,7 +149,7 @@ fn report_analyses(dir: &RunDir, args: &Args) -> anyhow::Result<()> {
             // A run without data for one analysis (say, no verifications at all) gets a
             // note instead of a chart, and loses the chart an earlier report drew, which
             // would show data the run no longer has; the table above shows why.
-            Err(ChartError::NoData(why)) => {
+            Err(ChartError::NoData(_)) => {
                 for stale in [&png, &svg] {
                     match std::fs::remove_file(stale) {
                         Ok(()) => {}
@@ -161,7 +161,10 @@ fn report_analyses(dir: &RunDir, args: &Args) -> anyhow::Result<()> {
                         }
                     }
                 }
-                println!("note: no chart {}: no data ({why})", chart.stem);
+                println!(
+                    "note: no chart {}: nothing to draw (the table above shows why)",
+                    chart.stem
+                );
             }
             Err(e) => eprintln!("note: chart {} not drawn: {e}", chart.stem),
         }
