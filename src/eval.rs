@@ -20,5 +20,6 @@ pub(crate) mod chart;
 pub mod dataset;
 pub use tmas_equivalence as equivalence;
 pub(crate) mod hard_subset;
+pub mod interval;
 pub mod judge;
 pub mod pass_at_1;

@@ -10,7 +10,7 @@ use anyhow::Context;
 use crate::engine::accounting::Accounting;
 use crate::engine::run_dir::{ProblemRecord, RunDir, write_atomic};
 use crate::eval::analyses::{Analyses, ProblemRun};
-use crate::eval::chart::{Series, write_line_chart, write_pass_at_1_chart};
+use crate::eval::chart::{ChartError, Series, n_label, write_line_chart, write_pass_at_1_chart};
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
 use crate::store::export::{stored_table, unfinished_problems};
 use crate::store::{DB_FILE, StoreReader};
@@ -74,15 +74,23 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
         _ => title,
     };
+    // An iteration no problem has finished has no point.
+    let rows: Vec<_> = table.rows.iter().filter(|r| r.problems > 0).collect();
     let series = [Series {
-        label: method_label(&dir),
-        // An iteration no problem has finished has no point.
-        points: table
-            .rows
+        label: format!(
+            "{} ({} problems)",
+            method_label(&dir),
+            n_label(rows.iter().map(|r| r.problems))
+        ),
+        points: rows
             .iter()
-            .filter(|r| r.problems > 0)
             .map(|r| (r.iteration as u32, r.pass_at_1))
             .collect(),
+        intervals: rows
+            .iter()
+            .filter_map(|r| Some((r.iteration as u32, r.interval_95()?)))
+            .collect(),
+        reference: None,
     }];
     let png = dir.root.join("pass_at_1.png");
     let svg = dir.root.join("pass_at_1.svg");
@@ -138,8 +146,26 @@ fn report_analyses(dir: &RunDir, args: &Args) -> anyhow::Result<()> {
         let svg = dir.root.join(format!("{}.svg", chart.stem));
         match write_line_chart(&chart.title, &chart.y, &chart.series, &png, &svg) {
             Ok(()) => println!("chart: {} and {}", png.display(), svg.display()),
-            // A run without data for one analysis (say, no explorer ever) still gets the
-            // others; the table above shows why.
+            // A run without data for one analysis (say, no verifications at all) gets a
+            // note instead of a chart, and loses the chart an earlier report drew, which
+            // would show data the run no longer has; the table above shows why.
+            Err(ChartError::NoData(_)) => {
+                for stale in [&png, &svg] {
+                    match std::fs::remove_file(stale) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => {
+                            return Err(e).with_context(|| {
+                                format!("cannot remove the stale chart {}", stale.display())
+                            });
+                        }
+                    }
+                }
+                println!(
+                    "note: no chart {}: nothing to draw (the table above shows why)",
+                    chart.stem
+                );
+            }
             Err(e) => eprintln!("note: chart {} not drawn: {e}", chart.stem),
         }
     }

@@ -120,6 +120,13 @@ impl MethodName {
         MethodName::Rse,
     ];
 
+    /// Whether the method's result is one selected answer per problem (MV@k's vote)
+    /// rather than its samples: its accuracy is the selected answer's, and Pass@1 over
+    /// its samples is only their mean, so reports show both.
+    pub fn single_answer(self) -> bool {
+        matches!(self, MethodName::MajorityVote)
+    }
+
     /// The name as written in config files.
     pub fn as_str(self) -> &'static str {
         match self {

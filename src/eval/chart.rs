@@ -1,5 +1,20 @@
-//! The Pass@1-vs-iteration chart of `tmas report`: one line per method ("TMAS", later the
-//! baselines), written as PNG (for quick viewing) and SVG (for papers and web pages).
+//! The charts of `tmas report` and `tmas experiment report`: lines against iteration (or
+//! against a quantity such as cumulative tokens), written as PNG (for quick viewing) and
+//! SVG (for papers and web pages).
+//!
+//! What every chart does, so a reader can trust it:
+//! - the y axis starts at 0 (Pass@1 and other shares run from 0 up to the data, at most
+//!   100 %), so differences are never magnified by a cut axis;
+//! - a point may carry a 95 % interval (a vertical error bar; `crate::eval::interval`
+//!   says which interval), and a chart with intervals says so under its title; the number
+//!   of problems behind a point belongs in its series' label ([`n_label`]);
+//! - a series may carry a reference value (a single-answer method's selected accuracy),
+//!   drawn as a dashed horizontal line in the series' colour with a legend row of its own;
+//! - every series gets its own colour-blind-safe colour and marker (`style`);
+//! - a series without points is left out (nothing is drawn for a group without data),
+//!   and a chart without any point is not drawn ([`ChartError::NoData`]);
+//! - the legend sits under the plot, as many entries per row as fit, so it never hides
+//!   data and takes the width only of what it names.
 //!
 //! Text is laid out with an embedded DejaVu Sans registered with plotters' `ab_glyph`
 //! renderer, so building and running need no system font libraries (no fontconfig or
@@ -7,8 +22,6 @@
 //! which works around a glyph-placement bug of plotters 0.3.7. The SVG keeps text as
 //! `<text>` elements (the viewer's sans-serif font renders them). Font licence:
 //! `assets/fonts/LICENSE-DejaVu.txt`.
-//!
-//! Layout: title on top, plot on the left, legend in its own column on the right.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -20,7 +33,12 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{FontStyle, register_font};
 
+pub use super::interval::Interval;
+
+mod style;
 mod text;
+
+use style::{marker_glyph, style_of};
 
 /// DejaVu Sans, embedded so charts render identically on every machine.
 static FONT_BYTES: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
@@ -31,45 +49,76 @@ const FONT_FAMILY: &str = "sans-serif";
 /// Size of the PNG in pixels; the SVG uses the same user units.
 const CHART_SIZE: (u32, u32) = (1000, 600);
 
-/// Okabe–Ito colours: distinguishable with the common colour-vision deficiencies and on
-/// white (the palette's yellow is left out, it is unreadable on white).
-const PALETTE: [RGBColor; 7] = [
-    RGBColor(0, 114, 178),
-    RGBColor(213, 94, 0),
-    RGBColor(0, 158, 115),
-    RGBColor(204, 121, 167),
-    RGBColor(230, 159, 0),
-    RGBColor(86, 180, 233),
-    RGBColor(0, 0, 0),
-];
+/// The line under the title of a chart whose points carry intervals.
+pub const INTERVAL_CAPTION: &str =
+    "Bars: 95 % t-interval across problems (mean ± t·s/√n of the per-problem shares)";
 
-/// Marker shapes, cycled together with the colours so series stay apart in grayscale prints.
-#[derive(Debug, Clone, Copy)]
-enum Marker {
-    Circle,
-    Triangle,
-    Square,
-    Cross,
+/// One line of a chart against iteration.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Series {
+    /// Legend text, e.g. "TMAS (n = 30)".
+    pub label: String,
+    /// `(iteration, value)`, any order, one point per iteration; for a share axis the
+    /// value is a share in `[0, 1]`. A series without points is not drawn.
+    pub points: Vec<(u32, f64)>,
+    /// 95 % intervals of some of the points, by iteration, in the points' units.
+    pub intervals: Vec<(u32, Interval)>,
+    /// A value the series is judged by besides its points (a single-answer method's
+    /// selected accuracy): a dashed horizontal line in the series' colour.
+    pub reference: Option<Reference>,
 }
 
-const MARKERS: [Marker; 4] = [
-    Marker::Circle,
-    Marker::Triangle,
-    Marker::Square,
-    Marker::Cross,
-];
+impl Series {
+    pub fn new(label: impl Into<String>, points: Vec<(u32, f64)>) -> Self {
+        Self {
+            label: label.into(),
+            points,
+            ..Self::default()
+        }
+    }
+}
 
-/// Marker radius in pixels.
-const MARKER_SIZE: i32 = 5;
-
-/// One line of the chart.
+/// A labelled horizontal line, in the units of the chart's points.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Series {
-    /// Legend text, e.g. "TMAS".
+pub struct Reference {
+    /// Legend text, e.g. "MV@64: selected answer (100.0 %)".
     pub label: String,
-    /// `(iteration, pass@1)` with pass@1 a share in `[0, 1]`; any order, one point per
-    /// iteration. A series without points stays in the legend, marked "(no data)".
-    pub points: Vec<(u32, f64)>,
+    pub value: f64,
+}
+
+/// "n = 30", or "n = 3–8" when the points rest on different numbers of problems.
+pub fn n_label(counts: impl IntoIterator<Item = usize>) -> String {
+    let (lo, hi) = counts
+        .into_iter()
+        .fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
+    match (lo, hi) {
+        (usize::MAX, _) => "n = 0".to_string(),
+        (lo, hi) if lo == hi => format!("n = {lo}"),
+        (lo, hi) => format!("n = {lo}–{hi}"),
+    }
+}
+
+/// How the values of the y axis read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// Shares in `[0, 1]` drawn in percent, axis from 0 % to at most 100 %.
+    Percent,
+    /// Shares in `[0, 1]` (or scores on that scale) drawn as they are, axis from 0 to at
+    /// most 1: for quantities whose tables print them that way.
+    Share,
+    /// Non-negative amounts (counts, means of counts), axis from 0.
+    Amount,
+}
+
+impl Scale {
+    fn is_share(self) -> bool {
+        matches!(self, Scale::Percent | Scale::Share)
+    }
+
+    /// A share's value as drawn.
+    fn display(self, v: f64) -> f64 {
+        if self == Scale::Percent { v * 100.0 } else { v }
+    }
 }
 
 /// The y axis of a line chart.
@@ -77,9 +126,7 @@ pub struct Series {
 pub struct YAxis {
     /// Axis title, e.g. "Pass@1 (%)".
     pub desc: String,
-    /// Values are shares in `[0, 1]` drawn in percent (zoomed to the data); otherwise
-    /// non-negative values drawn as they are, from 0.
-    pub percent: bool,
+    pub scale: Scale,
 }
 
 impl YAxis {
@@ -91,15 +138,23 @@ impl YAxis {
     pub fn percent(desc: &str) -> Self {
         Self {
             desc: desc.to_string(),
-            percent: true,
+            scale: Scale::Percent,
         }
     }
 
-    /// A non-negative quantity (counts, means of counts, scores).
+    /// A share or score in `[0, 1]` shown as it is.
+    pub fn share(desc: &str) -> Self {
+        Self {
+            desc: desc.to_string(),
+            scale: Scale::Share,
+        }
+    }
+
+    /// A non-negative quantity (counts, means of counts).
     pub fn value(desc: &str) -> Self {
         Self {
             desc: desc.to_string(),
-            percent: false,
+            scale: Scale::Amount,
         }
     }
 }
@@ -110,19 +165,28 @@ pub enum ChartError {
     /// Nothing to draw: no series, or none with a point.
     #[error("no data to chart: {0}")]
     NoData(&'static str),
-    /// A Pass@1 value that is not a share in `[0, 1]` (NaN included).
+    /// A value of a share chart that is not a share in `[0, 1]` (NaN included).
     #[error("series {series:?}, iteration {iteration}: Pass@1 {value} is not a share in [0, 1]")]
     InvalidValue {
         series: String,
         iteration: u32,
         value: f64,
     },
-    /// A value of a non-percent chart that is negative or not finite.
+    /// A value of an amount chart that is negative or not finite.
     #[error("series {series:?}, iteration {iteration}: value {value} is not a finite number ≥ 0")]
     InvalidAmount {
         series: String,
         iteration: u32,
         value: f64,
+    },
+    /// An interval that does not contain its point, or has no point.
+    #[error("series {series:?}, iteration {iteration}: interval {lo}..{hi} {reason}")]
+    InvalidInterval {
+        series: String,
+        iteration: u32,
+        lo: f64,
+        hi: f64,
+        reason: &'static str,
     },
     /// Two points of one series for the same iteration: the line would be ambiguous.
     #[error("series {series:?}: iteration {iteration} appears more than once")]
@@ -136,9 +200,7 @@ pub enum ChartError {
 }
 
 /// Draws Pass@1 (in %) against iteration for every series and writes `png_path` and
-/// `svg_path` (their directories must exist). The y axis zooms to the data with a margin
-/// (see `y_range`) because methods usually differ by a few points, which a 0–100 axis
-/// would flatten; the axis ticks keep the zoom visible.
+/// `svg_path` (their directories must exist).
 pub fn write_pass_at_1_chart(
     title: &str,
     series: &[Series],
@@ -148,8 +210,8 @@ pub fn write_pass_at_1_chart(
     write_line_chart(title, &YAxis::pass_at_1(), series, png_path, svg_path)
 }
 
-/// Draws any per-iteration quantity against iteration, one line per series, like the
-/// Pass@1 chart (same layout, fonts and styles); `y` says what the values are.
+/// Draws any per-iteration quantity against iteration, one line per series with points;
+/// `y` says what the values are.
 pub fn write_line_chart(
     title: &str,
     y: &YAxis,
@@ -157,17 +219,20 @@ pub fn write_line_chart(
     png_path: &Path,
     svg_path: &Path,
 ) -> Result<(), ChartError> {
-    let mut prepared = prepare_axis(series, y.percent)?;
-    prepared.y_desc = y.desc.clone();
+    let prepared = prepare_axis(series, y)?;
     render(title, &prepared, &ITERATION_AXIS, png_path, svg_path)
 }
 
 /// One line of a chart whose x axis is a quantity (cumulative tokens, a swept parameter).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct XySeries {
     pub label: String,
     /// `(x, pass@1)` with pass@1 a share in `[0, 1]`; drawn in increasing x.
     pub points: Vec<(f64, f64)>,
+    /// The points' 95 % intervals, one per point in the order of `points`, or empty.
+    pub intervals: Vec<Option<Interval>>,
+    /// As [`Series::reference`]: a dashed horizontal line in the series' colour.
+    pub reference: Option<Reference>,
 }
 
 /// Draws Pass@1 (in %) against a quantity named `x_desc` (e.g. "Completion tokens per
@@ -246,63 +311,6 @@ fn quantity_label(x: f64) -> String {
     }
 }
 
-/// [`prepare`] for quantity axes: no padding, a degenerate range widened a little.
-fn prepare_xy(series: &[XySeries]) -> Result<Prepared, ChartError> {
-    if series.is_empty() {
-        return Err(ChartError::NoData("no series given"));
-    }
-    let mut lines = Vec::with_capacity(series.len());
-    for s in series {
-        let mut pts = s.points.clone();
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        for &(x, value) in &pts {
-            if !(0.0..=1.0).contains(&value) || !x.is_finite() {
-                return Err(ChartError::InvalidValue {
-                    series: s.label.clone(),
-                    iteration: 0,
-                    value,
-                });
-            }
-        }
-        let label = if pts.is_empty() {
-            format!("{} (no data)", s.label)
-        } else {
-            s.label.clone()
-        };
-        lines.push((
-            label,
-            pts.into_iter().map(|(x, v)| (x, v * 100.0)).collect(),
-        ));
-    }
-    let all = || {
-        lines
-            .iter()
-            .flat_map(|(_, p): &(String, Vec<(f64, f64)>)| p.iter().copied())
-    };
-    let (Some(x_min), Some(x_max)) = (
-        all().map(|p| p.0).reduce(f64::min),
-        all().map(|p| p.0).reduce(f64::max),
-    ) else {
-        return Err(ChartError::NoData("every series is empty"));
-    };
-    let (y_min, y_max) = all()
-        .map(|p| p.1)
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), y| {
-            (lo.min(y), hi.max(y))
-        });
-    let pad = ((x_max - x_min) * 0.03).max(if x_max.abs() > 1.0 {
-        x_max.abs() * 0.03
-    } else {
-        0.05
-    });
-    Ok(Prepared {
-        x: (x_min - pad)..(x_max + pad),
-        y: y_range(y_min, y_max),
-        lines,
-        y_desc: YAxis::pass_at_1().desc,
-    })
-}
-
 /// The embedded font, parsed and registered with plotters (which lays text out with it)
 /// once per process; later calls return the first outcome.
 fn embedded_font() -> Result<FontRef<'static>, ChartError> {
@@ -316,118 +324,274 @@ fn embedded_font() -> Result<FontRef<'static>, ChartError> {
     .ok_or(ChartError::Font)
 }
 
-/// Validated chart input: points sorted by iteration and scaled to percent, plus the
+/// One point as drawn: position and, when known, its interval (display units).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Point {
+    x: f64,
+    y: f64,
+    bar: Option<(f64, f64)>,
+}
+
+/// One drawn series, in display units.
+#[derive(Debug, Clone, PartialEq)]
+struct Line {
+    label: String,
+    /// Which colour and marker ([`style_of`]): the series' index among those given, so
+    /// a series keeps its look whether or not an earlier one is left out.
+    style: usize,
+    points: Vec<Point>,
+    reference: Option<(String, f64)>,
+}
+
+/// Validated chart input: the series with points, sorted and in display units, plus the
 /// axis ranges.
 #[derive(Debug)]
 struct Prepared {
-    lines: Vec<(String, Vec<(f64, f64)>)>,
+    lines: Vec<Line>,
     x: Range<f64>,
     y: Range<f64>,
     y_desc: String,
+    scale: Scale,
 }
 
-/// Checks Pass@1 data and computes the axes; pure, so the rules are unit-testable.
-#[cfg(test)]
-fn prepare(series: &[Series]) -> Result<Prepared, ChartError> {
-    prepare_axis(series, true)
+impl Prepared {
+    fn has_intervals(&self) -> bool {
+        self.lines
+            .iter()
+            .any(|l| l.points.iter().any(|p| p.bar.is_some()))
+    }
+
+    /// The highest value drawn: points, interval ends and reference lines.
+    fn y_max(&self) -> f64 {
+        self.lines
+            .iter()
+            .flat_map(|l| {
+                l.points
+                    .iter()
+                    .map(|p| p.bar.map_or(p.y, |b| b.1.max(p.y)))
+                    .chain(l.reference.as_ref().map(|r| r.1))
+            })
+            .fold(0.0, f64::max)
+    }
 }
 
-/// Checks the data (shares in `[0, 1]` when `percent`, else finite values ≥ 0) and
-/// computes the axes.
-fn prepare_axis(series: &[Series], percent: bool) -> Result<Prepared, ChartError> {
+/// Checks one value against the scale.
+fn check_value(series: &str, iteration: u32, value: f64, scale: Scale) -> Result<(), ChartError> {
+    if scale.is_share() && !(0.0..=1.0).contains(&value) {
+        return Err(ChartError::InvalidValue {
+            series: series.to_string(),
+            iteration,
+            value,
+        });
+    }
+    let amount_ok = value.is_finite() && value >= 0.0;
+    if !scale.is_share() && !amount_ok {
+        return Err(ChartError::InvalidAmount {
+            series: series.to_string(),
+            iteration,
+            value,
+        });
+    }
+    Ok(())
+}
+
+/// Checks an interval around `value` and converts it to display units.
+fn check_interval(
+    series: &str,
+    iteration: u32,
+    value: f64,
+    i: Interval,
+    scale: Scale,
+) -> Result<(f64, f64), ChartError> {
+    let bad = |reason| ChartError::InvalidInterval {
+        series: series.to_string(),
+        iteration,
+        lo: i.lo,
+        hi: i.hi,
+        reason,
+    };
+    check_value(series, iteration, i.lo, scale).map_err(|_| bad("is out of range"))?;
+    check_value(series, iteration, i.hi, scale).map_err(|_| bad("is out of range"))?;
+    // A little slack for rounding (a clipped interval ends exactly at its point).
+    if !(i.lo <= value + 1e-9 && value <= i.hi + 1e-9) {
+        return Err(bad("does not contain its point"));
+    }
+    Ok((scale.display(i.lo), scale.display(i.hi)))
+}
+
+/// Checks the data (shares in `[0, 1]` on a share scale, else finite values ≥ 0), drops
+/// series without points, and computes the axes; pure, so the rules are unit-testable.
+fn prepare_axis(series: &[Series], y: &YAxis) -> Result<Prepared, ChartError> {
     if series.is_empty() {
         return Err(ChartError::NoData("no series given"));
     }
+    let scale = y.scale;
     let mut lines = Vec::with_capacity(series.len());
-    for s in series {
+    for (index, s) in series.iter().enumerate() {
         let mut pts = s.points.clone();
         pts.sort_by_key(|&(it, _)| it);
+        let mut points = Vec::with_capacity(pts.len());
         for (i, &(iteration, value)) in pts.iter().enumerate() {
-            if percent && !(0.0..=1.0).contains(&value) {
-                return Err(ChartError::InvalidValue {
-                    series: s.label.clone(),
-                    iteration,
-                    value,
-                });
-            }
-            let amount_ok = value.is_finite() && value >= 0.0;
-            if !percent && !amount_ok {
-                return Err(ChartError::InvalidAmount {
-                    series: s.label.clone(),
-                    iteration,
-                    value,
-                });
-            }
+            check_value(&s.label, iteration, value, scale)?;
             if i > 0 && pts[i - 1].0 == iteration {
                 return Err(ChartError::DuplicateIteration {
                     series: s.label.clone(),
                     iteration,
                 });
             }
+            points.push(Point {
+                x: f64::from(iteration),
+                y: scale.display(value),
+                bar: None,
+            });
         }
-        let label = if pts.is_empty() {
-            format!("{} (no data)", s.label)
-        } else {
-            s.label.clone()
+        for &(iteration, interval) in &s.intervals {
+            let Some(at) = pts.iter().position(|p| p.0 == iteration) else {
+                return Err(ChartError::InvalidInterval {
+                    series: s.label.clone(),
+                    iteration,
+                    lo: interval.lo,
+                    hi: interval.hi,
+                    reason: "has no point",
+                });
+            };
+            points[at].bar = Some(check_interval(
+                &s.label, iteration, pts[at].1, interval, scale,
+            )?);
+        }
+        let reference = match &s.reference {
+            Some(r) => {
+                check_value(&r.label, 0, r.value, scale)?;
+                Some((r.label.clone(), scale.display(r.value)))
+            }
+            None => None,
         };
-        let pct = pts
-            .into_iter()
-            .map(|(it, v)| (f64::from(it), if percent { v * 100.0 } else { v }))
-            .collect::<Vec<_>>();
-        lines.push((label, pct));
+        // A series without points (a group without problems) is not drawn: an empty
+        // legend entry would claim a comparison the chart cannot show.
+        if points.is_empty() {
+            continue;
+        }
+        lines.push(Line {
+            label: s.label.clone(),
+            style: index,
+            points,
+            reference,
+        });
     }
-    let all = || lines.iter().flat_map(|(_, p)| p.iter().copied());
+    let all = || lines.iter().flat_map(|l| l.points.iter());
     let (Some(x_min), Some(x_max)) = (
-        all().map(|p| p.0).reduce(f64::min),
-        all().map(|p| p.0).reduce(f64::max),
+        all().map(|p| p.x).reduce(f64::min),
+        all().map(|p| p.x).reduce(f64::max),
     ) else {
         return Err(ChartError::NoData("every series is empty"));
     };
-    let (y_min, y_max) = all()
-        .map(|p| p.1)
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), y| {
-            (lo.min(y), hi.max(y))
-        });
-    Ok(Prepared {
+    let mut prepared = Prepared {
         // Half an iteration either side so edge markers are not clipped; a single
         // iteration still gets a non-empty range.
         x: (x_min - 0.5)..(x_max + 0.5),
-        y: if percent {
-            y_range(y_min, y_max)
-        } else {
-            amount_range(y_max)
-        },
+        y: 0.0..1.0,
+        lines,
+        y_desc: y.desc.clone(),
+        scale,
+    };
+    prepared.y = y_range(scale, prepared.y_max());
+    Ok(prepared)
+}
+
+/// [`prepare_axis`] for quantity axes (Pass@1 against x): no padding, a degenerate range
+/// widened a little.
+fn prepare_xy(series: &[XySeries]) -> Result<Prepared, ChartError> {
+    if series.is_empty() {
+        return Err(ChartError::NoData("no series given"));
+    }
+    let scale = Scale::Percent;
+    let mut lines = Vec::with_capacity(series.len());
+    for (index, s) in series.iter().enumerate() {
+        if !s.intervals.is_empty() && s.intervals.len() != s.points.len() {
+            return Err(ChartError::InvalidInterval {
+                series: s.label.clone(),
+                iteration: 0,
+                lo: f64::NAN,
+                hi: f64::NAN,
+                reason: "list does not match the points one to one",
+            });
+        }
+        let mut pts: Vec<((f64, f64), Option<Interval>)> = s
+            .points
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| (p, s.intervals.get(i).copied().flatten()))
+            .collect();
+        pts.sort_by(|a, b| a.0.0.total_cmp(&b.0.0));
+        let mut points = Vec::with_capacity(pts.len());
+        for ((x, value), interval) in pts {
+            if !x.is_finite() {
+                return Err(ChartError::InvalidValue {
+                    series: s.label.clone(),
+                    iteration: 0,
+                    value: x,
+                });
+            }
+            check_value(&s.label, 0, value, scale)?;
+            let bar = interval
+                .map(|i| check_interval(&s.label, 0, value, i, scale))
+                .transpose()?;
+            points.push(Point {
+                x,
+                y: scale.display(value),
+                bar,
+            });
+        }
+        let reference = match &s.reference {
+            Some(r) => {
+                check_value(&r.label, 0, r.value, scale)?;
+                Some((r.label.clone(), scale.display(r.value)))
+            }
+            None => None,
+        };
+        if points.is_empty() {
+            continue;
+        }
+        lines.push(Line {
+            label: s.label.clone(),
+            style: index,
+            points,
+            reference,
+        });
+    }
+    let all = || lines.iter().flat_map(|l| l.points.iter());
+    let (Some(x_min), Some(x_max)) = (
+        all().map(|p| p.x).reduce(f64::min),
+        all().map(|p| p.x).reduce(f64::max),
+    ) else {
+        return Err(ChartError::NoData("every series is empty"));
+    };
+    let pad = ((x_max - x_min) * 0.03).max(if x_max.abs() > 1.0 {
+        x_max.abs() * 0.03
+    } else {
+        0.05
+    });
+    let mut prepared = Prepared {
+        x: (x_min - pad)..(x_max + pad),
+        y: 0.0..1.0,
         lines,
         y_desc: YAxis::pass_at_1().desc,
-    })
+        scale,
+    };
+    prepared.y = y_range(scale, prepared.y_max());
+    Ok(prepared)
 }
 
-/// The y range of a non-percent chart: from 0 to the maximum plus a tenth, at least 1.
-fn amount_range(max: f64) -> Range<f64> {
-    0.0..(max * 1.1).max(1.0)
-}
-
-/// The y range in percent: the data plus a margin of a tenth of its span (at least 2
-/// points), widened to at least 10 points, snapped outwards to multiples of 5, within 0–100.
-fn y_range(min: f64, max: f64) -> Range<f64> {
-    let pad = ((max - min) * 0.1).max(2.0);
-    let mut lo = ((min - pad) / 5.0).floor() * 5.0;
-    let mut hi = ((max + pad) / 5.0).ceil() * 5.0;
-    if hi - lo < 10.0 {
-        let grow = (10.0 - (hi - lo)) / 2.0;
-        lo -= grow;
-        hi += grow;
+/// The y range, always from 0 (a cut axis would magnify differences): up to the highest
+/// value drawn plus a margin, in steps of 10 % (0.1 on a share scale); data near 100 %
+/// (1) gets 4 % of headroom above it, so a line at 100 % is not hidden in the frame; an
+/// amount axis up to a tenth above its maximum, at least 1.
+fn y_range(scale: Scale, max: f64) -> Range<f64> {
+    match scale {
+        Scale::Percent => 0.0..(((max + 4.0) / 10.0).ceil() * 10.0).clamp(10.0, 104.0),
+        Scale::Share => 0.0..(((max + 0.04) * 10.0).ceil() / 10.0).clamp(0.1, 1.04),
+        Scale::Amount => 0.0..(max * 1.1).max(1.0),
     }
-    // Shift (rather than cut) a range that sticks out, so the minimum height survives.
-    if lo < 0.0 {
-        hi = (hi - lo).min(100.0);
-        lo = 0.0;
-    }
-    if hi > 100.0 {
-        lo = (lo - (hi - 100.0)).max(0.0);
-        hi = 100.0;
-    }
-    lo..hi
 }
 
 /// "It3" for iteration ticks; empty for the non-integer ticks of the padded range.
@@ -440,9 +604,76 @@ fn iteration_label(x: f64) -> String {
     }
 }
 
-/// Draws the whole chart on one backend: title on top, plot on the left, legend in its
-/// own column on the right so it never hides data (a zoomed y axis leaves no reliably
-/// empty corner).
+/// Height of one legend row in pixels.
+const LEGEND_ROW: i32 = 24;
+/// Where a legend label starts, right of its line-and-marker glyph.
+const LEGEND_TEXT_X: i32 = 40;
+/// Space between two legend entries of a row.
+const LEGEND_GAP: u32 = 28;
+/// Left edge of the plot's y-axis labels, and of the legend under it.
+const PLOT_MARGIN: u32 = 20;
+const Y_LABEL_AREA: u32 = 70;
+
+/// One legend entry: a series (line and marker) or its reference (a dashed line).
+struct Entry<'a> {
+    label: &'a str,
+    style: usize,
+    dashed: bool,
+}
+
+/// The legend entries in order: each series, then its reference line.
+fn legend_entries(lines: &[Line]) -> Vec<Entry<'_>> {
+    let mut out = Vec::new();
+    for l in lines {
+        out.push(Entry {
+            label: &l.label,
+            style: l.style,
+            dashed: false,
+        });
+        if let Some((label, _)) = &l.reference {
+            out.push(Entry {
+                label,
+                style: l.style,
+                dashed: true,
+            });
+        }
+    }
+    out
+}
+
+/// Lays the legend's entries out in a grid under the plot: columns as wide as the widest
+/// entry, as many as fit in `room` pixels (at least one), filled row by row. Each entry's
+/// (row, x offset).
+fn legend_layout(widths: &[u32], room: u32) -> Vec<(usize, u32)> {
+    let column = widths.iter().copied().max().unwrap_or(0) + LEGEND_GAP;
+    let columns = ((room + LEGEND_GAP) / column).max(1) as usize;
+    (0..widths.len())
+        .map(|i| (i / columns, (i % columns) as u32 * column))
+        .collect()
+}
+
+/// How far (in x units) series `i` of `k` is shifted on an iteration axis whose points
+/// carry intervals, so that the bars of series sharing an iteration stand side by side
+/// instead of on top of each other (a chart without bars keeps its points on the ticks).
+fn dodge(i: usize, k: usize, bars: bool) -> f64 {
+    if !bars || k < 2 {
+        return 0.0;
+    }
+    let step = (0.36 / (k - 1) as f64).min(0.12);
+    (i as f64 - (k - 1) as f64 / 2.0) * step
+}
+
+/// Draws a horizontal dashed line from `x0` to `x1` at `y` (pixels, relative to the
+/// anchor of the element it is composed with).
+fn dashes(x0: i32, x1: i32, y: i32) -> Vec<Vec<(i32, i32)>> {
+    (x0..x1)
+        .step_by(12)
+        .map(|x| vec![(x, y), ((x + 7).min(x1), y)])
+        .collect()
+}
+
+/// Draws the whole chart on one backend: title (and a caption when points carry
+/// intervals) on top, then the plot, then the legend under it.
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
@@ -450,23 +681,45 @@ fn draw<DB: DrawingBackend>(
     axis: &XAxis<'_>,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
-    let body = root.titled(title, (FONT_FAMILY, 26))?;
-    let legend_style =
-        TextStyle::from((FONT_FAMILY, 16).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
-    let mut label_width = 0;
-    for (label, _) in &data.lines {
-        label_width = label_width.max(body.estimate_text_size(label, &legend_style)?.0);
+    let mut body = root.titled(title, (FONT_FAMILY, 24))?;
+    if data.has_intervals() {
+        let grey = BLACK.mix(0.7);
+        let caption = TextStyle::from((FONT_FAMILY, 15).into_font())
+            .color(&grey)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        body.draw(&Text::new(
+            INTERVAL_CAPTION,
+            (body.dim_in_pixel().0 as i32 / 2, 0),
+            caption,
+        ))?;
+        body = body.margin(20, 0, 0, 0);
     }
-    // Glyph column + label, within a third of the image.
-    let legend_width = (label_width + LEGEND_TEXT_X as u32 + 20).clamp(120, CHART_SIZE.0 / 3);
+
+    let legend_style =
+        TextStyle::from((FONT_FAMILY, 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    let entries = legend_entries(&data.lines);
+    let mut widths = Vec::with_capacity(entries.len());
+    for e in &entries {
+        let text = body.estimate_text_size(e.label, &legend_style)?.0;
+        widths.push(text + LEGEND_TEXT_X as u32);
+    }
+    let legend_left = PLOT_MARGIN + Y_LABEL_AREA;
+    let room = body
+        .dim_in_pixel()
+        .0
+        .saturating_sub(legend_left + PLOT_MARGIN);
+    let layout = legend_layout(&widths, room);
+    let rows = layout.last().map_or(0, |l| l.0 + 1) as u32;
+    let legend_height = rows * LEGEND_ROW as u32 + 8;
     let (plot_area, legend_area) =
-        body.split_horizontally(body.dim_in_pixel().0.saturating_sub(legend_width));
+        body.split_vertically(body.dim_in_pixel().1.saturating_sub(legend_height));
 
     let mut chart = ChartBuilder::on(&plot_area)
-        .margin(20)
-        .margin_right(10)
-        .x_label_area_size(55)
-        .y_label_area_size(70)
+        .margin(PLOT_MARGIN)
+        .margin_top(10)
+        .margin_bottom(0)
+        .x_label_area_size(50)
+        .y_label_area_size(Y_LABEL_AREA)
         .build_cartesian_2d(data.x.clone(), data.y.clone())?;
 
     // At most ~20 iteration ticks: plotters then picks a step of 1, 2, 5, … iterations.
@@ -476,6 +729,7 @@ fn draw<DB: DrawingBackend>(
         8
     };
     let label = axis.label;
+    let scale = data.scale;
     chart
         .configure_mesh()
         .x_desc(axis.desc)
@@ -483,287 +737,74 @@ fn draw<DB: DrawingBackend>(
         .x_labels(x_labels)
         .y_labels(11)
         .x_label_formatter(&|x| label(*x))
-        .y_label_formatter(&|y| {
-            if data.y.end - data.y.start < 5.0 {
-                format!("{y:.2}")
-            } else {
-                format!("{y:.0}")
-            }
+        .y_label_formatter(&|y| match scale {
+            Scale::Share => format!("{y:.1}"),
+            _ if data.y.end - data.y.start < 2.0 => format!("{y:.2}"),
+            _ if data.y.end - data.y.start < 10.0 => format!("{y:.1}"),
+            _ => format!("{y:.0}"),
         })
         .label_style((FONT_FAMILY, 15))
-        .axis_desc_style((FONT_FAMILY, 17))
+        .axis_desc_style((FONT_FAMILY, 16))
         .bold_line_style(BLACK.mix(0.12))
         .light_line_style(BLACK.mix(0.04))
         .draw()?;
 
-    for (i, (label, points)) in data.lines.iter().enumerate() {
-        let (color, marker) = style_of(i);
+    let k = data.lines.len();
+    for (i, line) in data.lines.iter().enumerate() {
+        let (color, marker) = style_of(line.style);
+        let shift = dodge(i, k, axis.padded && data.has_intervals());
+        if let Some((_, value)) = &line.reference {
+            // Pixel coordinates of the whole image, so drawn on the root area.
+            let x0 = chart.backend_coord(&(data.x.start, *value));
+            let x1 = chart.backend_coord(&(data.x.end, *value));
+            for seg in dashes(x0.0, x1.0, x0.1) {
+                root.draw(&PathElement::new(seg, color.stroke_width(2)))?;
+            }
+        }
+        for p in &line.points {
+            if let Some((lo, hi)) = p.bar {
+                let x = p.x + shift;
+                let bar = color.mix(0.8).stroke_width(1);
+                let cap = || PathElement::new(vec![(-4, 0), (4, 0)], bar);
+                chart.draw_series([PathElement::new(vec![(x, lo), (x, hi)], bar)])?;
+                chart.draw_series([EmptyElement::at((x, lo)) + cap()])?;
+                chart.draw_series([EmptyElement::at((x, hi)) + cap()])?;
+            }
+        }
         chart.draw_series(LineSeries::new(
-            points.iter().copied(),
+            line.points.iter().map(|p| (p.x + shift, p.y)),
             color.stroke_width(2),
         ))?;
         chart.draw_series(
-            points
+            line.points
                 .iter()
-                .map(|&p| EmptyElement::at(p) + marker_glyph(marker, color)),
+                .map(|p| EmptyElement::at((p.x + shift, p.y)) + marker_glyph(marker, color)),
         )?;
+    }
 
-        // Legend row: line with marker, then the label; rows start level with the plot top.
-        let y = 20 + LEGEND_ROW * i as i32 + LEGEND_ROW / 2;
-        legend_area.draw(
-            &(EmptyElement::at((LEGEND_TEXT_X / 2, y))
-                + PathElement::new(vec![(-14, 0), (14, 0)], color.stroke_width(2))
-                + marker_glyph(marker, color)),
-        )?;
+    for (e, (row, x)) in entries.iter().zip(layout) {
+        let (color, marker) = style_of(e.style);
+        let left = legend_left as i32 + x as i32;
+        let y = 4 + LEGEND_ROW * row as i32 + LEGEND_ROW / 2;
+        if e.dashed {
+            for seg in dashes(left + 2, left + 30, y) {
+                legend_area.draw(&PathElement::new(seg, color.stroke_width(2)))?;
+            }
+        } else {
+            legend_area.draw(
+                &(EmptyElement::at((left + 16, y))
+                    + PathElement::new(vec![(-14, 0), (14, 0)], color.stroke_width(2))
+                    + marker_glyph(marker, color)),
+            )?;
+        }
         legend_area.draw(&Text::new(
-            label.as_str(),
-            (LEGEND_TEXT_X, y),
+            e.label,
+            (left + LEGEND_TEXT_X, y),
             legend_style.clone(),
         ))?;
     }
     Ok(())
 }
 
-/// Height of one legend row in pixels.
-const LEGEND_ROW: i32 = 28;
-/// Where legend labels start, right of the line-and-marker glyph.
-const LEGEND_TEXT_X: i32 = 44;
-
-/// Colour and marker of the `i`-th series.
-fn style_of(i: usize) -> (RGBColor, Marker) {
-    (PALETTE[i % PALETTE.len()], MARKERS[i % MARKERS.len()])
-}
-
-/// A marker glyph in pixels relative to its anchor point (composed with
-/// `EmptyElement::at`), so data points and the legend share one drawing.
-fn marker_glyph<'a, DB: DrawingBackend>(
-    marker: Marker,
-    color: RGBColor,
-) -> DynElement<'a, DB, (i32, i32)> {
-    let at = (0, 0);
-    match marker {
-        Marker::Circle => Circle::new(at, MARKER_SIZE, color.filled()).into_dyn(),
-        Marker::Triangle => TriangleMarker::new(at, MARKER_SIZE + 1, color.filled()).into_dyn(),
-        Marker::Square => {
-            let s = MARKER_SIZE - 1;
-            Rectangle::new([(-s, -s), (s, s)], color.filled()).into_dyn()
-        }
-        Marker::Cross => Cross::new(at, MARKER_SIZE, color.stroke_width(2)).into_dyn(),
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quantity_axis_labels_and_xy_charts() {
-        assert_eq!(quantity_label(5.0), "5");
-        assert_eq!(quantity_label(0.25), "0.25");
-        assert_eq!(quantity_label(1500.0), "1.5k");
-        assert_eq!(quantity_label(25_000.0), "25k");
-        assert_eq!(quantity_label(3_400_000.0), "3.4M");
-        let dir = tempfile::tempdir().expect("temp dir");
-        let (png, svg) = (dir.path().join("t.png"), dir.path().join("t.svg"));
-        let xy = |label: &str, points: &[(f64, f64)]| XySeries {
-            label: label.into(),
-            points: points.to_vec(),
-        };
-        write_pass_at_1_xy_chart(
-            "budget",
-            "Completion tokens",
-            &[
-                xy("A", &[(2000.0, 0.4), (100.0, 0.1)]),
-                xy("B", &[(0.0, 0.2)]),
-            ],
-            &png,
-            &svg,
-        )
-        .expect("chart written");
-        let text = std::fs::read_to_string(&svg).expect("svg");
-        assert!(
-            text.contains("Completion tokens") && text.contains("2.0k"),
-            "axis"
-        );
-        assert!(matches!(
-            write_pass_at_1_xy_chart("x", "y", &[xy("A", &[(1.0, 1.5)])], &png, &svg),
-            Err(ChartError::InvalidValue { .. })
-        ));
-        assert!(matches!(
-            write_pass_at_1_xy_chart("x", "y", &[], &png, &svg),
-            Err(ChartError::NoData(_))
-        ));
-    }
-
-    fn series(label: &str, points: &[(u32, f64)]) -> Series {
-        Series {
-            label: label.to_string(),
-            points: points.to_vec(),
-        }
-    }
-
-    /// Renders into a fresh temp dir and returns (png bytes, svg text).
-    fn render(title: &str, data: &[Series]) -> Result<(Vec<u8>, String), ChartError> {
-        let dir = tempfile::tempdir().map_err(|e| ChartError::Render {
-            path: PathBuf::from("<tempdir>"),
-            message: e.to_string(),
-        })?;
-        let png = dir.path().join("pass_at_1.png");
-        let svg = dir.path().join("pass_at_1.svg");
-        write_pass_at_1_chart(title, data, &png, &svg)?;
-        let png_bytes = std::fs::read(&png).map_err(|e| ChartError::Render {
-            path: png.clone(),
-            message: e.to_string(),
-        })?;
-        let svg_text = std::fs::read_to_string(&svg).map_err(|e| ChartError::Render {
-            path: svg.clone(),
-            message: e.to_string(),
-        })?;
-        Ok((png_bytes, svg_text))
-    }
-
-    /// The contents of the SVG's `<text>` elements, trimmed (plotters puts them on lines
-    /// of their own).
-    fn svg_texts(svg: &str) -> Vec<String> {
-        svg.split("<text")
-            .skip(1)
-            .filter_map(|chunk| {
-                let body = &chunk[chunk.find('>')? + 1..];
-                Some(body[..body.find("</text>")?].trim().to_string())
-            })
-            .collect()
-    }
-
-    const PNG_SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1a, b'\n'];
-
-    #[test]
-    fn writes_png_and_svg_with_title_and_labels() {
-        let tmas: Vec<(u32, f64)> = (0..=20)
-            .map(|i| (i, 0.55 + 0.2 * (1.0 - (-f64::from(i) / 5.0).exp())))
-            .collect();
-        let baseline: Vec<(u32, f64)> = (0..=20)
-            .rev()
-            .map(|i| (i, 0.55 + 0.05 * f64::from(i).sqrt() / 20f64.sqrt()))
-            .collect();
-        let data = [series("TMAS", &tmas), series("Self-Refine", &baseline)];
-        let (png, svg) = render("AIME 2025 — Pass@1 by iteration", &data).expect("chart renders");
-
-        assert_eq!(png[..8], PNG_SIGNATURE, "PNG signature");
-        // IHDR: width and height, big-endian, right after the chunk header.
-        let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
-        let height = u32::from_be_bytes([png[20], png[21], png[22], png[23]]);
-        assert_eq!((width, height), CHART_SIZE);
-        assert!(
-            svg.starts_with("<svg"),
-            "SVG root element: {}",
-            &svg[..40.min(svg.len())]
-        );
-        let texts = svg_texts(&svg);
-        for expected in [
-            "AIME 2025 — Pass@1 by iteration",
-            "TMAS",
-            "Self-Refine",
-            "It0",
-            "It20",
-            "Iteration",
-            "Pass@1 (%)",
-        ] {
-            assert!(
-                texts.iter().any(|t| t == expected),
-                "{expected:?} in {texts:?}"
-            );
-        }
-        // One polyline through all 21 points per series, in the series' colour.
-        let tmas_line = svg
-            .lines()
-            .find(|l| l.starts_with("<polyline") && l.contains("stroke=\"#0072B2\""))
-            .expect("TMAS line in SVG");
-        assert_eq!(tmas_line.matches(',').count(), 21, "{tmas_line}");
-    }
-
-    #[test]
-    fn a_single_point_renders() {
-        let (png, svg) = render("one point", &[series("TMAS", &[(0, 0.4)])]).expect("renders");
-        assert_eq!(png[..8], PNG_SIGNATURE);
-        assert!(svg_texts(&svg).iter().any(|t| t == "It0"));
-    }
-
-    #[test]
-    fn an_empty_series_is_kept_in_the_legend() {
-        let data = [
-            series("TMAS", &[(0, 0.4), (1, 0.5)]),
-            series("Baseline", &[]),
-        ];
-        let (_, svg) = render("partial", &data).expect("renders");
-        assert!(svg_texts(&svg).iter().any(|t| t == "Baseline (no data)"));
-    }
-
-    #[test]
-    fn no_data_is_a_clear_error() {
-        let err = prepare(&[]).expect_err("no series");
-        assert!(matches!(err, ChartError::NoData(_)), "{err}");
-        let err = prepare(&[series("TMAS", &[])]).expect_err("empty series");
-        assert!(err.to_string().contains("every series is empty"), "{err}");
-    }
-
-    #[test]
-    fn bad_values_name_series_and_iteration() {
-        for bad in [f64::NAN, -0.1, 1.5, f64::INFINITY] {
-            let err = prepare(&[series("TMAS", &[(0, 0.5), (3, bad)])]).expect_err("rejected");
-            let msg = err.to_string();
-            assert!(
-                msg.contains("\"TMAS\"") && msg.contains("iteration 3"),
-                "{msg}"
-            );
-        }
-        let err = prepare(&[series("TMAS", &[(2, 0.5), (1, 0.4), (2, 0.6)])]).expect_err("dup");
-        assert!(
-            matches!(err, ChartError::DuplicateIteration { iteration: 2, .. }),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn points_are_sorted_and_scaled_to_percent() {
-        let p = prepare(&[series("TMAS", &[(2, 0.5), (0, 0.25), (1, 1.0)])]).expect("valid");
-        assert_eq!(p.lines[0].1, vec![(0.0, 25.0), (1.0, 100.0), (2.0, 50.0)]);
-        assert_eq!(p.x, -0.5..2.5);
-    }
-
-    #[test]
-    fn y_range_zooms_with_margin_and_stays_within_0_to_100() {
-        assert_eq!(y_range(60.0, 72.0), 55.0..75.0);
-        assert_eq!(y_range(0.0, 0.0), 0.0..10.0);
-        assert_eq!(y_range(100.0, 100.0), 90.0..100.0);
-        assert_eq!(y_range(0.0, 100.0), 0.0..100.0);
-        assert_eq!(y_range(50.0, 50.0), 45.0..55.0);
-        for (lo, hi) in [(3.0, 4.0), (97.5, 99.0), (12.3, 88.8), (40.0, 41.0)] {
-            let r = y_range(lo, hi);
-            assert!(r.start >= 0.0 && r.end <= 100.0, "{r:?}");
-            assert!(
-                r.start < lo && r.end > hi,
-                "{r:?} leaves a margin around {lo}..{hi}"
-            );
-            assert!(r.end - r.start >= 10.0, "{r:?}");
-        }
-    }
-
-    #[test]
-    fn iteration_ticks_are_labelled_only_on_whole_iterations() {
-        assert_eq!(iteration_label(3.0), "It3");
-        assert_eq!(iteration_label(0.0), "It0");
-        assert_eq!(iteration_label(2.5), "");
-        assert_eq!(iteration_label(-0.5), "");
-        assert_eq!(iteration_label(-1.0), "");
-    }
-
-    #[test]
-    fn unwritable_output_names_the_file() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let png = dir.path().join("missing").join("chart.png");
-        let svg = dir.path().join("chart.svg");
-        let err = write_pass_at_1_chart("t", &[series("TMAS", &[(0, 0.5)])], &png, &svg)
-            .expect_err("parent directory does not exist");
-        assert!(err.to_string().contains("chart.png"), "{err}");
-    }
-}
+mod tests;

@@ -21,6 +21,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use super::interval::{Interval, sample_std_dev, t_interval_95};
 use super::judge::JudgeRecord;
 
 /// A score that cannot be added to the table.
@@ -246,7 +247,8 @@ impl PassAt1Builder {
                     iteration: t,
                     ..PassAt1Row::default()
                 };
-                let mut rate_sum = 0.0;
+                // Per-problem shares c_i(t) / n_i(t), an empty problem's as 0.
+                let mut shares = Vec::new();
                 let covering = self.cells.iter().zip(&self.covered);
                 for (cells, _) in covering.filter(|(_, covered)| t < **covered) {
                     row.problems += 1;
@@ -257,15 +259,17 @@ impl PassAt1Builder {
                     row.no_answer += cell.no_answer;
                     if cell.candidates == 0 {
                         row.empty_problems += 1;
+                        shares.push(0.0);
                     } else {
-                        rate_sum += cell.score_sum / cell.candidates as f64;
+                        shares.push(cell.score_sum / cell.candidates as f64);
                     }
                 }
                 row.pass_at_1 = if row.problems == 0 {
                     0.0
                 } else {
-                    rate_sum / row.problems as f64
+                    shares.iter().sum::<f64>() / row.problems as f64
                 };
+                row.std_dev = sample_std_dev(&shares);
                 row
             })
             .collect();
@@ -302,6 +306,19 @@ pub struct PassAt1Row {
     /// client's retries: the figure rests on fewer answers than the method asks for.
     #[serde(default)]
     pub calls_lost: u64,
+    /// Sample standard deviation of the per-problem shares c_i(t) / n_i(t) across the
+    /// row's problems (absent with fewer than two problems, and in tables written before
+    /// it was recorded): with `pass_at_1` and `problems` it gives the row's 95 % interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub std_dev: Option<f64>,
+}
+
+impl PassAt1Row {
+    /// The 95 % t-interval across problems of this row's Pass@1 (`crate::eval::interval`);
+    /// `None` without a standard deviation.
+    pub fn interval_95(&self) -> Option<Interval> {
+        t_interval_95(self.pass_at_1, self.std_dev?, self.problems)
+    }
 }
 
 /// Pass@1 per iteration.
@@ -340,7 +357,7 @@ impl PassAt1Table {
     /// A fixed-width text table (Pass@1 in percent with two decimals, as the paper).
     pub fn render_text(&self) -> String {
         let mut out = String::from(
-            "iteration  pass@1(%)  problems  candidates  empty  undecided  disagree  no-answer  calls lost\n",
+            "iteration  pass@1(%)  problems  candidates  empty  undecided  disagree  no-answer  calls lost  95% CI (%)\n",
         );
         for r in &self.rows {
             // No problem finished this iteration yet: there is no figure.
@@ -349,9 +366,14 @@ impl PassAt1Table {
             } else {
                 format!("{:.2}", r.pass_at_1 * 100.0)
             };
+            // The interval across problems the chart draws around the point.
+            let interval = match r.interval_95() {
+                Some(i) if r.problems > 0 => format!("{:.2}-{:.2}", i.lo * 100.0, i.hi * 100.0),
+                _ => "-".to_owned(),
+            };
             let _ = writeln!(
                 out,
-                "It{:<7} {:>10} {:>9} {:>11} {:>6} {:>10} {:>9} {:>10} {:>11}",
+                "It{:<7} {:>10} {:>9} {:>11} {:>6} {:>10} {:>9} {:>10} {:>11}  {:>10}",
                 r.iteration,
                 pass,
                 r.problems,
@@ -360,7 +382,8 @@ impl PassAt1Table {
                 r.undecided,
                 r.disagreements,
                 r.no_answer,
-                r.calls_lost
+                r.calls_lost,
+                interval
             );
         }
         out
@@ -489,11 +512,30 @@ mod tests {
             lines[2].starts_with("It1") && lines[2].contains("0.00"),
             "{text}"
         );
-        assert!(lines[0].ends_with("calls lost"), "{text}");
-        assert!(
-            lines[1].ends_with(" 0") && lines[2].ends_with(" 7"),
-            "{text}"
-        );
+        assert!(lines[0].ends_with("calls lost  95% CI (%)"), "{text}");
+        let cells = |l: &str| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+        // Calls lost, then the interval: shares 1 and 0 over two problems, t(1) = 12.706.
+        assert_eq!(cells(lines[1])[8..], ["0", "0.00-100.00"], "{text}");
+        // Both problems scored 0: a zero-width interval.
+        assert_eq!(cells(lines[2])[8..], ["7", "0.00-0.00"], "{text}");
+    }
+
+    #[test]
+    fn each_row_has_the_spread_of_its_problems_shares_and_their_interval() {
+        let mut b = PassAt1Builder::new(["a", "b", "c"], 1);
+        // Shares 1, 0.5 and (no candidate) 0: the empty problem counts as 0 here too.
+        b.record_score("a", 0, 1.0, false, false).unwrap();
+        b.record_score("b", 0, 1.0, false, false).unwrap();
+        b.record_score("b", 0, 0.0, false, false).unwrap();
+        let row = &b.build().rows[0];
+        assert!((row.pass_at_1 - 0.5).abs() < 1e-12);
+        assert_eq!(row.std_dev, Some(0.5), "{row:?}");
+        let i = row.interval_95().expect("three problems");
+        let half = 4.303 * 0.5 / 3f64.sqrt();
+        assert!((i.lo - 0.0).abs() < 1e-12 && (i.hi - (0.5 + half).min(1.0)).abs() < 1e-12);
+        let one = PassAt1Builder::new(["a"], 1).build();
+        assert_eq!(one.rows[0].std_dev, None, "one problem has no spread");
+        assert_eq!(one.rows[0].interval_95(), None);
     }
 
     #[test]

@@ -118,6 +118,48 @@ fn demo_run_prints_pass_at_1_per_iteration_and_report_draws_the_chart() {
     }
 }
 
+/// An analysis without data gets a note instead of a chart, and the chart an earlier
+/// report drew from other data is removed: MV@k has no verifications, so the
+/// verification paradox has nothing to draw.
+#[test]
+fn report_writes_a_note_instead_of_a_chart_for_an_analysis_without_data() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let run_dir = tmp.path().join("mv-run");
+    let out = tmas(&[
+        "run",
+        "--config",
+        DEMO,
+        "--out",
+        path_arg(&run_dir),
+        "--status-every",
+        "0",
+        "--limit",
+        "2",
+        "--set",
+        "method.name=majority-vote",
+        "--set",
+        "method.k=4",
+        "--set",
+        "method.iterations=1",
+    ]);
+    assert!(out.status.success(), "tmas run failed: {}", show(&out));
+    let stale = run_dir.join("verification_paradox.png");
+    std::fs::write(&stale, b"an earlier report's chart").expect("stale chart planted");
+    let report = tmas(&["report", path_arg(&run_dir)]);
+    assert!(report.status.success(), "tmas report: {}", show(&report));
+    let stdout = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        stdout.contains("note: no chart verification_paradox"),
+        "{}",
+        show(&report)
+    );
+    assert!(!stale.exists(), "the stale chart is removed");
+    assert!(!run_dir.join("verification_paradox.svg").exists());
+    // The other charts are drawn.
+    assert!(run_dir.join("pass_at_1.png").is_file());
+    assert!(run_dir.join("bank_growth.png").is_file());
+}
+
 /// A dataset whose third line lacks its answer.
 fn dataset_with_bad_row(dir: &Path) -> PathBuf {
     let path = dir.join("with-bad-row.jsonl");

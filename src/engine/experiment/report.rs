@@ -33,9 +33,11 @@ use crate::engine::run_dir::{ProblemRecord, RunDir, RunSummaryFile, write_atomic
 use crate::eval::analyses::guidelines::{sweep_chart, sweep_text};
 use crate::eval::analyses::{Analyses, ProblemRun};
 use crate::eval::chart::{
-    Series, XySeries, write_line_chart, write_pass_at_1_chart, write_pass_at_1_xy_chart,
+    Reference, Series, XySeries, n_label, write_line_chart, write_pass_at_1_chart,
+    write_pass_at_1_xy_chart,
 };
-use crate::eval::pass_at_1::PassAt1Table;
+use crate::eval::interval::Interval;
+use crate::eval::pass_at_1::{PassAt1Row, PassAt1Table};
 use crate::role::{PerRole, Role};
 
 /// Per-problem means of one iteration.
@@ -68,6 +70,10 @@ pub struct VariantReport {
     pub problems_failed: usize,
     /// Pass@1 per iteration (empty when the run has no table yet).
     pub pass_at_1: Vec<f64>,
+    /// The table's rows behind `pass_at_1` (problems and spread of each iteration).
+    pub pass_at_1_rows: Vec<PassAt1Row>,
+    /// The method's result is one selected answer ([`crate::config::MethodName::single_answer`]).
+    pub single_answer: bool,
     /// Mean score of the iteration's selected candidate at the last iteration, over
     /// problems that have one; `None` for methods without a selection.
     pub selected_last: Option<f64>,
@@ -78,6 +84,16 @@ pub struct VariantReport {
 }
 
 impl VariantReport {
+    /// The 95 % interval across problems of iteration `t`'s Pass@1, when its table has one.
+    fn interval(&self, t: usize) -> Option<Interval> {
+        self.pass_at_1_rows.get(t)?.interval_95()
+    }
+
+    /// How many problems the Pass@1 points rest on ("n = 30").
+    fn n_label(&self) -> String {
+        n_label(self.pass_at_1_rows.iter().map(|r| r.problems))
+    }
+
     fn finished(&self) -> bool {
         self.status == "completed" && !self.pass_at_1.is_empty()
     }
@@ -107,9 +123,10 @@ fn method_roles() -> impl Iterator<Item = Role> {
 
 /// Reads one variant's run directory.
 pub fn read_variant(root: &Path, v: &PlannedVariant) -> anyhow::Result<VariantReport> {
-    let method = Config::from_toml_str(&v.config_toml, &v.name)
-        .map(|c| c.method.name.as_str().to_string())
-        .unwrap_or_else(|_| "?".into());
+    let method_name = Config::from_toml_str(&v.config_toml, &v.name)
+        .ok()
+        .map(|c| c.method.name);
+    let method = method_name.map_or_else(|| "?".into(), |m| m.as_str().to_string());
     let dir = root.join(&v.dir);
     let mut report = VariantReport {
         name: v.name.clone(),
@@ -119,6 +136,8 @@ pub fn read_variant(root: &Path, v: &PlannedVariant) -> anyhow::Result<VariantRe
         problems_done: 0,
         problems_failed: 0,
         pass_at_1: Vec::new(),
+        pass_at_1_rows: Vec::new(),
+        single_answer: method_name.is_some_and(|m| m.single_answer()),
         selected_last: None,
         budget: Vec::new(),
         swept: v.swept.clone(),
@@ -145,6 +164,7 @@ pub fn read_variant(root: &Path, v: &PlannedVariant) -> anyhow::Result<VariantRe
         let table: PassAt1Table = serde_json::from_slice(&bytes)
             .with_context(|| format!("{} is not a Pass@1 table", table_path.display()))?;
         report.pass_at_1 = table.rows.iter().map(|r| r.pass_at_1).collect();
+        report.pass_at_1_rows = table.rows;
     }
     let records = match run_dir {
         Ok(d) => d.read_problems()?,
@@ -591,6 +611,40 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// A finished variant's line of the Pass@1 chart: its Pass@1 per iteration with the
+/// 95 % intervals, and for a single-answer method (MV@k) its selected answer's accuracy as
+/// a reference line beside the mean of its samples, which alone would make the method
+/// look as weak as one sample.
+fn pass_series(v: &VariantReport) -> Series {
+    let points: Vec<(u32, f64)> = v
+        .pass_at_1
+        .iter()
+        .enumerate()
+        .map(|(t, p)| (t as u32, *p))
+        .collect();
+    let intervals = (0..v.pass_at_1.len())
+        .filter_map(|t| Some((t as u32, v.interval(t)?)))
+        .collect();
+    let n = v.n_label();
+    match v.selected_last.filter(|_| v.single_answer) {
+        Some(selected) => Series {
+            label: format!("{}: sample mean ({n})", v.name),
+            points,
+            intervals,
+            reference: Some(Reference {
+                label: format!("{}: selected answer ({:.1} %)", v.name, selected * 100.0),
+                value: selected,
+            }),
+        },
+        None => Series {
+            label: format!("{} ({n})", v.name),
+            points,
+            intervals,
+            reference: None,
+        },
+    }
+}
+
 fn write_charts(
     dir: &Path,
     plan: &ExperimentPlan,
@@ -601,18 +655,7 @@ fn write_charts(
     if done.is_empty() {
         return Ok(files);
     }
-    let series: Vec<Series> = done
-        .iter()
-        .map(|v| Series {
-            label: v.name.clone(),
-            points: v
-                .pass_at_1
-                .iter()
-                .enumerate()
-                .map(|(t, p)| (t as u32, *p))
-                .collect(),
-        })
-        .collect();
+    let series: Vec<Series> = done.iter().map(|v| pass_series(v)).collect();
     let (png, svg) = (dir.join("pass_at_1.png"), dir.join("pass_at_1.svg"));
     write_pass_at_1_chart(
         &format!("Pass@1 by iteration — {}", plan.name),
@@ -624,13 +667,23 @@ fn write_charts(
 
     let tokens: Vec<XySeries> = done
         .iter()
-        .map(|v| XySeries {
-            label: v.name.clone(),
-            points: v
+        .map(|v| {
+            let (points, intervals) = v
                 .budget
                 .iter()
-                .filter_map(|b| Some((b.cumulative_completion_tokens, b.pass_at_1?)))
-                .collect(),
+                .filter_map(|b| {
+                    let point = (b.cumulative_completion_tokens, b.pass_at_1?);
+                    Some((point, v.interval(b.iteration)))
+                })
+                .unzip();
+            // The same label and reference line as in the chart by iteration.
+            let by_iteration = pass_series(v);
+            XySeries {
+                label: by_iteration.label,
+                points,
+                intervals,
+                reference: by_iteration.reference,
+            }
         })
         .collect();
     let (png, svg) = (
@@ -646,16 +699,15 @@ fn write_charts(
     )?;
     files.extend([png, svg]);
 
-    let mut sweeps: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut sweeps: BTreeMap<&str, XySeries> = BTreeMap::new();
     for v in &done {
         if let (Some(s), Some(last)) = (&v.swept, v.pass_at_1.last()) {
-            sweeps
-                .entry(s.key.as_str())
-                .or_default()
-                .push((s.value, *last));
+            let line = sweeps.entry(s.key.as_str()).or_default();
+            line.points.push((s.value, *last));
+            line.intervals.push(v.interval(v.pass_at_1.len() - 1));
         }
     }
-    for (key, points) in sweeps {
+    for (key, mut line) in sweeps {
         let slug: String = key
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -668,9 +720,9 @@ fn write_charts(
         write_pass_at_1_xy_chart(
             &format!("Pass@1 at It{last} against {key} — {}", plan.name),
             key,
-            &[XySeries {
-                label: key.to_string(),
-                points,
+            &[{
+                line.label = key.to_string();
+                line
             }],
             &png,
             &svg,
@@ -794,6 +846,8 @@ mod tests {
             problems_failed: 0,
             pass_at_1: vec![0.5],
             selected_last: Some(1.0),
+            pass_at_1_rows: Vec::new(),
+            single_answer: false,
             budget: Vec::new(),
             swept: None,
             analyses: None,
@@ -810,6 +864,48 @@ mod tests {
         };
         let md = markdown_table(&plan, &[v], &[0]);
         assert!(md.contains("| x, y | rse | — | — |"), "{md}");
+    }
+
+    #[test]
+    fn a_single_answer_method_is_drawn_with_its_selected_accuracy_beside_its_sample_mean() {
+        let row = |pass_at_1: f64, std_dev: f64| PassAt1Row {
+            pass_at_1,
+            problems: 10,
+            std_dev: Some(std_dev),
+            ..PassAt1Row::default()
+        };
+        let variant = |name: &str, single_answer: bool| VariantReport {
+            name: name.into(),
+            method: String::new(),
+            status: "completed".into(),
+            problems_total: 10,
+            problems_done: 10,
+            problems_failed: 0,
+            pass_at_1: vec![0.136],
+            pass_at_1_rows: vec![row(0.136, 0.05)],
+            single_answer,
+            selected_last: Some(1.0),
+            budget: Vec::new(),
+            swept: None,
+            analyses: None,
+        };
+        let mv = pass_series(&variant("MV@64", true));
+        assert_eq!(mv.label, "MV@64: sample mean (n = 10)");
+        assert_eq!(
+            mv.reference,
+            Some(Reference {
+                label: "MV@64: selected answer (100.0 %)".into(),
+                value: 1.0
+            })
+        );
+        assert_eq!(mv.points, [(0, 0.136)]);
+        let interval = row(0.136, 0.05).interval_95().expect("ten problems");
+        assert_eq!(mv.intervals, [(0, interval)]);
+        // A method judged by its samples (TMAS has a best-verified candidate too) is drawn
+        // by its Pass@1 alone.
+        let tmas = pass_series(&variant("TMAS", false));
+        assert_eq!(tmas.label, "TMAS (n = 10)");
+        assert_eq!(tmas.reference, None);
     }
 
     #[test]
@@ -832,6 +928,8 @@ mod tests {
             problems_failed: 0,
             pass_at_1: vec![0.5],
             selected_last: None,
+            pass_at_1_rows: Vec::new(),
+            single_answer: false,
             budget: vec![budget(estimated)],
             swept: None,
             analyses: None,
@@ -898,6 +996,8 @@ mod tests {
             problems_failed: 0,
             pass_at_1: vec![0.5],
             selected_last: None,
+            pass_at_1_rows: Vec::new(),
+            single_answer: false,
             budget: vec![b],
             swept: None,
             analyses: None,

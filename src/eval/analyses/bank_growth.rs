@@ -86,73 +86,81 @@ impl BankGrowth {
         }
     }
 
+    /// One row per iteration and bank, every column a mean per problem over the problems
+    /// that reached the iteration: the units the chart draws.
     pub fn render_text(&self) -> String {
         let mut out = String::from(
-            "Bank growth (sums over problems; entries/problem is the mean)\n\
-             iteration  bank        entries  entries/problem  duplicates  rewrites  dropped  failed\n",
+            "Bank growth (means per problem over the problems that reached the iteration)\n\
+             iteration  bank        problems  entries  duplicates  rewrites  dropped  failed\n",
         );
         for t in 0..self.guideline.len() {
             for (name, c) in [
                 ("experience", &self.experience[t]),
                 ("guideline", &self.guideline[t]),
             ] {
+                let per = |n: usize| cell(per_problem(c, n));
                 let _ = writeln!(
                     out,
-                    "It{t:<8} {name:<10} {:>8} {:>16} {:>11} {:>9} {:>8} {:>7}",
-                    c.entries,
+                    "It{t:<8} {name:<10} {:>9} {:>8} {:>11} {:>9} {:>8} {:>7}",
+                    c.problems,
                     cell(c.mean_entries),
-                    c.rejected_duplicates,
-                    c.rejected_rewrites,
-                    c.dropped_by_model,
-                    c.failed_updates
+                    per(c.rejected_duplicates),
+                    per(c.rejected_rewrites),
+                    per(c.dropped_by_model),
+                    per(c.failed_updates)
                 );
             }
         }
         out
     }
 
+    /// Every column of the table against iteration, per problem: each bank's entries,
+    /// and the refusals, drops and failed updates summed over both banks.
     pub fn chart(&self, run: &str) -> ChartSpec {
-        let per_problem = |cells: &[GrowthCell], f: fn(&GrowthCell) -> usize| -> Vec<Option<f64>> {
-            cells
+        let both = |f: fn(&GrowthCell) -> usize| -> Vec<Option<f64>> {
+            self.experience
                 .iter()
-                .map(|c| (c.problems > 0).then(|| f(c) as f64 / c.problems as f64))
+                .zip(&self.guideline)
+                .map(
+                    |(e, g)| match (per_problem(e, f(e)), per_problem(g, f(g))) {
+                        (None, None) => None,
+                        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+                    },
+                )
                 .collect()
         };
-        let series = |label: &str, values: Vec<Option<f64>>| Series {
-            label: label.to_string(),
-            points: points(&values),
+        let entries = |cells: &[GrowthCell]| -> Vec<Option<f64>> {
+            cells.iter().map(|c| c.mean_entries).collect()
         };
         ChartSpec {
             stem: "bank_growth",
             title: format!("Bank growth per problem — {run}"),
-            y: YAxis::value("Per problem"),
+            y: YAxis::value("Per problem (mean)"),
             series: vec![
-                series(
-                    "experience entries",
-                    per_problem(&self.experience, |c| c.entries),
+                Series::new("experience entries", points(&entries(&self.experience))),
+                Series::new("guideline entries", points(&entries(&self.guideline))),
+                Series::new(
+                    "duplicates refused (both banks)",
+                    points(&both(|c| c.rejected_duplicates)),
                 ),
-                series(
-                    "guideline entries",
-                    per_problem(&self.guideline, |c| c.entries),
+                Series::new(
+                    "rewrites refused (guideline bank)",
+                    points(&both(|c| c.rejected_rewrites)),
                 ),
-                series(
-                    "rejected duplicates",
-                    per_problem(&self.experience, |c| c.rejected_duplicates)
-                        .into_iter()
-                        .zip(per_problem(&self.guideline, |c| {
-                            c.rejected_duplicates + c.rejected_rewrites
-                        }))
-                        .map(|(a, b)| match (a, b) {
-                            (None, None) => None,
-                            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-                        })
-                        .collect(),
+                Series::new(
+                    "entries dropped by the model (both banks)",
+                    points(&both(|c| c.dropped_by_model)),
                 ),
-                series(
-                    "guideline entries dropped by the model",
-                    per_problem(&self.guideline, |c| c.dropped_by_model),
+                Series::new(
+                    "failed updates (both banks)",
+                    points(&both(|c| c.failed_updates)),
                 ),
             ],
         }
     }
+}
+
+/// `n` per problem of the cell's iteration (`None` when no problem reached it).
+fn per_problem(c: &GrowthCell, n: usize) -> Option<f64> {
+    (c.problems > 0).then(|| n as f64 / c.problems as f64)
 }

@@ -1,15 +1,15 @@
 //! Explore vs exploit: the correct share of each branch per iteration (mean judge score
 //! of its candidates, as Pass@1 counts them), and, for every problem the run solved, which
 //! branch its first correct answer came from (the earliest iteration with a candidate
-//! judged correct ([`crate::eval::judge::is_correct`]); several correct candidates there may mix
-//! branches, so both "some" and "only" are counted).
+//! judged correct ([`crate::eval::judge::is_correct`]); several correct candidates there
+//! may mix branches, so both "some" and "only" are counted).
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
 use super::{ChartSpec, ProblemRun, cell, mean, points};
-use crate::eval::chart::{Series, YAxis};
+use crate::eval::chart::{Series, YAxis, n_label};
 use crate::eval::judge::is_correct;
 use crate::method::Branch;
 
@@ -113,16 +113,18 @@ impl ExploreExploit {
             stem: "explore_exploit",
             title: format!("Correct share by branch — {run}"),
             y: YAxis::percent("Correct candidates (%)"),
-            series: vec![
-                Series {
-                    label: "explore".into(),
-                    points: points(&shares(&self.explore)),
-                },
-                Series {
-                    label: "exploit".into(),
-                    points: points(&shares(&self.exploit)),
-                },
-            ],
+            // Each branch with the table's `n` column: how many candidates its points
+            // rest on (iterations without one have no point).
+            series: [("explore", &self.explore), ("exploit", &self.exploit)]
+                .into_iter()
+                .map(|(name, cells)| {
+                    let counts = cells.iter().map(|c| c.candidates).filter(|&n| n > 0);
+                    Series::new(
+                        format!("{name} ({} candidates)", n_label(counts)),
+                        points(&shares(cells)),
+                    )
+                })
+                .collect(),
         }
     }
 }

@@ -92,18 +92,9 @@ impl UniqueGuidelines {
             title: format!("Unique guidelines per problem — {run}"),
             y: YAxis::value("Guidelines per problem"),
             series: vec![
-                Series {
-                    label: "mean".into(),
-                    points: points(&self.mean),
-                },
-                Series {
-                    label: "min".into(),
-                    points: points(&ints(&self.min)),
-                },
-                Series {
-                    label: "max".into(),
-                    points: points(&ints(&self.max)),
-                },
+                Series::new("mean", points(&self.mean)),
+                Series::new("min", points(&ints(&self.min))),
+                Series::new("max", points(&ints(&self.max))),
             ],
         }
     }
@@ -118,10 +109,7 @@ pub fn sweep_chart(title: &str, runs: &[(String, &UniqueGuidelines)]) -> ChartSp
         y: YAxis::value("Guidelines per problem"),
         series: runs
             .iter()
-            .map(|(label, g)| Series {
-                label: label.clone(),
-                points: points(&g.mean),
-            })
+            .map(|(label, g)| Series::new(label.clone(), points(&g.mean)))
             .collect(),
     }
 }

@@ -185,21 +185,43 @@ impl Paradox {
         out
     }
 
+    /// Both groups against iteration, on the table's scale (scores in [0, 1]); a group
+    /// without scored candidates (say, every problem was solved) is left out.
     pub fn chart(&self, run: &str) -> ChartSpec {
+        // The title says which comparison the chart can make.
+        let groups = match (&self.never_solved, &self.solved) {
+            (n, _) if n.problems == 0 => "solved problems only (every problem was solved)",
+            (_, s) if s.problems == 0 => "never-solved problems only (no problem was solved)",
+            (n, _) if n.candidates == 0 => "solved problems only (no scores on the others)",
+            (_, s) if s.candidates == 0 => "never-solved problems only (no scores on the others)",
+            _ => "never-solved vs solved problems",
+        };
         ChartSpec {
             stem: "verification_paradox",
-            title: format!("Mean verification score, never-solved vs solved problems — {run}"),
-            y: YAxis::percent("Mean verification score (%)"),
-            series: vec![
-                Series {
-                    label: format!("never solved ({} problems)", self.never_solved.problems),
-                    points: points(&self.never_solved.per_iteration),
-                },
-                Series {
-                    label: format!("solved ({} problems)", self.solved.problems),
-                    points: points(&self.solved.per_iteration),
-                },
-            ],
+            title: format!("Mean verification score, {groups} — {run}"),
+            y: YAxis::share("Mean verification score (0–1)"),
+            series: [
+                ("never solved", &self.never_solved),
+                ("solved", &self.solved),
+            ]
+            .into_iter()
+            .map(|(name, g)| {
+                Series::new(
+                    format!("{name} ({})", problems(g.problems)),
+                    points(&g.per_iteration),
+                )
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect(),
         }
+    }
+}
+
+/// "1 problem", "3 problems".
+fn problems(n: usize) -> String {
+    if n == 1 {
+        "1 problem".into()
+    } else {
+        format!("{n} problems")
     }
 }

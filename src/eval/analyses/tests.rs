@@ -303,6 +303,91 @@ fn bank_growth_counts_a_methods_own_deduplication_as_duplicates() {
 }
 
 #[test]
+fn the_paradox_chart_draws_scores_as_its_table_and_leaves_out_an_empty_group() {
+    let p = sample();
+    let a = Analyses::of(&runs(&p), 1);
+    let chart = a.verification_paradox.chart("run");
+    // The table prints mean scores in [0, 1] (0.25, 1.00): so does the chart.
+    assert_eq!(chart.y.scale, crate::eval::chart::Scale::Share);
+    assert!(a.render_text().contains("0.25"));
+    let labels: Vec<&str> = chart.series.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, ["never solved (1 problem)", "solved (2 problems)"]);
+    assert_eq!(chart.series[1].points, [(0, 0.25), (1, 0.25)]);
+    // Every problem solved: the never-solved group has no problems and no line.
+    let solved_only = vec![problem("s", vec![(vec![(X, Some(1.0), 1.0)], vec![])])];
+    let chart = Analyses::of(&runs(&solved_only), 1)
+        .verification_paradox
+        .chart("run");
+    let labels: Vec<&str> = chart.series.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, ["solved (1 problem)"]);
+    assert!(
+        chart.title.contains("every problem was solved"),
+        "{}",
+        chart.title
+    );
+}
+
+#[test]
+fn the_bank_growth_chart_draws_every_column_of_its_table_per_problem() {
+    let p = sample();
+    let a = Analyses::of(&runs(&p), 1);
+    let text = a.bank_growth.render_text();
+    let header = text.lines().nth(1).expect("header");
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        [
+            "iteration",
+            "bank",
+            "problems",
+            "entries",
+            "duplicates",
+            "rewrites",
+            "dropped",
+            "failed"
+        ]
+    );
+    let chart = a.bank_growth.chart("run");
+    let labels: Vec<&str> = chart.series.iter().map(|s| s.label.as_str()).collect();
+    // One line per value column: entries of each bank, then each kind of event.
+    for column in ["entries", "duplicates", "rewrites", "dropped", "failed"] {
+        assert!(
+            labels.iter().any(|l| l.contains(column)),
+            "{column} missing from {labels:?}"
+        );
+    }
+    let line = |name: &str| {
+        &chart
+            .series
+            .iter()
+            .find(|s| s.label.contains(name))
+            .expect(name)
+            .points
+    };
+    // Per problem, as the table: guideline entries 5 / 3 then 7 / 3; at it1 one rewrite
+    // and one drop among three problems; it0 one experience duplicate.
+    assert_eq!(line("guideline entries"), &[(0, 5.0 / 3.0), (1, 7.0 / 3.0)]);
+    assert_eq!(line("rewrites"), &[(0, 0.0), (1, 1.0 / 3.0)]);
+    assert_eq!(line("dropped"), &[(0, 0.0), (1, 1.0 / 3.0)]);
+    assert_eq!(line("duplicates"), &[(0, 1.0 / 3.0), (1, 0.0)]);
+    assert!(
+        text.contains("It1        guideline          3     2.33        0.00      0.33     0.33"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_branch_chart_names_how_many_candidates_each_line_rests_on() {
+    let p = sample();
+    let chart = Analyses::of(&runs(&p), 1).explore_exploit.chart("run");
+    let labels: Vec<&str> = chart.series.iter().map(|s| s.label.as_str()).collect();
+    // it0: 2 explore, 4 exploit; it1: 2 explore (one unscored counts), 4 exploit.
+    assert_eq!(
+        labels,
+        ["explore (n = 2 candidates)", "exploit (n = 4 candidates)"]
+    );
+}
+
+#[test]
 fn text_charts_and_json_cover_all_four() {
     let p = sample();
     let a = Analyses::of(&runs(&p), 1);
