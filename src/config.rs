@@ -28,6 +28,7 @@ pub(crate) mod endpoints;
 pub(crate) mod error;
 pub(crate) mod layers;
 pub(crate) mod loader;
+pub(crate) mod relative;
 pub(crate) mod resolve;
 pub(crate) mod schema;
 pub(crate) mod shard;
@@ -36,7 +37,7 @@ pub(crate) mod validate;
 
 pub use args::{ConfigArgs, shard_override};
 pub use endpoints::{DEFAULT_GROUP, EMBEDDED_SIM, EndpointConfig, RoleConfig, Roles};
-pub use error::{ConfigErrors, ConfigIssue, KeyIssue, KeyPath};
+pub use error::{BadInput, ConfigErrors, ConfigIssue, KeyIssue, KeyPath};
 pub use layers::{CliOverride, ENV_PREFIX};
 pub use loader::{load, load_str, load_with};
 pub use schema::{

@@ -24,6 +24,9 @@ repo="$(cd "$here/../.." && pwd)"
 venv="${TMAS_INTEROP_VENV:-$HOME/.cache/tmas-interop/venv}"
 out="${TMAS_INTEROP_OUT:-$(mktemp -d -t tmas-interop.XXXXXX)}"
 mkdir -p "$out"
+# Absolute: the configs written below name files in it, and a config's relative paths are
+# read from the config's own directory.
+out="$(cd "$out" && pwd)"
 log() { printf '[interop] %s\n' "$*" >&2; }
 
 # 1. The server and the model, into the virtualenv (skipped when already there).

@@ -49,6 +49,13 @@ impl fmt::Display for ConfigIssue {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ConfigErrors(pub Vec<ConfigIssue>);
 
+/// A problem with what the user gave (arguments, a file or directory to read or write),
+/// found before anything was created or changed. Commands exit with the bad-input code
+/// on it (docs/cli.md).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
 impl ConfigErrors {
     pub fn single(issue: ConfigIssue) -> Self {
         Self(vec![issue])

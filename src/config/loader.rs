@@ -15,6 +15,7 @@ use super::Config;
 use super::error::{ConfigErrors, ConfigIssue, KeyIssue, KeyPath, Seg};
 use super::layers::{CliOverride, Override, cli_overrides, env_overrides, get_at, merge};
 use super::layers::{remove_at, set_at};
+use super::relative::{base_note, rebase_paths};
 use super::validate::{check_paths, validate_values};
 
 /// Most deserialization errors reported for one document (each costs a re-parse).
@@ -45,17 +46,32 @@ pub fn load_with(
             format!("cannot read the config file: {e}"),
         ))
     })?;
-    load_str(&text, &label, env, overrides)
+    let base = path.parent().unwrap_or(Path::new(""));
+    load_text(&text, &label, Some(base), env, overrides)
 }
 
-/// Loads a config from TOML text; `label` names it in errors (usually its path).
+/// Loads a config from TOML text; `label` names it in errors (usually its path). Its
+/// relative paths stay relative to the working directory (a stored config's paths were
+/// rebased when it was first loaded from its file).
 pub fn load_str(
     text: &str,
     label: &str,
     env: &[(String, String)],
     overrides: &[CliOverride],
 ) -> Result<Config, ConfigErrors> {
-    let file: Table = toml::from_str(text).map_err(|e| {
+    load_text(text, label, None, env, overrides)
+}
+
+/// [`load_str`] for the text of a file in `base`: the file's relative paths are relative
+/// to `base` ([`super::relative`]).
+fn load_text(
+    text: &str,
+    label: &str,
+    base: Option<&Path>,
+    env: &[(String, String)],
+    overrides: &[CliOverride],
+) -> Result<Config, ConfigErrors> {
+    let mut file: Table = toml::from_str(text).map_err(|e| {
         let origin = match e.span() {
             Some(span) => with_line_col(label, text, span.start),
             None => label.to_string(),
@@ -66,6 +82,7 @@ pub fn load_str(
             format!("TOML syntax error: {}", e.message().trim()),
         ))
     })?;
+    let rebased = base.map_or_else(Vec::new, |b| rebase_paths(&mut file, b));
     let (env_layer, mut issues) = env_overrides(env);
     let (cli_layer, cli_issues) = cli_overrides(overrides);
     issues.extend(cli_issues);
@@ -89,10 +106,28 @@ pub fn load_str(
         return Err(ConfigErrors(issues));
     };
     config.fill_derived();
-    for ki in validate_values(&config)
-        .into_iter()
-        .chain(check_paths(&config))
+    for ki in validate_values(&config) {
+        issues.push(attr.issue(ki));
+    }
+    let mut path_issues = check_paths(&config);
+    // The dataset a file names must be there (one given later, on the command line, is
+    // checked when it is read).
+    if let Some(r) = rebased
+        .iter()
+        .find(|r| r.key == KeyPath::keys(["run", "dataset"]))
+        && config.run.dataset.as_deref() == Some(r.path.as_path())
+        && !r.path.is_file()
     {
+        let message = format!("dataset file {} not found", r.path.display());
+        path_issues.push(KeyIssue::new(r.key.clone(), message));
+    }
+    for mut ki in path_issues {
+        // A path rebased onto the file's directory: say which directory that was.
+        let from_file = rebased.iter().any(|r| r.key == ki.path)
+            && !layers.iter().any(|o| o.path.related(&ki.path));
+        if let (Some(base), true) = (base, from_file) {
+            ki.message = format!("{} {}", ki.message, base_note(label, base));
+        }
         issues.push(attr.issue(ki));
     }
     if issues.is_empty() {
