@@ -10,7 +10,7 @@
 # (under callgrind a run is ~50 times slower).
 #
 #   cargo build --release --bin tmas
-#   scripts/callgrind-eval.sh --problems 10 --iterations 2 --in-flight 100 --latency fixed:20ms
+#   scripts/callgrind-eval.sh --problems 10 --iterations 2 --max-in-flight 100 --latency fixed:20ms
 #
 # Environment: TMAS (binary, default target/release/tmas), CALLGRIND_DIR (where the
 # profiles, the bench output and the summary are kept; default a new temporary

@@ -26,10 +26,10 @@ pub struct WorkloadArgs {
     #[arg(long, default_value_t = 200)]
     pub problems: usize,
     /// N: candidates per iteration.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long = "candidates", value_name = "N", default_value_t = 8)]
     pub n: u32,
     /// M: verifications per candidate.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long = "verifications", value_name = "M", default_value_t = 8)]
     pub m: u32,
     /// T: iterations per problem (5 for a quick run, 20 for the full one).
     #[arg(long, default_value_t = 5)]
@@ -40,7 +40,7 @@ impl WorkloadArgs {
     pub fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(self.problems > 0, "--problems must be at least 1");
         anyhow::ensure!(self.iterations > 0, "--iterations must be at least 1");
-        anyhow::ensure!(self.n > 0, "--n must be at least 1");
+        anyhow::ensure!(self.n > 0, "--candidates must be at least 1");
         Ok(())
     }
 }

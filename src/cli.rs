@@ -2,10 +2,13 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub(crate) mod bench_cmd;
 pub(crate) mod config_cmd;
+#[cfg(test)]
+mod doc_table;
+pub(crate) mod exit;
 pub(crate) mod experiment;
 pub(crate) mod export;
 pub(crate) mod judge;
@@ -18,14 +21,12 @@ pub(crate) mod rl_serve;
 pub(crate) mod run;
 pub(crate) mod select_hard;
 pub(crate) mod sim_server;
-
 /// Runs TMAS and related test-time-compute methods against OpenAI-compatible endpoints.
 #[derive(Debug, Parser)]
 #[command(name = "tmas", version, about)]
 pub struct Cli {
-    /// Log filter (tracing `EnvFilter` syntax); when absent, `warn` with `tmas run
-    /// --quiet`, else `RUST_LOG`, else `info`. `tmas bench` prints only warnings and
-    /// errors of that filter (its output is the figures) unless `--log` is given.
+    /// Log filter (tracing `EnvFilter` syntax). Default: `RUST_LOG`, else `info`; `warn`
+    /// under `--quiet` and for benchmarks, whose output is their figures.
     #[arg(long, global = true)]
     pub log: Option<String>,
     /// Worker threads of the async runtime (default: `TOKIO_WORKER_THREADS`, else one
@@ -75,9 +76,14 @@ pub enum Command {
 
 /// Parses arguments, sets up logging and a runtime, and runs the subcommand.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    // `tmas run --quiet`: warnings and errors only, unless a filter is given explicitly.
-    let quiet = matches!(&cli.command, Command::Run(args) if args.quiet);
+    let cli = parse();
+    // `--quiet`: warnings and errors only, unless a filter is given explicitly.
+    let quiet = match &cli.command {
+        Command::Run(args) => args.quiet,
+        Command::Experiment(args) => args.quiet,
+        Command::SelectHard(args) => args.quiet,
+        _ => false,
+    };
     let filter = cli.log.as_deref().or(quiet.then_some("warn"));
     // Benchmarks print warnings and their figures, not the INFO lines of the runs they
     // drive; their spans stay at the usual level so they measure what a run does.
@@ -92,7 +98,7 @@ pub fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(exit::FAILED);
         }
     };
     let result = runtime.block_on(async move {
@@ -117,9 +123,25 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", tmas_observability::error_text(e.as_ref()));
-            ExitCode::from(1)
+            ExitCode::from(exit::code_of(&e))
         }
     }
+}
+
+/// The command line, old spellings included: each one used is named on stderr with the
+/// spelling that replaced it. A usage error exits with [`exit::BAD_INPUT`].
+fn parse() -> Cli {
+    let os_args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = vocabulary::with_old_spellings(Cli::command()).get_matches_from(&os_args);
+    let args: Vec<String> = os_args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let path = vocabulary::command_path(&matches);
+    for old in vocabulary::old_spellings_used(&path, &args) {
+        eprintln!("{}", vocabulary::note(&old));
+    }
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 /// The line above the Pass@1 table of a run with unfinished problems (`None` without):

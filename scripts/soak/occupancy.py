@@ -11,7 +11,7 @@ clean run's profile shows the capacity its dependency chains let the client use;
 under faults shows where the capacity went unused (a kill is a dip of the killed
 endpoint's line while it is down, re-admitted and refilled).
 
-`tmas bench soak --keep-runs DIR` keeps each run's store as DIR/rep-K/NAME/run/run.sqlite.
+`tmas bench soak --out DIR` keeps each run's store as DIR/rep-K/NAME/run/run.sqlite.
 
 Output: per run, its wall (first start to last end), the useful slot-seconds in total, the
 mean busy slots per window (default 10 s), and when the last problem started: from then

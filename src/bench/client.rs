@@ -24,7 +24,7 @@ use crate::role::Role;
 #[derive(Debug, Clone, clap::Args)]
 pub struct ClientBenchArgs {
     /// Calls kept in flight (also the client's global and per-endpoint cap).
-    #[arg(long, default_value_t = 800)]
+    #[arg(long = "max-in-flight", value_name = "N", default_value_t = 800)]
     pub in_flight: usize,
     /// Fixed simulator latency per call, in milliseconds.
     #[arg(long, default_value_t = 200)]
@@ -72,7 +72,7 @@ pub struct ClientBenchResult {
 
 /// Runs the benchmark and prints its figures.
 pub async fn run(args: ClientBenchArgs) -> anyhow::Result<ClientBenchResult> {
-    anyhow::ensure!(args.in_flight > 0, "--in-flight must be at least 1");
+    anyhow::ensure!(args.in_flight > 0, "--max-in-flight must be at least 1");
     anyhow::ensure!(args.latency_ms > 0, "--latency-ms must be at least 1");
     // With OTEL_EXPORTER_OTLP_ENDPOINT set, every attempt's span is exported, so the
     // benchmark also measures what span export costs.
@@ -82,7 +82,7 @@ pub async fn run(args: ClientBenchArgs) -> anyhow::Result<ClientBenchResult> {
     let sim = SimProcess::spawn(&[
         "--latency".into(),
         format!("fixed:{}ms", args.latency_ms),
-        "--seed".into(),
+        "--sim-seed".into(),
         "1".into(),
     ])
     .await?;

@@ -58,7 +58,7 @@ pub struct EvalBenchArgs {
     #[command(flatten)]
     pub workload: super::WorkloadArgs,
     /// Cap on calls in flight (global, endpoint and every role pool).
-    #[arg(long, default_value_t = 800)]
+    #[arg(long = "max-in-flight", value_name = "N", default_value_t = 800)]
     pub in_flight: usize,
     /// Admission policy.
     #[arg(long, value_enum, default_value_t = AdmissionKind::WorkConserving)]
@@ -100,7 +100,7 @@ pub struct EvalBenchArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub sim_worker_threads: Option<u16>,
     /// Keep the run directory (store, results) here instead of deleting a temporary one.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long = "out", value_name = "DIR")]
     pub keep_run: Option<PathBuf>,
     /// Do not write the JSON result under `bench-results/`.
     #[arg(long)]
@@ -278,7 +278,7 @@ pub async fn run(args: EvalBenchArgs) -> anyhow::Result<Vec<EvalBenchResult>> {
 
 /// One run in this process.
 async fn run_once(args: EvalBenchArgs) -> anyhow::Result<EvalBenchResult> {
-    anyhow::ensure!(args.in_flight > 0, "--in-flight must be at least 1");
+    anyhow::ensure!(args.in_flight > 0, "--max-in-flight must be at least 1");
     let max_active = args
         .max_active_problems
         .unwrap_or(args.max_concurrent_problems.saturating_mul(2));
@@ -322,7 +322,7 @@ async fn run_in(
     let run_dir = work.join("run");
     anyhow::ensure!(
         !run_dir.exists(),
-        "{} already exists: give --keep-run a new directory",
+        "{} already exists: give --out a new directory",
         run_dir.display()
     );
 
@@ -339,7 +339,7 @@ async fn run_in(
         args.solution_bytes.to_string(),
         "--summary-bytes".into(),
         args.summary_bytes.to_string(),
-        "--seed".into(),
+        "--sim-seed".into(),
         args.seed.to_string(),
         "--dataset".into(),
         dataset_path.display().to_string(),
@@ -769,7 +769,8 @@ mod tests {
             #[command(flatten)]
             args: EvalBenchArgs,
         }
-        let w = Wrap::try_parse_from(["x", "--in-flight", "64", "--admission", "fixed"]).unwrap();
+        let w =
+            Wrap::try_parse_from(["x", "--max-in-flight", "64", "--admission", "fixed"]).unwrap();
         let dir = std::env::temp_dir();
         let c = bench_config(&w.args, 250, &["http://127.0.0.1:9/v1".into()], &dir).unwrap();
         assert_eq!(c.run.max_in_flight, 64);
@@ -795,8 +796,9 @@ mod tests {
         assert_eq!((c.method.n, c.method.m, c.method.iterations), (8, 8, 5));
         assert!(c.routing.is_empty() || c.routing["default"] == tmas_client::Routing::LeastLoad);
 
-        let w = Wrap::try_parse_from(["x", "--in-flight", "64", "--routing", "prefix-affinity"])
-            .unwrap();
+        let w =
+            Wrap::try_parse_from(["x", "--max-in-flight", "64", "--routing", "prefix-affinity"])
+                .unwrap();
         let urls: Vec<String> = (0..4)
             .map(|i| format!("http://127.0.0.1:{}/v1", 9 + i))
             .collect();

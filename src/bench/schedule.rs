@@ -20,7 +20,7 @@ pub struct ScheduleBenchArgs {
     #[command(flatten)]
     pub workload: super::WorkloadArgs,
     /// Cap on calls in flight (global, and every role pool's workers).
-    #[arg(long, default_value_t = 800)]
+    #[arg(long = "max-in-flight", value_name = "N", default_value_t = 800)]
     pub in_flight: usize,
     /// Window of the fixed policy (released: 100).
     #[arg(long, default_value_t = 100)]
@@ -36,7 +36,7 @@ pub struct ScheduleBenchArgs {
     #[arg(long, default_value_t = 0.0)]
     pub difficulty_sigma: f64,
     /// Latency draws to average over (seeds 1..=K).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long = "latency-draws", value_name = "K", default_value_t = 5)]
     pub seeds: u64,
     /// Do not write the JSON result under `bench-results/`.
     #[arg(long)]
@@ -98,8 +98,8 @@ pub fn run(args: ScheduleBenchArgs) -> anyhow::Result<ScheduleBenchResult> {
         .parse()
         .map_err(|e: String| anyhow::anyhow!("--latency: {e}"))?;
     args.workload.validate()?;
-    anyhow::ensure!(args.in_flight > 0, "--in-flight must be at least 1");
-    anyhow::ensure!(args.seeds > 0, "--seeds must be at least 1");
+    anyhow::ensure!(args.in_flight > 0, "--max-in-flight must be at least 1");
+    anyhow::ensure!(args.seeds > 0, "--latency-draws must be at least 1");
     anyhow::ensure!(
         (0.0..=3.0).contains(&args.difficulty_sigma),
         "--difficulty-sigma must be within 0..=3"

@@ -13,13 +13,13 @@
 //!   seconds (down `--down-secs`), 3 % HTTP 500, 2 % dropped connections, 0.5 % hung
 //!   requests, 1 % malformed bodies.
 //!
-//! and sets the endpoints' concurrency limits one of the ways of `--limit` (several
+//! and sets the endpoints' concurrency limits one of the ways of `--limit-policy` (several
 //! allowed): AIMD or the gradient, each endpoint told half the cap, or the simulators'
 //! capacities declared (the best fixed limit). Each of `--runs` repetitions runs the clean
 //! run once, then every scenario × limit, each compared call by call with that
 //! repetition's clean run. The clean run is the reference for both answers and wall time:
 //! no capacity, no faults, AIMD at half the cap per endpoint (it never moves without
-//! overload), whatever `--limit` says.
+//! overload), whatever `--limit-policy` says.
 //!
 //! It prints, per scenario × limit, the median and range over the repetitions of the wall
 //! time and its ratios (to the clean run, and to the time the servers' capacity allows the
@@ -124,7 +124,7 @@ pub struct SoakArgs {
     /// How the endpoints' limits are set under faults (comma-separated or repeated):
     /// `aimd` or `gradient` (`resilience.limit`, each endpoint told half the cap), or
     /// `declared` (each endpoint told its simulator's capacity: the best fixed limit).
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [SoakLimit::Aimd])]
+    #[arg(long = "limit-policy", value_enum, value_delimiter = ',', default_values_t = [SoakLimit::Aimd])]
     pub limit: Vec<SoakLimit>,
     /// Repetitions: each runs the clean run once and then every scenario × limit; the
     /// summary gives the median and range of each figure over them.
@@ -138,21 +138,21 @@ pub struct SoakArgs {
     #[arg(long)]
     pub problems: Option<usize>,
     /// N: candidates per iteration.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long = "candidates", value_name = "N", default_value_t = 8)]
     pub n: u32,
     /// M: verifications per candidate.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long = "verifications", value_name = "M", default_value_t = 4)]
     pub m: u32,
     /// T: iterations per problem.
     #[arg(long, default_value_t = 4)]
     pub iterations: u32,
     /// Cap on calls in flight (global; each endpoint gets half).
-    #[arg(long, default_value_t = 200)]
+    #[arg(long = "max-in-flight", value_name = "N", default_value_t = 200)]
     pub in_flight: usize,
     /// Simulator latency.
     #[arg(long, default_value = "lognormal:1000ms:1.0")]
     pub latency: String,
-    /// Requests both simulators serve at once, together (default: 3/4 of --in-flight).
+    /// Requests both simulators serve at once, together (default: 3/4 of --max-in-flight).
     #[arg(long)]
     pub capacity: Option<usize>,
     /// Share of --capacity served by the first simulator (the second serves the rest):
@@ -187,7 +187,7 @@ pub struct SoakArgs {
     pub seed: u64,
     /// Keep every run directory here (`rep-K/clean`, `rep-K/SCENARIO-LIMIT`) instead of
     /// deleting a temporary one.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long = "out", value_name = "DIR")]
     pub keep_runs: Option<std::path::PathBuf>,
     /// Do not write the JSON result under `bench-results/`.
     #[arg(long)]
@@ -269,7 +269,7 @@ fn problems_for(a: &SoakArgs) -> anyhow::Result<usize> {
 }
 
 pub async fn run(args: SoakArgs) -> anyhow::Result<SoakReport> {
-    anyhow::ensure!(args.in_flight >= 2, "--in-flight must be at least 2");
+    anyhow::ensure!(args.in_flight >= 2, "--max-in-flight must be at least 2");
     anyhow::ensure!(args.minutes > 0.0, "--minutes must be positive");
     anyhow::ensure!(
         args.capacity_split > 0.0 && args.capacity_split < 1.0,
@@ -282,7 +282,7 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<SoakReport> {
     let variants = args.variants();
     anyhow::ensure!(
         !variants.is_empty(),
-        "--scenario and --limit need at least one value each"
+        "--scenario and --limit-policy need at least one value each"
     );
     let capacity = args.capacity.unwrap_or(args.in_flight * 3 / 4).max(2);
     let shape = Shape {
@@ -455,7 +455,7 @@ mod tests {
             "overload,full",
             "--scenario",
             "overload",
-            "--limit",
+            "--limit-policy",
             "gradient,declared",
         ])
         .unwrap();

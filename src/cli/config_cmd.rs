@@ -9,9 +9,6 @@ use std::process::ExitCode;
 
 use crate::config::{self, resolve::process_env};
 
-/// Exit status for an invalid config (1 is left for unexpected failures).
-const EXIT_INVALID: u8 = 2;
-
 #[derive(Debug, clap::Subcommand)]
 pub enum ConfigCommand {
     /// Print the fully resolved config, or every error with file, key path and reason.
@@ -70,7 +67,7 @@ fn check(
             for e in errors.iter() {
                 writeln!(err, "error: {e}")?;
             }
-            Ok(EXIT_INVALID)
+            Ok(super::exit::BAD_INPUT)
         }
     }
 }
@@ -112,7 +109,7 @@ mod tests {
     #[test]
     fn invalid_config_prints_every_error_and_exits_2() {
         let (code, out, err) = run_check(&format!("{OK}[method]\nn = 0\nepsilon = 9\n"), &[]);
-        assert_eq!(code, EXIT_INVALID);
+        assert_eq!(code, crate::cli::exit::BAD_INPUT);
         assert!(out.is_empty());
         let lines: Vec<&str> = err.lines().collect();
         assert_eq!(

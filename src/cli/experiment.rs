@@ -2,11 +2,7 @@
 //! comparison report; `tmas experiment --resume DIR` continues one after a crash;
 //! `tmas experiment report DIR` rewrites the report. See `crate::engine::experiment`.
 //!
-//! Exit codes as `tmas run`: 0 done; 1 error (a variant could not run); 2 a variant's
-//! config, dataset, API keys or endpoints failed the checks made before anything is
-//! created (nothing was created); 3 calls lost or problems failed; 4 an endpoint kept
-//! answering with permanent errors; 130 stopped by SIGINT, 143 by SIGTERM (resume it;
-//! nothing was created when the stop came during the checks).
+//! Exit codes: docs/cli.md (a variant that could not run exits 1).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -16,6 +12,7 @@ use anyhow::Context;
 use clap::Subcommand;
 use tmas_observability::Console;
 
+use super::exit::{self, BadInput};
 use crate::config::CliOverride;
 use crate::config::resolve::process_env;
 use crate::engine::experiment::{self, ExperimentDisplay, ExperimentResult, report};
@@ -23,7 +20,13 @@ use crate::engine::preflight::StartupError;
 use crate::engine::{RunControl, shutdown};
 
 #[derive(Debug, clap::Args)]
-#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    override_usage = "tmas experiment [OPTIONS] <FILE.toml>\n       \
+                      tmas experiment --resume <DIR> [OPTIONS]\n       \
+                      tmas experiment report <DIR>"
+)]
 pub struct Args {
     #[command(subcommand)]
     pub command: Option<ExperimentCommand>,
@@ -40,9 +43,18 @@ pub struct Args {
     /// experiment's own overrides. With --resume: operational settings only.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Seconds between status lines on stderr (0: none).
-    #[arg(long, default_value_t = 10)]
-    pub status_every: u64,
+    /// Seconds between progress lines on stderr when it is not a terminal (0: none; on
+    /// a terminal, one bar per variant is drawn instead).
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub progress_every: u64,
+    /// Errors, warnings and the final report only: no progress display, no
+    /// informational log lines (unless `--log` asks for them).
+    #[arg(long)]
+    pub quiet: bool,
+    /// Skip the start-up check of the endpoints (`GET /models` and a one-token chat
+    /// completion on each endpoint the variants use).
+    #[arg(long)]
+    pub no_preflight: bool,
     /// Run shard I of N of every variant (`--set run.shard=I/N`): each variant's problems
     /// whose id hashes to I; or `auto`, from a Slurm job array or a Kubernetes Indexed
     /// Job. `tmas merge` joins the experiment's shards (docs/cluster.md).
@@ -51,8 +63,7 @@ pub struct Args {
     /// With `--shard auto` in a Kubernetes Indexed Job: the number of shards; else the
     /// variable TMAS_SHARDS.
     #[arg(long, value_name = "N", requires = "shard")]
-    pub shards: Option<u32>,
-}
+    pub shards: Option<u32>,}
 
 #[derive(Debug, Subcommand)]
 pub enum ExperimentCommand {
@@ -71,7 +82,8 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
     let control = RunControl::default();
     let signals = shutdown::install(control.stop.clone()).context("installing signal handlers")?;
     let display = ExperimentDisplay {
-        status_every: (args.status_every > 0).then(|| Duration::from_secs(args.status_every)),
+        status_every: (args.progress_every > 0).then(|| Duration::from_secs(args.progress_every)),
+        quiet: args.quiet,
         console,
     };
     let env = process_env();
@@ -88,7 +100,9 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
         }
     }
     let started = match (&args.resume, &args.file) {
-        (Some(dir), _) => experiment::resume(dir, env, cli, control, display).await,
+        (Some(dir), _) => {
+            experiment::resume(dir, env, cli, control, display, !args.no_preflight).await
+        }
         (None, Some(file)) => {
             let out = match &args.out {
                 Some(o) => o.clone(),
@@ -99,25 +113,36 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
                 Err(errors) => return Ok(nothing_created(&errors.0)),
             };
             // Every endpoint answers before the directory exists.
-            let checked = experiment::check_endpoints(&plan, &env, &control, &display.console);
+            let checked = async {
+                match args.no_preflight {
+                    true => Ok(()),
+                    false => {
+                        experiment::check_endpoints(&plan, &env, &control, &display.console).await
+                    }
+                }
+            };
             match checked.await {
                 Err(e) => match e.downcast_ref::<StartupError>() {
                     Some(startup) => return Ok(nothing_created(&startup.problems)),
                     None => Err(e),
                 },
                 Ok(()) => {
-                    eprintln!(
-                        "tmas experiment {}: {} variants sharing {} calls in flight → {}",
-                        plan.name,
-                        plan.variants.len(),
-                        plan.max_in_flight,
-                        out.display()
-                    );
+                    if !args.quiet {
+                        eprintln!(
+                            "tmas experiment {}: {} variants sharing {} calls in flight → {}",
+                            plan.name,
+                            plan.variants.len(),
+                            plan.max_in_flight,
+                            out.display()
+                        );
+                    }
                     experiment::run_new(plan, &out, env, control, display).await
                 }
             }
         }
-        (None, None) => anyhow::bail!("give an experiment file or --resume DIR"),
+        (None, None) => {
+            return Err(BadInput("give an experiment file or --resume DIR".into()).into());
+        }
     };
     let result = match started {
         Ok(result) => result,
@@ -139,7 +164,7 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
                     eprintln!("error: {problem}");
                 }
                 eprintln!("nothing changed; fix the above and resume again");
-                return Ok(ExitCode::from(2));
+                return Ok(ExitCode::from(exit::BAD_INPUT));
             }
             None => return Err(e),
         },
@@ -153,7 +178,7 @@ fn nothing_created(problems: &[String]) -> ExitCode {
         eprintln!("error: {problem}");
     }
     eprintln!("nothing was created; fix the above and run again");
-    ExitCode::from(2)
+    ExitCode::from(exit::BAD_INPUT)
 }
 
 /// `run.out_dir/experiment-NAME` (with `-2`, `-3`, … when taken).
@@ -239,17 +264,17 @@ fn finish(result: &ExperimentResult, signals: &shutdown::Signals) -> anyhow::Res
             "{errors} variant(s) did not run to the end; fix the cause and resume with: tmas experiment --resume {}",
             result.dir.display()
         );
-        return Ok(ExitCode::from(1));
+        return Ok(ExitCode::from(exit::FAILED));
     }
     if stopped > 0 {
-        return Ok(ExitCode::from(super::run::EXIT_PERMANENT_ERRORS));
+        return Ok(ExitCode::from(exit::ENDPOINT_REFUSED));
     }
     Ok(if degraded > 0 {
         eprintln!(
             "once the endpoints are fine, `tmas experiment --resume {}` sends lost calls again",
             result.dir.display()
         );
-        ExitCode::from(super::run::EXIT_DEGRADED)
+        ExitCode::from(exit::INCOMPLETE)
     } else {
         ExitCode::SUCCESS
     })

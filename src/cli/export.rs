@@ -1,9 +1,9 @@
-//! `tmas export DIR --format jsonl|csv [--out FILE] [--partial]`: a run's store as JSONL
+//! `tmas export DIR --format jsonl|csv [--output FILE] [--partial]`: a run's store as JSONL
 //! (one line per problem) or its per-iteration Pass@1 table as CSV. Reads only. A run
 //! with unfinished problems (interrupted, or still going) is refused with exit code 1
 //! unless `--partial` is given: its table would cover only the finished problems, so the
 //! rows then say `partial`. It streams, one problem's record in memory at a time (a long
-//! run's records are hundreds of MB); with `--out` the file appears only complete.
+//! run's records are hundreds of MB); with `--output` the file appears only complete.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -32,8 +32,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: Format,
     /// Write here (atomically) instead of standard output.
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Export a run with unfinished problems (interrupted or still going): their JSONL
     /// rows, and every CSV row, say `partial`.
     #[arg(long)]
@@ -45,7 +45,7 @@ const NAMED_UNFINISHED: usize = 5;
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let path = args.dir.join(DB_FILE);
-    let (format, out, partial) = (args.format, args.out.clone(), args.partial);
+    let (format, out, partial) = (args.format, args.output.clone(), args.partial);
     let dir = args.dir.clone();
     // SQLite reads block: keep them off the async workers.
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
@@ -53,14 +53,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         let (unfinished, total) = unfinished_problems(&reader)?;
         if !unfinished.is_empty() && !partial {
             let named = super::name_first(&unfinished, NAMED_UNFINISHED);
-            anyhow::bail!(
+            return Err(crate::config::BadInput(format!(
                 "{}: {} of {total} problems are unfinished ({named}), so the export would \
                  cover only part of the run; finish it with `tmas run --resume {}`, or pass \
                  --partial to export what is there (its rows then say `partial`)",
                 dir.display(),
                 unfinished.len(),
                 dir.display()
-            );
+            ))
+            .into());
         }
         let export = |w: &mut dyn Write| match format {
             Format::Jsonl => write_jsonl(&reader, w, partial),

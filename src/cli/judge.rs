@@ -51,8 +51,8 @@ pub struct Args {
     pub run: Option<PathBuf>,
     /// Where --pairs or --run writes its verdicts (JSONL; `-` for stdout with --pairs).
     /// Default: next to the pairs file, as `NAME.verdicts.jsonl`; `DIR/rejudged.jsonl`.
-    #[arg(long, value_name = "FILE", conflicts_with = "reference")]
-    pub out: Option<PathBuf>,
+    #[arg(long, short = 'o', value_name = "FILE", conflicts_with = "reference")]
+    pub output: Option<PathBuf>,
     /// Also ask the LLM judge (role `judge` of --config, `judge.repeats` times).
     #[arg(long, requires = "config")]
     pub llm: bool,
@@ -67,19 +67,25 @@ pub struct Args {
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.run {
-        return rejudge::run(dir, args.config.as_deref(), &args.set, args.out.as_deref()).await;
+        return rejudge::run(
+            dir,
+            args.config.as_deref(),
+            &args.set,
+            args.output.as_deref(),
+        )
+        .await;
     }
     let llm = if args.llm {
         let path = args
             .config
             .as_deref()
-            .context("--llm needs --config FILE")?;
+            .ok_or_else(|| crate::config::BadInput("--llm needs --config FILE".into()))?;
         Some(JudgeSession::start(path, &args.set).await?)
     } else {
         None
     };
     let result = match (&args.pairs, &args.reference, &args.answer) {
-        (Some(pairs), _, _) => judge_pairs(pairs, args.out.as_deref(), llm.as_ref()).await,
+        (Some(pairs), _, _) => judge_pairs(pairs, args.output.as_deref(), llm.as_ref()).await,
         (None, Some(reference), Some(answer)) => {
             judge_one(reference, answer, args.question.as_deref(), llm.as_ref()).await
         }

@@ -23,8 +23,8 @@ pub struct Args {
     #[arg(long)]
     pub title: Option<String>,
     /// Seed of the verification paradox's permutation test.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    #[arg(long, value_name = "SEED", default_value_t = 0)]
+    pub permutation_seed: u64,
 }
 
 /// How many unfinished ids the `partial:` line names.
@@ -130,7 +130,7 @@ fn report_analyses(dir: &RunDir, args: &Args) -> anyhow::Result<()> {
             judgments: &r.judgments,
         })
         .collect();
-    let analyses = Analyses::of(&runs, args.seed);
+    let analyses = Analyses::of(&runs, args.permutation_seed);
     println!();
     println!("{}", analyses.render_text());
     let json = dir.root.join("analyses.json");

@@ -1,4 +1,4 @@
-//! `tmas rl-data RUN_DIR… --out FILE.parquet`: Hybrid-RL training instances for verl from
+//! `tmas rl-data RUN_DIR… --output FILE.parquet`: Hybrid-RL training instances for verl from
 //! stored runs (`crate::rl::data`), written in verl's layout (`crate::rl::verl_table`).
 //! Reads the run stores read-only, so a run may still be going.
 
@@ -18,8 +18,8 @@ pub struct Args {
     #[arg(required = true, value_name = "RUN_DIR")]
     pub runs: Vec<PathBuf>,
     /// The parquet file to write.
-    #[arg(long, value_name = "FILE.parquet")]
-    pub out: PathBuf,
+    #[arg(long, short = 'o', value_name = "FILE.parquet")]
+    pub output: PathBuf,
     /// Standard-correctness instances (`_source = normal`).
     #[arg(long, default_value_t = PAPER_MIX.normal)]
     pub normal: usize,
@@ -30,8 +30,8 @@ pub struct Args {
     #[arg(long, default_value_t = PAPER_MIX.guideline)]
     pub guideline: usize,
     /// Seed of the selection (which iteration per question, which questions).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    #[arg(long, value_name = "SEED", default_value_t = 0)]
+    pub selection_seed: u64,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -67,15 +67,17 @@ fn build(args: &Args) -> anyhow::Result<ExitCode> {
         experience: args.experience,
         guideline: args.guideline,
     };
-    let (rows, selection) = data::select(candidates, mix, args.seed);
+    let (rows, selection) = data::select(candidates, mix, args.selection_seed);
     print_selection(&selection);
-    anyhow::ensure!(
-        !rows.is_empty(),
-        "no instance to write: the runs have no finished problem (nothing written to {})",
-        args.out.display()
-    );
-    verl_table::write(&args.out, &rows)?;
-    println!("wrote {} rows to {}", rows.len(), args.out.display());
+    if rows.is_empty() {
+        return Err(crate::config::BadInput(format!(
+            "no instance to write: the runs have no finished problem (nothing written to {})",
+            args.output.display()
+        ))
+        .into());
+    }
+    verl_table::write(&args.output, &rows)?;
+    println!("wrote {} rows to {}", rows.len(), args.output.display());
     let short = selection.iter().any(|s| s.selected < s.asked);
     if short {
         println!(

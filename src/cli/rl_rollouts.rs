@@ -1,4 +1,4 @@
-//! `tmas rl-rollouts RUN_DIR… --config FILE --out ROLLOUTS.jsonl`: samples a rollout batch
+//! `tmas rl-rollouts RUN_DIR… --config FILE --output ROLLOUTS.jsonl`: samples a rollout batch
 //! for the instances `tmas rl-data` would select from the same runs (same mix and seed),
 //! from the config's `solution` role — on the simulator, a preview of what the Hybrid-RL
 //! rewards do with a policy's rollouts (`tmas rl-score ROLLOUTS.jsonl --compare`).
@@ -21,9 +21,6 @@ use crate::rl::sample::Sampler;
 use crate::role::Role;
 use tmas_actors::strategy::CallExecutor;
 
-/// Exit code when some rollout calls failed (the batch is written without them).
-pub const EXIT_PARTIAL: u8 = 3;
-
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Run directories (each holding run.sqlite).
@@ -37,8 +34,8 @@ pub struct Args {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// The batch to write (JSONL, the input of `tmas rl-score`).
-    #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: PathBuf,
     /// Rollouts per instance (GRPO group size).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(2..))]
     pub per_prompt: u32,
@@ -52,8 +49,8 @@ pub struct Args {
     #[arg(long, default_value_t = 8)]
     pub guideline: usize,
     /// Seed of the instance selection.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    #[arg(long, value_name = "SEED", default_value_t = 0)]
+    pub selection_seed: u64,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -75,21 +72,19 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         experience: args.experience,
         guideline: args.guideline,
     };
-    let (instances, _) = data::select(candidates, mix, args.seed);
-    anyhow::ensure!(
-        !instances.is_empty(),
-        "the runs ({}) offer no instance: no finished problem",
-        reports
-            .iter()
-            .map(|r| r.run.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let (instances, _) = data::select(candidates, mix, args.selection_seed);
+    if instances.is_empty() {
+        let runs: Vec<&str> = reports.iter().map(|r| r.run.as_str()).collect();
+        return Err(crate::config::BadInput(format!(
+            "the runs ({}) offer no instance: no finished problem",
+            runs.join(", ")
+        ))
+        .into());
+    }
 
     let env = process_env();
     let overrides: Vec<CliOverride> = args.set.iter().map(CliOverride::set).collect();
-    let mut config =
-        load_with(&args.config, &env, &overrides).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut config = load_with(&args.config, &env, &overrides).map_err(anyhow::Error::new)?;
     let endpoints = Endpoints::start(&mut config, &env, Some(answers(&instances))).await?;
     let sampler = Sampler {
         executor: Arc::new(endpoints.client.clone()) as Arc<dyn CallExecutor>,
@@ -100,7 +95,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let sampled = sampler.sample(&instances, args.per_prompt as usize).await;
     endpoints.shutdown().await;
 
-    write_atomic_with(&args.out, |w| {
+    write_atomic_with(&args.output, |w| {
         for r in &sampled.rollouts {
             serde_json::to_writer(&mut *w, r)?;
             w.write_all(b"\n")?;
@@ -112,15 +107,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         sampled.rollouts.len(),
         instances.len(),
         args.per_prompt,
-        args.out.display()
+        args.output.display()
     );
     if sampled.failed > 0 {
         println!(
             "warning: {} rollout calls failed; their rollouts are missing from the batch \
-             (exit code {EXIT_PARTIAL})",
-            sampled.failed
+             (exit code {})",
+            sampled.failed,
+            super::exit::INCOMPLETE
         );
-        return Ok(ExitCode::from(EXIT_PARTIAL));
+        return Ok(ExitCode::from(super::exit::INCOMPLETE));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -15,10 +15,6 @@ use crate::rl::batch::{RewardMode, Rollout};
 use crate::rl::rewards::{DEFAULT_DELTA, PAPER_BETA, RewardParams, StdKind};
 use crate::rl::score::{Judges, ScoredBatch, SourceSummary, summarize};
 
-/// Exit code when every rollout was scored but some reward rests on a fallback (an
-/// undecided answer counted wrong, a missing novelty verdict counted repeated).
-pub const EXIT_DEGRADED: u8 = 3;
-
 /// Reward settings shared by `rl-score` and `rl-serve`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RewardArgs {
@@ -88,8 +84,8 @@ pub struct Args {
     pub reward: RewardArgs,
     /// Where to write the scored rollouts (JSONL, one line per rollout, input order;
     /// `-` for standard output). Default: next to the input, as `NAME.scored.jsonl`.
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Also score under the other mode and print, per `_source`, how the mean advantages
     /// of correct and wrong rollouts differ between the standard and hybrid rewards.
     #[arg(long)]
@@ -121,7 +117,7 @@ async fn score_and_report(
     let mode = args.reward.mode;
     let scored = judges.score(rollouts, mode, params, &batch_name).await?;
     let out = args
-        .out
+        .output
         .clone()
         .unwrap_or_else(|| default_out(&args.rollouts));
     write_scored(&out, &scored)?;
@@ -154,7 +150,7 @@ async fn score_and_report(
         println!("scored rollouts: {}", out.display());
     }
     Ok(if scored.counts.degraded() {
-        ExitCode::from(EXIT_DEGRADED)
+        ExitCode::from(super::exit::INCOMPLETE)
     } else {
         ExitCode::SUCCESS
     })
@@ -218,8 +214,9 @@ fn print_counts(scored: &ScoredBatch) {
     );
     if c.degraded() {
         println!(
-            "warning: {} rollouts were scored on a fallback, not a verdict (exit code {EXIT_DEGRADED})",
-            c.undecided + c.novelty_failed
+            "warning: {} rollouts were scored on a fallback, not a verdict (exit code {})",
+            c.undecided + c.novelty_failed,
+            super::exit::INCOMPLETE
         );
     }
 }

@@ -1,11 +1,6 @@
 //! `tmas run`: run an evaluation (or resume one) and print its per-iteration Pass@1 table.
 //!
-//! Exit codes (README, "Exit codes"): 0 every call answered and every problem complete;
-//! 1 error; 2 config or start-up check failed (nothing created); 3 some calls lost (a
-//! problem degraded or failed); 4 stopped because an endpoint kept answering with
-//! permanent errors (resume it after the fix); 130 stopped by SIGINT, 143 by SIGTERM
-//! (resume it; nothing was created when the stop came during the start-up check); 137
-//! aborted by a second signal.
+//! Exit codes: docs/cli.md.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tmas_observability::Console;
 
+use super::exit::{self, BadInput};
 use crate::config::ConfigArgs;
 use crate::config::loader::load_str;
 use crate::config::resolve::process_env;
@@ -28,6 +24,9 @@ const STORED_CONFIG: &str = "(the stored config)";
 
 #[derive(Debug, clap::Args)]
 // `--config` is needed for a new run only: a resume starts from the stored config.
+#[command(
+    override_usage = "tmas run --config <FILE> [OPTIONS]\n       tmas run --resume <DIR> [OPTIONS]"
+)]
 #[command(mut_arg("config", |a| a
     .required(false)
     .required_unless_present("resume")
@@ -68,9 +67,10 @@ pub struct Args {
     /// Dataset field holding the reference answer (default: `answer`, or `Short Answer`).
     #[arg(long, value_name = "NAME")]
     pub answer_field: Option<String>,
-    /// Seconds between status lines on stderr (0: none).
-    #[arg(long, default_value_t = 10)]
-    pub status_every: u64,
+    /// Seconds between progress lines on stderr when it is not a terminal (0: none; on
+    /// a terminal, progress bars are drawn instead).
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub progress_every: u64,
     // Observability: metrics endpoint, span content, progress output.
     /// Serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9464) at `/metrics`.
     #[arg(long, value_name = "ADDR")]
@@ -86,22 +86,18 @@ pub struct Args {
     /// completion on each endpoint the run uses).
     #[arg(long)]
     pub no_preflight: bool,
-    /// Seconds between plain status lines when stderr is not a terminal (default:
-    /// --status-every). On a terminal, progress bars are drawn instead.
-    #[arg(long, value_name = "SECS")]
-    pub progress_every: Option<u64>,
 }
 
 pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
     let control = RunControl::default();
     // Installed before anything is started, so even a slow start can be interrupted.
     let signals = shutdown::install(control.stop.clone()).context("installing signal handlers")?;
-    let status_every = (args.status_every > 0).then(|| Duration::from_secs(args.status_every));
+    let status_every = (args.progress_every > 0).then(|| Duration::from_secs(args.progress_every));
     let observe = engine::observe::ObserveOptions {
         metrics_addr: args.metrics_addr,
         trace_content: args.trace_content,
         quiet: args.quiet,
-        progress_every: args.progress_every.map(Duration::from_secs),
+        progress_every: None,
         console,
     };
     let result = match &args.resume {
@@ -142,7 +138,7 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
                     eprintln!("error: {problem}");
                 }
                 eprintln!("nothing was created; fix the above and run again");
-                Ok(ExitCode::from(2))
+                Ok(ExitCode::from(exit::BAD_INPUT))
             }
             None => Err(e),
         },
@@ -154,19 +150,13 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
 fn requested_config(args: &ConfigArgs) -> RequestedConfig {
     if args.config.as_os_str() != STORED_CONFIG {
         let args = args.clone();
-        return Box::new(move |_stored| args.load().map_err(|e| anyhow::anyhow!("{e}")));
+        return Box::new(move |_stored| args.load().map_err(anyhow::Error::new));
     }
     let overrides = args.overrides();
     Box::new(move |stored| {
-        load_str(stored, "stored config", &process_env(), &overrides)
-            .map_err(|e| anyhow::anyhow!("{e}"))
+        load_str(stored, "stored config", &process_env(), &overrides).map_err(anyhow::Error::new)
     })
 }
-
-/// Exit code: some calls were lost (a problem degraded or failed).
-pub const EXIT_DEGRADED: u8 = 3;
-/// Exit code: stopped because an endpoint kept answering with permanent errors.
-pub const EXIT_PERMANENT_ERRORS: u8 = 4;
 
 /// How many unfinished ids the line above an interrupted run's table names.
 const NAMED_UNFINISHED: usize = 10;
@@ -198,7 +188,7 @@ fn report(result: &RunResult, quiet: bool, signals: &shutdown::Signals) -> ExitC
              endpoints.{}.base_url=URL)",
             stop.endpoint, stop.consecutive, stop.error, stop.endpoint
         );
-        return ExitCode::from(EXIT_PERMANENT_ERRORS);
+        return ExitCode::from(exit::ENDPOINT_REFUSED);
     }
     if result.interrupted {
         eprintln!("interrupted; resume with: {resume}");
@@ -217,7 +207,7 @@ fn report(result: &RunResult, quiet: bool, signals: &shutdown::Signals) -> ExitC
                 result.accounting.calls_lost
             );
         }
-        ExitCode::from(EXIT_DEGRADED)
+        ExitCode::from(exit::INCOMPLETE)
     }
 }
 
@@ -233,14 +223,12 @@ fn fresh_request(
             for issue in errors.iter() {
                 eprintln!("error: {issue}");
             }
-            return Ok(Err(ExitCode::from(2)));
+            return Ok(Err(ExitCode::from(exit::BAD_INPUT)));
         }
     };
-    let dataset_path = config
-        .run
-        .dataset
-        .clone()
-        .context("no dataset: set run.dataset in the config or pass --dataset FILE")?;
+    let dataset_path = config.run.dataset.clone().ok_or_else(|| {
+        BadInput("no dataset: set run.dataset in the config or pass --dataset FILE".into())
+    })?;
     let mut spec = DatasetSpec::new(dataset_path);
     spec.limit = config.run.limit;
     spec.ids = match &args.ids {
@@ -252,11 +240,10 @@ fn fresh_request(
     spec.question_field = args.question_field.clone();
     spec.answer_field = args.answer_field.clone();
     let dataset = load_dataset(&spec)?;
-    anyhow::ensure!(
-        !dataset.problems.is_empty(),
-        "{}: no problems selected",
-        spec.path.display()
-    );
+    if dataset.problems.is_empty() {
+        let message = format!("{}: no problems selected", spec.path.display());
+        return Err(BadInput(message).into());
+    }
 
     let run_dir = args
         .out
@@ -265,7 +252,7 @@ fn fresh_request(
     if let Some(problem) = run_dir::not_empty(&run_dir, "run") {
         eprintln!("error: {problem}");
         eprintln!("nothing was created; fix the above and run again");
-        return Ok(Err(ExitCode::from(2)));
+        return Ok(Err(ExitCode::from(exit::BAD_INPUT)));
     }
     if !args.quiet {
         eprintln!(

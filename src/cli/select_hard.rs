@@ -7,7 +7,7 @@
 //! `--from-run DIR` selects from a finished run without running anything.
 //!
 //! The sampling run goes where `--run-dir` says, or beside the output file, named after
-//! it (`--out data/hard.jsonl` → `data/hard.sampling-run/`), never into the working
+//! it (`--output data/hard.jsonl` → `data/hard.sampling-run/`), never into the working
 //! directory unasked. Everything is checked before it starts: the config, the dataset,
 //! the output file's directory and the run directory (new or empty).
 
@@ -17,6 +17,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use super::exit::{self, BadInput};
 use crate::config::ConfigArgs;
 use crate::config::resolve::process_env;
 use crate::engine::preflight::StartupError;
@@ -26,6 +27,10 @@ use crate::eval::dataset::{DatasetSpec, load_dataset};
 use crate::eval::hard_subset::{SampleCount, is_correct, select_hard};
 
 #[derive(Debug, clap::Args)]
+#[command(
+    override_usage = "tmas select-hard --config <FILE> --output <FILE> [OPTIONS]\n       \
+                            tmas select-hard --from-run <DIR> --output <FILE> [OPTIONS]"
+)]
 #[command(mut_arg("config", |a| a
     .required(false)
     .required_unless_present("from_run")
@@ -41,28 +46,36 @@ pub struct Args {
     #[arg(long = "below", default_value_t = 2)]
     pub below: u32,
     /// Problems to draw from the hard pool (paper: 50).
-    #[arg(short = 'n', long = "take", default_value_t = 50)]
+    #[arg(long = "take", value_name = "N", default_value_t = 50)]
     pub take: usize,
-    /// Seed of the draw.
-    #[arg(long = "draw-seed", default_value_t = 0)]
-    pub draw_seed: u64,
+    /// Seed of the draw of problems from the hard pool (`--seed` seeds the sampling run).
+    #[arg(long, value_name = "SEED", default_value_t = 0)]
+    pub selection_seed: u64,
     /// Where to write the subset (JSONL).
-    #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: PathBuf,
     /// The sampling run's directory (default: beside the output file, named after it:
-    /// `--out data/hard.jsonl` → `data/hard.sampling-run/`).
+    /// `--output data/hard.jsonl` → `data/hard.sampling-run/`).
     #[arg(long, value_name = "DIR", conflicts_with = "from_run")]
     pub run_dir: Option<PathBuf>,
     /// Select from this finished sampling run instead of running one.
     #[arg(long, value_name = "DIR")]
     pub from_run: Option<PathBuf>,
+    /// Errors, warnings and the result line only: no informational log lines (unless
+    /// `--log` asks for them).
+    #[arg(long)]
+    pub quiet: bool,
+    /// Skip the start-up check of the endpoints (`GET /models` and a one-token chat
+    /// completion on each endpoint the sampling run uses).
+    #[arg(long, conflicts_with = "from_run")]
+    pub no_preflight: bool,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if let Err(problem) = check_output_file(&args.out) {
+    if let Err(problem) = check_output_file(&args.output) {
         eprintln!("error: {problem}");
         eprintln!("nothing was created; fix the above and run again");
-        return Ok(ExitCode::from(2));
+        return Ok(ExitCode::from(exit::BAD_INPUT));
     }
     let run_dir = match &args.from_run {
         Some(dir) => dir.clone(),
@@ -72,24 +85,24 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
     };
     let counts = counts(&run_dir)?;
-    let picked = select_hard(&counts, args.below, args.take, args.draw_seed);
+    let picked = select_hard(&counts, args.below, args.take, args.selection_seed);
     let hard = counts.iter().filter(|c| c.correct < args.below).count();
     let mut out = Vec::new();
     for p in &picked {
         serde_json::to_writer(&mut out, p)?;
         out.push(b'\n');
     }
-    let mut file = std::fs::File::create(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let mut file = std::fs::File::create(&args.output)
+        .with_context(|| format!("cannot create {}", args.output.display()))?;
     file.write_all(&out)
-        .with_context(|| format!("cannot write {}", args.out.display()))?;
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
     println!(
         "{} problems sampled, {hard} with fewer than {} correct; {} drawn (seed {}) → {}",
         counts.len(),
         args.below,
         picked.len(),
-        args.draw_seed,
-        args.out.display()
+        args.selection_seed,
+        args.output.display()
     );
     if picked.len() < args.take {
         eprintln!(
@@ -116,20 +129,18 @@ async fn sample(args: &Args) -> anyhow::Result<Result<PathBuf, ExitCode>> {
             for issue in errors.iter() {
                 eprintln!("error: {issue}");
             }
-            return Ok(Err(ExitCode::from(2)));
+            return Ok(Err(ExitCode::from(exit::BAD_INPUT)));
         }
     };
     if let Some(shard) = config.run.shard {
         eprintln!(
             "error: run.shard = {shard}: select-hard samples every problem of the dataset to pick from all of them; run it unsharded"
         );
-        return Ok(Err(ExitCode::from(2)));
+        return Ok(Err(ExitCode::from(exit::BAD_INPUT)));
     }
-    let path = config
-        .run
-        .dataset
-        .clone()
-        .context("no dataset: set run.dataset in the config or pass --dataset FILE")?;
+    let path = config.run.dataset.clone().ok_or_else(|| {
+        BadInput("no dataset: set run.dataset in the config or pass --dataset FILE".into())
+    })?;
     let mut spec = DatasetSpec::new(path);
     spec.limit = config.run.limit;
     spec.ids = config.run.ids.clone();
@@ -137,18 +148,20 @@ async fn sample(args: &Args) -> anyhow::Result<Result<PathBuf, ExitCode>> {
     let run_dir = args
         .run_dir
         .clone()
-        .unwrap_or_else(|| sampling_run_dir(&args.out));
+        .unwrap_or_else(|| sampling_run_dir(&args.output));
     if let Some(problem) = crate::engine::run_dir::not_empty(&run_dir, "run") {
         eprintln!("error: {problem}");
         eprintln!("nothing was created; fix the above and run again");
-        return Ok(Err(ExitCode::from(2)));
+        return Ok(Err(ExitCode::from(exit::BAD_INPUT)));
     }
-    eprintln!(
-        "tmas select-hard: {} problems × {} samples; sampling run → {}",
-        dataset.problems.len(),
-        args.samples,
-        run_dir.display()
-    );
+    if !args.quiet {
+        eprintln!(
+            "tmas select-hard: {} problems × {} samples; sampling run → {}",
+            dataset.problems.len(),
+            args.samples,
+            run_dir.display()
+        );
+    }
     let control = RunControl::default();
     let signals = shutdown::install(control.stop.clone()).context("installing signal handlers")?;
     let started = engine::run_with(
@@ -159,7 +172,7 @@ async fn sample(args: &Args) -> anyhow::Result<Result<PathBuf, ExitCode>> {
             run_dir,
             env: process_env(),
             status_every: None,
-            preflight: true,
+            preflight: !args.no_preflight,
             observe: Default::default(),
         },
         control,
@@ -177,7 +190,7 @@ async fn sample(args: &Args) -> anyhow::Result<Result<PathBuf, ExitCode>> {
                     eprintln!("error: {problem}");
                 }
                 eprintln!("nothing was created; fix the above and run again");
-                return Ok(Err(ExitCode::from(2)));
+                return Ok(Err(ExitCode::from(exit::BAD_INPUT)));
             }
             None => return Err(e),
         },
@@ -191,14 +204,21 @@ async fn sample(args: &Args) -> anyhow::Result<Result<PathBuf, ExitCode>> {
     }
     // Lost samples would make a problem look harder than it is: select only from a run
     // where every call was answered.
-    anyhow::ensure!(
-        result.accounting.is_clean() && result.permanent_stop.is_none(),
-        "the sampling run in {} lost calls or problems ({} problems failed); once the \
-         endpoints are fine, `tmas run --resume {}` sends them again, then select with --from-run",
-        result.run_dir.display(),
-        result.problems_failed.len(),
-        result.run_dir.display()
-    );
+    if !result.accounting.is_clean() || result.permanent_stop.is_some() {
+        eprintln!(
+            "error: the sampling run in {} lost calls or problems ({} problems failed); once \
+             the endpoints are fine, `tmas run --resume {}` sends them again, then select with \
+             --from-run",
+            result.run_dir.display(),
+            result.problems_failed.len(),
+            result.run_dir.display()
+        );
+        let code = match result.permanent_stop {
+            Some(_) => exit::ENDPOINT_REFUSED,
+            None => exit::INCOMPLETE,
+        };
+        return Ok(Err(ExitCode::from(code)));
+    }
     Ok(Ok(result.run_dir))
 }
 
@@ -218,7 +238,7 @@ fn sampling_run_dir(out: &Path) -> PathBuf {
 fn check_output_file(out: &Path) -> Result<(), String> {
     if out.is_dir() {
         return Err(format!(
-            "--out {} is a directory; give the JSONL file to write",
+            "--output {} is a directory; give the JSONL file to write",
             out.display()
         ));
     }
@@ -228,7 +248,7 @@ fn check_output_file(out: &Path) -> Result<(), String> {
     };
     if !parent.is_dir() {
         return Err(format!(
-            "--out {}: directory {} does not exist",
+            "--output {}: directory {} does not exist",
             out.display(),
             parent.display()
         ));

@@ -24,9 +24,9 @@ pub struct Args {
     /// JSONL dataset giving reference answers (`problem_id`, `answer`).
     #[arg(long, value_name = "FILE.jsonl")]
     pub dataset: Option<PathBuf>,
-    /// Seed of every draw.
-    #[arg(long)]
-    pub seed: Option<u64>,
+    /// Seed of every draw of the simulator.
+    #[arg(long, value_name = "SEED")]
+    pub sim_seed: Option<u64>,
     /// Base latency: `none`, `fixed:200ms` or `lognormal:200ms:1.0` (median, sigma).
     #[arg(long)]
     pub latency: Option<LatencyModel>,
@@ -129,7 +129,7 @@ impl Args {
                 *dst = v.clone();
             }
         }
-        set(&mut o.seed, &self.seed);
+        set(&mut o.seed, &self.sim_seed);
         set(&mut o.latency, &self.latency);
         set(&mut o.per_output_token_us, &self.per_output_token_us);
         set(&mut o.max_concurrency, &self.max_concurrency);
@@ -231,7 +231,7 @@ mod tests {
             "x",
             "--options",
             file.to_str().unwrap(),
-            "--seed",
+            "--sim-seed",
             "9",
             "--latency",
             "lognormal:20ms:0.5",

@@ -27,8 +27,9 @@ pub struct ConfigArgs {
     /// Shortcut for `--set run.dataset=PATH`.
     #[arg(long, value_name = "PATH")]
     pub dataset: Option<PathBuf>,
-    /// Shortcut for `--set run.out_dir=DIR`.
-    #[arg(long, value_name = "DIR")]
+    /// Old spelling of `--set run.out_dir=DIR` (the directory new run directories go
+    /// under; `--out DIR` names the run directory itself).
+    #[arg(long, value_name = "DIR", hide = true)]
     pub out_dir: Option<PathBuf>,
     /// Shortcut for `--set run.seed=N`.
     #[arg(long)]

@@ -279,10 +279,12 @@ fn unique_slug(name: &str, used: &mut std::collections::BTreeSet<String>) -> Str
 }
 
 /// How an experiment shows its progress: one bar per variant on a terminal (drawn on
-/// `console`), plain lines every `status_every` otherwise (`None`: no lines).
+/// `console`), plain lines every `status_every` otherwise (`None`: no lines); nothing
+/// when `quiet`.
 #[derive(Debug, Clone, Default)]
 pub struct ExperimentDisplay {
     pub status_every: Option<Duration>,
+    pub quiet: bool,
     pub console: Console,
 }
 
@@ -304,13 +306,14 @@ pub async fn run_new(
 
 /// Resumes the experiment in `dir`: `cli` overrides may change operational settings of
 /// every variant (as `tmas run --resume` allows). The endpoints of all variants are
-/// checked once first.
+/// checked once first, unless `preflight` is false.
 pub async fn resume(
     dir: &Path,
     env: Vec<(String, String)>,
     cli: Vec<CliOverride>,
     control: RunControl,
     display: ExperimentDisplay,
+    preflight: bool,
 ) -> anyhow::Result<ExperimentResult> {
     let plan = ExperimentPlan::read(dir)?;
     // The endpoints as the variants will use them: the plan's configs with `cli` on top.
@@ -322,7 +325,9 @@ pub async fn resume(
             .to_toml_string()
             .context("serializing a variant's config")?;
     }
-    check_endpoints(&checked, &env, &control, &display.console).await?;
+    if preflight {
+        check_endpoints(&checked, &env, &control, &display.console).await?;
+    }
     execute(plan, dir, env, cli, control, display).await
 }
 
@@ -436,11 +441,10 @@ async fn execute(
     }
     // One bar per variant on a terminal; plain lines every `status_every` otherwise.
     // (The variants' runs are quiet: this display is the only one.)
-    let mode = ProgressMode::for_stderr(
-        false,
-        display.status_every.unwrap_or(Duration::ZERO),
-        &display.console,
-    );
+    let mode = match (display.quiet, display.status_every) {
+        (true, _) | (false, None) => ProgressMode::Off,
+        (false, Some(every)) => ProgressMode::for_stderr(false, every, &display.console),
+    };
     let display = ProgressDisplay::start_many(mode, displayed);
     let runs = futures::future::join_all(runs).await;
     display.finish().await;

@@ -34,8 +34,7 @@ impl JudgeSession {
     pub async fn start(config_path: &Path, set: &[String]) -> anyhow::Result<Self> {
         let env = process_env();
         let overrides: Vec<CliOverride> = set.iter().map(CliOverride::set).collect();
-        let mut config =
-            load_with(config_path, &env, &overrides).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut config = load_with(config_path, &env, &overrides).map_err(anyhow::Error::new)?;
         let prompts = Arc::new(
             PromptSet::load(&config.prompt_overrides()).context("loading prompt templates")?,
         );

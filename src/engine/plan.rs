@@ -45,6 +45,11 @@ pub struct Plan {
     pub resend_failed: bool,
 }
 
+/// A resume that would change the run's results (or shrink it): refused, nothing changed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ResumeRefused(pub String);
+
 /// Digest of every prompt template's text (a prompt edit changes results).
 pub fn prompts_digest(prompts: &PromptSet) -> String {
     let mut all = String::new();
@@ -223,20 +228,24 @@ pub async fn resume(
                 eprintln!("warning: --force: {d}");
             }
         } else {
-            anyhow::bail!(
+            return Err(ResumeRefused(format!(
                 "refusing to resume {}: these result-affecting settings differ from the stored \
                  run (pass --force to resume anyway; calls whose prompt changed are sent again):\n  {}",
                 run_dir.display(),
                 differences.join("\n  ")
-            );
+            ))
+            .into());
         }
     }
     let t = config.method.iterations;
-    anyhow::ensure!(
-        t >= stored_t,
-        "cannot resume {} with {t} iterations: the run already has {stored_t} (T can grow, not shrink)",
-        run_dir.display()
-    );
+    if t < stored_t {
+        return Err(ResumeRefused(format!(
+            "cannot resume {} with {t} iterations: the run already has {stored_t} (T can grow, \
+             not shrink)",
+            run_dir.display()
+        ))
+        .into());
+    }
     let selection = store.read_now(|r| r.problems())?;
     anyhow::ensure!(
         !selection.is_empty(),

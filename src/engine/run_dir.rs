@@ -123,7 +123,7 @@ impl RunDir {
     /// Opens an existing run directory for reading.
     pub fn open(root: &Path) -> anyhow::Result<Self> {
         if !(root.join("run.json").is_file() || root.join("problems").is_dir()) {
-            anyhow::bail!(not_a_run(root));
+            return Err(crate::config::BadInput(not_a_run(root)).into());
         }
         Ok(Self {
             root: root.to_path_buf(),

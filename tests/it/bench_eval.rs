@@ -33,13 +33,13 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
         &[
             "--problems",
             "3",
-            "--n",
+            "--candidates",
             "2",
-            "--m",
+            "--verifications",
             "2",
             "--iterations",
             "2",
-            "--in-flight",
+            "--max-in-flight",
             "6",
             "--latency",
             "lognormal:2ms:0.5",
@@ -51,7 +51,7 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
             "1",
             "--worker-threads",
             "2",
-            "--keep-run",
+            "--out",
             &keep_arg,
         ],
     );
@@ -132,7 +132,7 @@ fn bench_eval_runs_a_tiny_workload_and_writes_its_json() {
     );
     assert!(start >= 0.0 && end > start && chain > 0.0, "{text}");
     assert!(end - start >= chain - 0.01, "{text}");
-    // --keep-run leaves the run's store in place.
+    // --out leaves the run's store in place.
     assert!(keep.join("run").join("run.sqlite").is_file());
 }
 
@@ -153,13 +153,13 @@ fn bench_eval_repeats_a_run_in_separate_processes_and_summarizes() {
             "--seed-per-run",
             "--problems",
             "2",
-            "--n",
+            "--candidates",
             "2",
-            "--m",
+            "--verifications",
             "1",
             "--iterations",
             "1",
-            "--in-flight",
+            "--max-in-flight",
             "4",
             "--latency",
             "fixed:1ms",
@@ -222,9 +222,9 @@ fn bench_schedule_compares_every_policy_and_writes_its_json() {
             "12",
             "--iterations",
             "2",
-            "--in-flight",
+            "--max-in-flight",
             "40",
-            "--seeds",
+            "--latency-draws",
             "2",
         ])
         .output()

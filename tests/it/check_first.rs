@@ -28,7 +28,7 @@ fn experiment(exp: &Path, out: &Path) -> std::process::Output {
         path_arg(exp),
         "--out",
         path_arg(out),
-        "--status-every",
+        "--progress-every",
         "0",
     ])
 }
@@ -78,7 +78,7 @@ fn an_experiment_whose_endpoint_does_not_answer_creates_nothing() {
         path_arg(&exp),
         "--out",
         path_arg(&out),
-        "--status-every",
+        "--progress-every",
         "0",
         "--set",
         "resilience.preflight_wait_secs=1",
@@ -135,9 +135,9 @@ fn select_hard_keeps_its_sampling_run_beside_its_output_not_in_the_working_direc
         path_arg(&config),
         "-k",
         "2",
-        "-n",
+        "--take",
         "1",
-        "--out",
+        "--output",
         path_arg(&out),
     ])
     .current_dir(&work)
@@ -166,7 +166,7 @@ fn select_hard_keeps_its_sampling_run_beside_its_output_not_in_the_working_direc
         path_arg(&config),
         "-k",
         "2",
-        "--out",
+        "--output",
         path_arg(&nowhere),
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
@@ -188,7 +188,7 @@ fn a_lock_left_by_a_process_that_ended_is_taken_over_with_a_note() {
         "run",
         "--resume",
         path_arg(&dir),
-        "--status-every",
+        "--progress-every",
         "0",
         "--iterations",
         "2",

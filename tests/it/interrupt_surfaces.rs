@@ -244,7 +244,7 @@ fn interrupted_run(config: &Path, dir: &Path, n: u64, extra: &[&str]) -> String 
         config.display().to_string(),
         "--out".into(),
         dir.display().to_string(),
-        "--status-every".into(),
+        "--progress-every".into(),
         "0".into(),
     ];
     args.extend(extra.iter().map(|s| s.to_string()));
@@ -275,7 +275,7 @@ fn a_run_interrupted_at_several_points_reports_what_the_store_holds_everywhere()
         config.display().to_string(),
         "--out".into(),
         whole.display().to_string(),
-        "--status-every".into(),
+        "--progress-every".into(),
         "0".into(),
     ];
     args.extend(two.iter().map(|s| s.to_string()));
@@ -326,7 +326,7 @@ fn a_problem_solved_before_the_stop_is_still_judged_and_kept() {
         path_arg(&config),
         "--out",
         path_arg(&dir),
-        "--status-every",
+        "--progress-every",
         "0",
         "--set",
         "run.max_concurrent_problems=1",
@@ -365,7 +365,7 @@ fn an_extension_stopped_half_way_counts_each_iteration_over_the_problems_that_re
             &config.display().to_string(),
             "--out",
             &dir_s,
-            "--status-every",
+            "--progress-every",
             "0",
             "--set",
             two,
@@ -379,7 +379,7 @@ fn an_extension_stopped_half_way_counts_each_iteration_over_the_problems_that_re
         &dir_s,
         "--iterations",
         "4",
-        "--status-every",
+        "--progress-every",
         "0",
         "--set",
         two,

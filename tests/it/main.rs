@@ -13,6 +13,7 @@ mod support;
 mod bench_eval;
 mod bench_soak;
 mod check_first;
+mod cli_vocabulary;
 mod cluster_recipes;
 mod config_check;
 mod eval_dataset;

@@ -42,7 +42,7 @@ set = {{ "method.name" = "verify-refine" }}
         exp.display().to_string(),
         "--out".to_owned(),
         out.display().to_string(),
-        "--status-every".to_owned(),
+        "--progress-every".to_owned(),
         "0".to_owned(),
     ];
     let output = tokio::task::spawn_blocking(move || {

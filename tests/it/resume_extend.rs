@@ -34,7 +34,7 @@ fn extending_a_finished_run_to_more_iterations_equals_a_fresh_longer_run() {
             &short_s,
             "--iterations",
             "5",
-            "--status-every",
+            "--progress-every",
             "0",
         ]),
         "extension to 5 iterations",
@@ -49,7 +49,7 @@ fn extending_a_finished_run_to_more_iterations_equals_a_fresh_longer_run() {
             "5",
             "--out",
             &long.display().to_string(),
-            "--status-every",
+            "--progress-every",
             "0",
         ]),
         "fresh 5-iteration run",
@@ -68,7 +68,7 @@ fn extending_a_finished_run_to_more_iterations_equals_a_fresh_longer_run() {
 
     // Resuming a finished run with the same T sends nothing.
     let out = ok(
-        tmas(&["run", "--resume", &short_s, "--status-every", "0"]),
+        tmas(&["run", "--resume", &short_s, "--progress-every", "0"]),
         "resume of a finished run",
     );
     assert_eq!(sent_and_replayed(&out), (0, 0), "{out}");
@@ -150,7 +150,7 @@ fn resuming_restores_damaged_problem_and_bank_files_from_the_store() {
     std::fs::write(run.join("problems").join(problem_file), garbled).unwrap();
 
     let out = ok(
-        tmas(&["run", "--resume", &run_s, "--status-every", "0"]),
+        tmas(&["run", "--resume", &run_s, "--progress-every", "0"]),
         "resume of a damaged finished run",
     );
     assert_eq!(sent_and_replayed(&out), (0, 0), "{out}");

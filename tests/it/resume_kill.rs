@@ -46,7 +46,7 @@ fn sigkill_mid_run_then_resume_equals_an_uninterrupted_run() {
     );
 
     let out = ok(
-        tmas(&["run", "--resume", &dir_s, "--status-every", "0"]),
+        tmas(&["run", "--resume", &dir_s, "--progress-every", "0"]),
         "resume after SIGKILL",
     );
     let total = sim.requests();
@@ -124,7 +124,7 @@ fn sigint_stops_gracefully_with_code_130_and_resume_finishes_without_resending()
     // Exporting the unfinished run is refused unless --partial, whose rows say so.
     let refused = tmas(&["export", &dir_s]);
     let message = text(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{message}");
+    assert_eq!(refused.status.code(), Some(2), "{message}");
     assert!(
         message.contains("problems are unfinished") && message.contains("--partial"),
         "{message}"
@@ -152,7 +152,7 @@ fn sigint_stops_gracefully_with_code_130_and_resume_finishes_without_resending()
     assert!(rows.all(|r| r.ends_with(",partial")), "{csv}");
 
     ok(
-        tmas(&["run", "--resume", &dir_s, "--status-every", "0"]),
+        tmas(&["run", "--resume", &dir_s, "--progress-every", "0"]),
         "resume after SIGINT",
     );
     assert_eq!(sim.requests(), base.requests, "no call was sent twice");
@@ -195,7 +195,7 @@ set = { "method.name" = "verify-refine" }
             &exp_s,
             "--out",
             &a.display().to_string(),
-            "--status-every",
+            "--progress-every",
             "0",
         ]),
         "uninterrupted experiment",
@@ -205,7 +205,7 @@ set = { "method.name" = "verify-refine" }
 
     let b = tmp.path().join("b");
     let b_s = b.display().to_string();
-    let mut child = spawn_tmas(&["experiment", &exp_s, "--out", &b_s, "--status-every", "0"]);
+    let mut child = spawn_tmas(&["experiment", &exp_s, "--out", &b_s, "--progress-every", "0"]);
     wait_for_stored(
         &b.join("TMAS"),
         stored_calls(&a.join("TMAS")) / 3,
@@ -217,7 +217,7 @@ set = { "method.name" = "verify-refine" }
     assert!(at_kill < total, "the kill came too late to test anything");
 
     let out = ok(
-        tmas(&["experiment", "--resume", &b_s, "--status-every", "0"]),
+        tmas(&["experiment", "--resume", &b_s, "--progress-every", "0"]),
         "experiment resume",
     );
     assert!(out.contains("| TMAS | tmas |"), "{out}");
@@ -268,7 +268,7 @@ fn sigkill_mid_proof_run_then_resume_grades_against_the_reference_proofs() {
             "run",
             "--resume",
             &b.display().to_string(),
-            "--status-every",
+            "--progress-every",
             "0",
         ]),
         "resume of the proof run",
@@ -344,7 +344,7 @@ set = { "method.name" = "majority-vote", "method.iterations" = 1 }
             &exp.display().to_string(),
             "--out",
             &out.display().to_string(),
-            "--status-every",
+            "--progress-every",
             "0",
             "--set",
             &format!("endpoints.sim.max_in_flight={CAP}"),

@@ -40,7 +40,7 @@ fn demo_run_prints_pass_at_1_per_iteration_and_report_draws_the_chart() {
         DEMO,
         "--out",
         path_arg(&run_dir),
-        "--status-every",
+        "--progress-every",
         "0",
     ]);
     assert!(out.status.success(), "tmas run failed: {}", show(&out));
@@ -188,12 +188,17 @@ fn a_bad_dataset_row_is_named_by_file_and_line_and_skip_bad_rows_runs_the_rest()
         "2",
         "--out",
         path_arg(&run_dir),
-        "--status-every",
+        "--progress-every",
         "0",
     ];
 
     let out = tmas(&base);
-    assert!(!out.status.success(), "a bad row must fail: {}", show(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a bad row is bad input: {}",
+        show(&out)
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     let location = format!("{}:3", dataset.display());
     assert!(
@@ -208,7 +213,7 @@ fn a_bad_dataset_row_is_named_by_file_and_line_and_skip_bad_rows_runs_the_rest()
     let mut args = base.to_vec();
     args[4] = path_arg(&missing);
     let out = tmas(&args);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let os = std::io::Error::from_raw_os_error(2).to_string();
     assert_eq!(stderr.matches(&os).count(), 1, "{}", show(&out));
@@ -268,11 +273,11 @@ fn select_hard_samples_through_the_engine_and_draws_reproducibly() {
             "4",
             "--below",
             "2",
-            "-n",
+            "--take",
             "3",
-            "--draw-seed",
+            "--selection-seed",
             seed,
-            "--out",
+            "--output",
         ]
         .into_iter()
         .map(String::from)
@@ -330,7 +335,7 @@ fn an_epsilon_sweep_report_shows_unique_guidelines_across_the_sweep() {
         path_arg(&exp),
         "--out",
         path_arg(&out_dir),
-        "--status-every",
+        "--progress-every",
         "0",
         "--set",
         "run.limit=3",

@@ -31,7 +31,7 @@ async fn run_with(config: &Path, dir: &Path, args: &[&str], env: &[(&str, &str)]
     cmd.arg(config)
         .arg("--out")
         .arg(dir)
-        .args(["--status-every", "0"])
+        .args(["--progress-every", "0"])
         .args(args)
         .env("RUST_LOG", "warn");
     for (k, v) in env {
@@ -469,7 +469,7 @@ async fn permanent_errors_stop_the_run_with_exit_4_and_the_resume_continues_afte
         "run",
         "--resume",
         dir_s.as_str(),
-        "--status-every",
+        "--progress-every",
         "0",
         "--set",
         &format!("endpoints.sim.base_url={}/v1", sim.root),
@@ -548,7 +548,7 @@ fn an_outage_past_the_budget_degrades_the_run_and_resume_recovers_it_exactly() {
         &config_s,
         "--out",
         &dir_s,
-        "--status-every",
+        "--progress-every",
         "0",
         "--set",
         "resilience.outage_budget_secs=1",
@@ -642,7 +642,7 @@ fn an_outage_past_the_budget_degrades_the_run_and_resume_recovers_it_exactly() {
         &dir_s,
         "--keep-failed",
         "--no-preflight",
-        "--status-every",
+        "--progress-every",
         "0",
     ]);
     assert_eq!(code(&out), Some(3), "{}", show(&out));
@@ -652,7 +652,7 @@ fn an_outage_past_the_budget_degrades_the_run_and_resume_recovers_it_exactly() {
     // from their answers), never one that had been answered, and ends exactly where the
     // fault-free run did.
     let _sim = Sim::start(port, 50);
-    let out = tmas(&["run", "--resume", &dir_s, "--status-every", "0"]);
+    let out = tmas(&["run", "--resume", &dir_s, "--progress-every", "0"]);
     assert_eq!(code(&out), Some(0), "{}", show(&out));
     assert!(text(&out.stdout).contains("calls: all"), "{}", show(&out));
     let after: std::collections::HashMap<String, (bool, i64)> = call_rows(&dir)

@@ -262,7 +262,7 @@ fn a_sigkilled_rse_embeddings_run_resumes_to_the_same_banks_and_pass_at_1() {
             "run",
             "--resume",
             &dir.display().to_string(),
-            "--status-every",
+            "--progress-every",
             "0",
         ]),
         "resume after SIGKILL",
@@ -322,7 +322,7 @@ async fn the_start_up_check_names_an_embeddings_endpoint_that_cannot_embed() {
             .arg(&cfg)
             .arg("--out")
             .arg(&out_dir)
-            .args(["--status-every", "0"])
+            .args(["--progress-every", "0"])
             .output()
             .expect("tmas runs")
     })
@@ -370,7 +370,7 @@ async fn the_start_up_check_names_an_embeddings_endpoint_that_cannot_embed() {
             .arg(&cfg)
             .arg("--out")
             .arg(&out_dir)
-            .args(["--status-every", "0"])
+            .args(["--progress-every", "0"])
             .output()
             .expect("tmas runs")
     })

@@ -29,7 +29,7 @@ fn a_server_that_cuts_a_stream_for_the_next_request_gets_every_call_answered() {
         path_arg(&config),
         "--out",
         path_arg(&dir),
-        "--status-every",
+        "--progress-every",
         "0",
         "--set",
         "endpoints.sim.stream=true",

@@ -107,7 +107,7 @@ set = { "method.name" = "verify-refine" }
         path_arg(&exp),
         "--out",
         path_arg(&out),
-        "--status-every",
+        "--progress-every",
         "0",
     ]);
     let (status, took, stderr) = stop_while_waiting(child, libc::SIGTERM, Duration::ZERO);

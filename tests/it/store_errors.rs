@@ -23,9 +23,9 @@ fn a_second_tmas_on_a_running_run_directory_is_refused_by_name() {
     let dir_s = dir.display().to_string();
     let mut first = spawn_fresh(&config, &dir);
     wait_for_stored(&dir, 1, &mut first);
-    let second = tmas(&["run", "--resume", &dir_s, "--status-every", "0"]);
+    let second = tmas(&["run", "--resume", &dir_s, "--progress-every", "0"]);
     let stderr = text(&second.stderr);
-    assert_eq!(second.status.code(), Some(1), "{stderr}");
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("is in use by another tmas process")
             && stderr.contains(&format!("pid {}", first.id())),
@@ -48,12 +48,12 @@ fn a_store_written_by_a_newer_schema_is_refused_and_kept() {
     }
     let dir_s = dir.display().to_string();
     for args in [
-        vec!["run", "--resume", &dir_s, "--status-every", "0"],
+        vec!["run", "--resume", &dir_s, "--progress-every", "0"],
         vec!["export", &dir_s],
     ] {
         let out = tmas(&args);
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
             stderr.contains("newer tmas") && stderr.contains("schema version 99"),
             "{args:?}: {stderr}"
@@ -83,11 +83,11 @@ fn resume_with_result_affecting_changes_is_refused_naming_the_keys_unless_forced
         "method.epsilon=0.5",
         "--max-in-flight",
         "8",
-        "--status-every",
+        "--progress-every",
         "0",
     ]);
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("run.seed: 11 → 12"), "{stderr}");
     assert!(stderr.contains("method.epsilon"), "{stderr}");
     assert!(
@@ -111,7 +111,7 @@ fn resume_with_result_affecting_changes_is_refused_naming_the_keys_unless_forced
             &dir_s,
             "--max-in-flight",
             "8",
-            "--status-every",
+            "--progress-every",
             "0",
         ]),
         "resume with an operational change",

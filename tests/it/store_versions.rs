@@ -139,7 +139,7 @@ fn a_version_3_store_reads_resumes_and_migrates_to_the_same_results_as_version_4
                 path_arg(dir),
                 "--iterations",
                 "3",
-                "--status-every",
+                "--progress-every",
                 "0",
             ]),
             "extension to 3 iterations",
@@ -179,7 +179,7 @@ fn a_finished_version_3_run_resumes_to_nothing_and_keeps_its_files() {
         .map(|e| (e.file_name(), std::fs::read(e.path()).unwrap()))
         .collect();
     let out = ok(
-        tmas(&["run", "--resume", path_arg(&run), "--status-every", "0"]),
+        tmas(&["run", "--resume", path_arg(&run), "--progress-every", "0"]),
         "resume of a finished version-3 run",
     );
     assert_eq!(sent_and_replayed(&out), (0, 0), "{out}");
@@ -200,7 +200,7 @@ fn a_finished_version_3_run_resumes_to_nothing_and_keeps_its_files() {
     std::fs::write(run.join("problems").join(name), b"{}").unwrap();
     std::fs::remove_file(run.join("results.jsonl")).unwrap();
     ok(
-        tmas(&["run", "--resume", path_arg(&run), "--status-every", "0"]),
+        tmas(&["run", "--resume", path_arg(&run), "--progress-every", "0"]),
         "resume of the damaged run",
     );
     assert_eq!(

@@ -113,7 +113,7 @@ pub fn child_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
 pub async fn run_repeated(args: &EvalBenchArgs) -> anyhow::Result<Vec<EvalBenchResult>> {
     anyhow::ensure!(
         args.keep_run.is_none(),
-        "--keep-run keeps one run's directory: use it with --runs 1"
+        "--out keeps one run's directory: use it with --runs 1"
     );
     let exe = std::env::current_exe().context("cannot find the tmas executable")?;
     let base = child_args(std::env::args_os().skip(1));

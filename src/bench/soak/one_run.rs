@@ -64,7 +64,7 @@ pub async fn one_run(
     let mut sim_args: Vec<String> = vec![
         "--latency".into(),
         args.latency.clone(),
-        "--seed".into(),
+        "--sim-seed".into(),
         spec.seed.to_string(),
         "--dataset".into(),
         spec.dataset.display().to_string(),

@@ -1,7 +1,7 @@
 //! `tmas judge --run DIR`: judge a finished run's candidates again, as the run judged
 //! them (`crate::engine::rejudge`), with the run's own config or another one's judge, and
 //! print the new Pass@1 table beside the stored figure. The run is not changed; the new
-//! verdicts go to `DIR/rejudged.jsonl` (or `--out`).
+//! verdicts go to `DIR/rejudged.jsonl` (or `--output`).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -19,9 +19,6 @@ use crate::method::PromptSet;
 use crate::store::schema::META_CONFIG;
 use crate::store::{DB_FILE, StoreReader};
 
-/// Exit code when some judge call failed (as `tmas run`'s "finished with calls lost").
-const CALLS_LOST: u8 = 3;
-
 /// Judges the run in `dir` again. The judge comes from `config` (default: the run's own
 /// config as its store keeps it, with `embedded-sim` still unresolved, so an embedded
 /// simulator is started again) with `set` applied; proof mode is the run's own.
@@ -33,11 +30,13 @@ pub async fn run(
 ) -> anyhow::Result<ExitCode> {
     let env = process_env();
     let overrides: Vec<CliOverride> = set.iter().map(CliOverride::set).collect();
-    anyhow::ensure!(
-        dir.join(DB_FILE).is_file(),
-        "{}: not a run directory written by tmas (no {DB_FILE})",
-        dir.display()
-    );
+    if !dir.join(DB_FILE).is_file() {
+        return Err(crate::config::BadInput(format!(
+            "{}: not a run directory written by tmas (no {DB_FILE})",
+            dir.display()
+        ))
+        .into());
+    }
     let reader = StoreReader::open_read_only(&dir.join(DB_FILE))?;
     let label = format!("stored config of {}", dir.display());
     let stored = reader
@@ -47,7 +46,7 @@ pub async fn run(
         load_str(&stored, &label, &env, &[]).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     let proof = !run_config.method.no_proof;
     let mut judge_config = match config {
-        Some(path) => load_with(path, &env, &overrides).map_err(|e| anyhow::anyhow!("{e}"))?,
+        Some(path) => load_with(path, &env, &overrides).map_err(anyhow::Error::new)?,
         None => load_str(&stored, &label, &env, &overrides)
             .map_err(|e| anyhow::anyhow!("{label}: {e}"))?,
     };
@@ -79,7 +78,7 @@ pub async fn run(
     write_verdicts(&out_path, &result)?;
     print_summary(dir, &judge_config, &result, &out_path);
     Ok(if result.failed_calls > 0 {
-        ExitCode::from(CALLS_LOST)
+        ExitCode::from(crate::cli::exit::INCOMPLETE)
     } else {
         ExitCode::SUCCESS
     })

@@ -35,7 +35,7 @@ impl Sim {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let mut child = Command::new(BIN)
-                .args(["sim-server", "--port", &port.to_string(), "--seed", "7"])
+                .args(["sim-server", "--port", &port.to_string(), "--sim-seed", "7"])
                 .args(["--latency", &format!("fixed:{latency_ms}ms")])
                 .args(flags)
                 .arg("--dataset")
@@ -323,7 +323,7 @@ pub fn spawn_tmas(args: &[&str]) -> Child {
         .expect("tmas starts")
 }
 
-/// A fresh, quiet run: `tmas run -c CONFIG --out DIR --status-every 0`.
+/// A fresh, quiet run: `tmas run -c CONFIG --out DIR --progress-every 0`.
 fn fresh_run_args(config: &Path, dir: &Path) -> [String; 7] {
     [
         "run".into(),
@@ -331,7 +331,7 @@ fn fresh_run_args(config: &Path, dir: &Path) -> [String; 7] {
         config.display().to_string(),
         "--out".into(),
         dir.display().to_string(),
-        "--status-every".into(),
+        "--progress-every".into(),
         "0".into(),
     ]
 }

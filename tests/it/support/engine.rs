@@ -223,7 +223,7 @@ pub async fn spawn_process_on_sim(
         .arg(&data)
         .arg("--out")
         .arg(&run_dir)
-        .args(["--status-every", "0", "--quiet"])
+        .args(["--progress-every", "0", "--quiet"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
