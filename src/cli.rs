@@ -21,6 +21,7 @@ pub(crate) mod rl_serve;
 pub(crate) mod run;
 pub(crate) mod select_hard;
 pub(crate) mod sim_server;
+pub(crate) mod vocabulary;
 /// Runs TMAS and related test-time-compute methods against OpenAI-compatible endpoints.
 #[derive(Debug, Parser)]
 #[command(name = "tmas", version, about)]

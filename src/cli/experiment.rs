@@ -63,7 +63,8 @@ pub struct Args {
     /// With `--shard auto` in a Kubernetes Indexed Job: the number of shards; else the
     /// variable TMAS_SHARDS.
     #[arg(long, value_name = "N", requires = "shard")]
-    pub shards: Option<u32>,}
+    pub shards: Option<u32>,
+}
 
 #[derive(Debug, Subcommand)]
 pub enum ExperimentCommand {
@@ -95,7 +96,7 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
                 for issue in errors.iter() {
                     eprintln!("error: {issue}");
                 }
-                return Ok(ExitCode::from(2));
+                return Ok(ExitCode::from(exit::BAD_INPUT));
             }
         }
     }

@@ -1,6 +1,6 @@
 //! `tmas export DIR --format jsonl|csv [--output FILE] [--partial]`: a run's store as JSONL
 //! (one line per problem) or its per-iteration Pass@1 table as CSV. Reads only. A run
-//! with unfinished problems (interrupted, or still going) is refused with exit code 1
+//! with unfinished problems (interrupted, or still going) is refused with exit code 2
 //! unless `--partial` is given: its table would cover only the finished problems, so the
 //! rows then say `partial`. It streams, one problem's record in memory at a time (a long
 //! run's records are hundreds of MB); with `--output` the file appears only complete.

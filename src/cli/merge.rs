@@ -3,17 +3,15 @@
 //! merged, then the comparison); `crate::engine::merge` says what is checked. Prints the merged
 //! run's Pass@1 table and accounting as `tmas run` does; exit code 0 for a complete clean
 //! run, 3 for a degraded or partial one (lost calls, missing shards or unfinished
-//! problems), 2 when the shards are refused (nothing is written then).
+//! problems), 2 when the shards are refused (nothing is written then); docs/cli.md.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::engine::merge::{MergeRequest, merge, merge_experiment};
 
-/// Exit code of shards that are not one complete run (nothing written).
-const EXIT_REFUSED: u8 = 2;
-/// Exit code of a merged run that is degraded or partial.
-const EXIT_INCOMPLETE: u8 = 3;
+use super::exit::{BAD_INPUT as EXIT_REFUSED, INCOMPLETE as EXIT_INCOMPLETE};
+
 /// How many unfinished ids the partial line names.
 const NAMED_UNFINISHED: usize = 10;
 

@@ -9,7 +9,7 @@
 //! semaphore of `run.max_in_flight` permits (taken from the first variant's config), so
 //! they interleave under one in-flight budget; replayed calls take no permit. One display
 //! covers every variant: a progress bar per variant on a terminal, otherwise one plain
-//! line every `--status-every` seconds naming every variant (none with 0). A crash (even SIGKILL) is resumed with
+//! line every `--progress-every` seconds naming every variant (none with 0). A crash (even SIGKILL) is resumed with
 //! `tmas experiment --resume DIR`: a variant with a store is resumed like `tmas run
 //! --resume`, one without is started, so the report equals an uninterrupted one.
 //!

@@ -37,7 +37,7 @@ fn slurm(
         .env(
             "SERVER_CMD",
             format!(
-                "{bin} sim-server --port {port} --seed 7 --latency fixed:20ms --dataset {}",
+                "{bin} sim-server --port {port} --sim-seed 7 --latency fixed:20ms --dataset {}",
                 dataset().display()
             ),
         )

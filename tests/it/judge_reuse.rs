@@ -71,7 +71,7 @@ fn each_question_is_sent_r_times_and_its_verdicts_serve_every_asker() {
             path_arg(&config),
             "--out",
             path_arg(&each),
-            "--status-every",
+            "--progress-every",
             "0",
             "--set",
             "judge.reuse=false",
@@ -105,7 +105,7 @@ fn a_resumed_run_sends_no_judge_question_twice() {
     signal(&child, libc::SIGKILL);
     let _ = child.wait();
     ok(
-        tmas(&["run", "--resume", path_arg(&dir), "--status-every", "0"]),
+        tmas(&["run", "--resume", path_arg(&dir), "--progress-every", "0"]),
         "resume",
     );
     let sends = sends_per_question(&dir);

@@ -9,7 +9,7 @@ use std::process::Output;
 
 use crate::support::cli::*;
 
-/// `tmas run -c CONFIG --out DIR --status-every 0 --shard SHARD` in the background.
+/// `tmas run -c CONFIG --out DIR --progress-every 0 --shard SHARD` in the background.
 fn spawn_shard(config: &Path, dir: &Path, shard: &str) -> std::process::Child {
     spawn_tmas(&[
         "run",
@@ -17,7 +17,7 @@ fn spawn_shard(config: &Path, dir: &Path, shard: &str) -> std::process::Child {
         path_arg(config),
         "--out",
         path_arg(dir),
-        "--status-every",
+        "--progress-every",
         "0",
         "--shard",
         shard,
@@ -63,7 +63,13 @@ fn run_shards(config: &Path, root: &Path, count: u32, kill: bool) -> Vec<PathBuf
     }
     if kill {
         ok(
-            tmas(&["run", "--resume", path_arg(&dirs[0]), "--status-every", "0"]),
+            tmas(&[
+                "run",
+                "--resume",
+                path_arg(&dirs[0]),
+                "--progress-every",
+                "0",
+            ]),
             "resuming the killed shard",
         );
     }
@@ -118,7 +124,7 @@ fn merged_shards_equal_the_unsharded_run_whatever_n() {
             path_arg(&merged),
             "--iterations",
             "3",
-            "--status-every",
+            "--progress-every",
             "0",
         ]),
         "resuming the merged run to T = 3",
@@ -170,7 +176,7 @@ fn merge_refuses_what_is_not_one_complete_run_and_partial_merges_what_is_there()
             path_arg(&other_config),
             "--out",
             path_arg(&other),
-            "--status-every",
+            "--progress-every",
             "0",
             "--shard",
             "2/3",
@@ -220,7 +226,7 @@ fn shard_auto_reads_the_cluster_environment_and_says_which() {
         path_arg(&config),
         "--out",
         path_arg(&dir),
-        "--status-every",
+        "--progress-every",
         "0",
         "--shard",
         "auto",
@@ -292,7 +298,7 @@ set = { "method.name" = "majority-vote", "method.k" = 4, "method.iterations" = 1
             path_arg(&exp),
             "--out",
             path_arg(out),
-            "--status-every",
+            "--progress-every",
             "0",
         ];
         if let Some(shard) = shard {
