@@ -33,7 +33,7 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             let result = client::run(args).await?;
             // A cap violation is a correctness failure, not a performance figure.
             Ok(if result.sim_peak_in_flight as usize > result.in_flight {
-                ExitCode::from(1)
+                ExitCode::from(super::exit::FAILED)
             } else {
                 ExitCode::SUCCESS
             })
@@ -47,7 +47,7 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             Ok(if result.passed() {
                 ExitCode::SUCCESS
             } else {
-                ExitCode::from(1)
+                ExitCode::from(super::exit::FAILED)
             })
         }
         BenchCommand::Eval(args) => {
@@ -59,7 +59,7 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                     || r.problems_done < r.problems
             });
             Ok(if failed {
-                ExitCode::from(1)
+                ExitCode::from(super::exit::FAILED)
             } else {
                 ExitCode::SUCCESS
             })
