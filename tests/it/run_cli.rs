@@ -131,7 +131,7 @@ fn report_writes_a_note_instead_of_a_chart_for_an_analysis_without_data() {
         DEMO,
         "--out",
         path_arg(&run_dir),
-        "--status-every",
+        "--progress-every",
         "0",
         "--limit",
         "2",
