@@ -130,9 +130,9 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
                 Ok(()) => {
                     if !args.quiet {
                         eprintln!(
-                            "tmas experiment {}: {} variants sharing {} calls in flight → {}",
+                            "tmas experiment {}: {} sharing {} calls in flight → {}",
                             plan.name,
-                            plan.variants.len(),
+                            crate::text::count_of(plan.variants.len(), "variant"),
                             plan.max_in_flight,
                             out.display()
                         );
@@ -231,9 +231,9 @@ fn finish(result: &ExperimentResult, signals: &shutdown::Signals) -> anyhow::Res
                 if !run.accounting.is_clean() {
                     degraded += 1;
                     eprintln!(
-                        "variant {name}: {} calls lost, {} problems failed",
-                        run.accounting.calls_lost,
-                        run.problems_failed.len()
+                        "variant {name}: {} lost, {} failed",
+                        crate::text::count(run.accounting.calls_lost, "call"),
+                        crate::text::count_of(run.problems_failed.len(), "problem")
                     );
                 }
                 if let Some(stop) = &run.permanent_stop {

@@ -256,8 +256,8 @@ fn fresh_request(
     }
     if !args.quiet {
         eprintln!(
-            "tmas run: {} problems, N={} M={} T={} ε={} → {}",
-            dataset.problems.len(),
+            "tmas run: {}, N={} M={} T={} ε={} → {}",
+            crate::text::count_of(dataset.problems.len(), "problem"),
             config.method.n,
             config.method.m,
             config.method.iterations,

@@ -97,8 +97,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     file.write_all(&out)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
     println!(
-        "{} problems sampled, {hard} with fewer than {} correct; {} drawn (seed {}) → {}",
-        counts.len(),
+        "{} sampled, {hard} with fewer than {} correct; {} drawn (seed {}) → {}",
+        crate::text::count_of(counts.len(), "problem"),
         args.below,
         picked.len(),
         args.selection_seed,
@@ -156,8 +156,8 @@ async fn sample(args: &Args) -> anyhow::Result<Result<PathBuf, ExitCode>> {
     }
     if !args.quiet {
         eprintln!(
-            "tmas select-hard: {} problems × {} samples; sampling run → {}",
-            dataset.problems.len(),
+            "tmas select-hard: {} × {} samples; sampling run → {}",
+            crate::text::count_of(dataset.problems.len(), "problem"),
             args.samples,
             run_dir.display()
         );
