@@ -3,11 +3,12 @@
 //! evaluation — fresh ([`run`], [`run_with`]) or resumed ([`resume`]).
 //!
 //! - [`plan`]: what a fresh or resumed run will do (config check, problems left).
-//! - [`results`]: judging, storing and writing finished problems.
+//! - [`results`]: storing and writing finished problems with their judgments.
 //! - [`outputs`]: the run's outputs at the end (`results.jsonl`, Pass@1), rebuilt from what
 //!   this process wrote and, for earlier sessions' problems, from the store.
 //! - [`endpoints`]: the model client and the embedded simulator.
-//! - [`judging`]: the rule check and the LLM judge over a finished problem;
+//! - [`judging`]: the rule check and the LLM judge over an iteration's candidates;
+//!   [`judge_desk`]: each iteration judged as it completes, beside the later ones;
 //!   [`judge_session`]: the LLM judge of a config file outside a run.
 //! - [`method_jobs`]: the per-problem jobs of the configured method (TMAS or a baseline).
 //! - [`experiment`]: `tmas experiment`, variants run together and compared.
@@ -18,12 +19,14 @@
 //! Every model call goes through the store executor ([`crate::store::executor`]): a call
 //! already stored is replayed, a new one is committed before the strategy sees it. So a
 //! run killed at any moment resumes without re-sending anything that finished, and ends
-//! exactly where an uninterrupted run would. Each problem is judged and stored as soon as
-//! it finishes.
+//! exactly where an uninterrupted run would. Each iteration is judged as soon as it
+//! completes, and each problem stored as soon as it finishes.
 
 pub(crate) mod accounting;
 pub mod endpoints;
 pub(crate) mod experiment;
+pub(crate) mod judge_desk;
+pub(crate) mod judge_gate;
 pub(crate) mod judge_session;
 pub(crate) mod judging;
 pub(crate) mod merge;
@@ -253,6 +256,30 @@ fn watch_stop(
     stopped
 }
 
+/// The judge's sender: `sender` behind a [`judge_gate::JudgeGate`] over the judge group's
+/// endpoints (their summed `max_in_flight` is the most judge calls at once).
+fn judge_gate(
+    config: &Config,
+    client: &ModelClient,
+    sender: Arc<dyn CallExecutor>,
+) -> Arc<dyn CallExecutor> {
+    let endpoints: Vec<Arc<str>> = config
+        .role_endpoints(crate::role::Role::Judge)
+        .into_iter()
+        .map(Arc::from)
+        .collect();
+    let capacity = endpoints
+        .iter()
+        .filter_map(|name| config.endpoints.get(&**name))
+        .map(|e| e.max_in_flight)
+        .sum();
+    let room = judge_gate::ClientRoom {
+        client: client.clone(),
+        endpoints,
+    };
+    Arc::new(judge_gate::JudgeGate::new(sender, capacity, Arc::new(room)))
+}
+
 /// Cancels `judge_stop` `grace` after the run is asked to stop: until then problems
 /// whose calls all finished are still judged, then the judge's calls in flight are cut.
 fn stop_judging_after(stopped: &CancellationToken, grace: Duration, judge_stop: CancellationToken) {
@@ -289,6 +316,8 @@ struct Running {
     progress: Option<Arc<observe::ProgressSlot>>,
     /// Stops the judge's calls (cancelled once the writer is done, or after the grace).
     judge_stop: CancellationToken,
+    /// Where iterations are judged; the end waits for the judging it set aside.
+    desk: Arc<judge_desk::JudgeDesk>,
     /// `--quiet`: no line about the stop beyond the signal's.
     quiet: bool,
 }
@@ -390,6 +419,8 @@ async fn start(
     };
     // Keys looked up in the store: a call not among them is sent. Without
     // `--keep-failed` only answered calls are, so stored failures are sent again.
+    // The judge's calls go through a gate that keeps them out of the method's way.
+    let judge_sender = judge_gate(&config, &client, sender.clone());
     let store_executor = if resend_failed {
         let (answered, failed) = store
             .read(|r| Ok((r.answered_call_keys()?, r.failed_calls()?)))
@@ -409,7 +440,7 @@ async fn start(
     // finished before a stop is still judged and stored during the grace period.
     let judge_stop = CancellationToken::new();
     let judge_executor: Arc<dyn CallExecutor> =
-        Arc::new(store_executor.sibling(judge_stop.clone()));
+        Arc::new(store_executor.sibling_via(judge_sender, judge_stop.clone()));
     let store_executor = Arc::new(store_executor);
     let counts = store_executor.counts();
     let executor: Arc<dyn CallExecutor> = store_executor.clone();
@@ -475,10 +506,23 @@ async fn start(
     let problems: HashMap<String, Problem> =
         to_run.iter().map(|p| (p.id.clone(), p.clone())).collect();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
+    // Each iteration is judged as its strategy completes it, beside the later ones.
+    // With reuse, a question an earlier session asked is answered by its stored call.
+    let asked = if config.judge.enabled && config.judge.reuse {
+        judging::JudgeReuse::seed(store.read(|r| r.answered_judge_calls()).await?)
+    } else {
+        judging::JudgeReuse::default()
+    };
+    let desk = Arc::new(judge_desk::JudgeDesk::new(
+        judge,
+        asked,
+        to_run.iter().cloned(),
+    ));
+    let watcher: Arc<dyn crate::method::IterationWatcher> = desk.clone();
     let writer = tokio::spawn(
         ResultWriter {
             problems: Arc::new(problems),
-            judge,
+            desk: desk.clone(),
             dir: dir.clone(),
             store: store.clone(),
             taint: store_executor.taint_view(),
@@ -489,7 +533,7 @@ async fn start(
         .run(done_rx),
     );
 
-    let jobs = to_run.iter().map(|p| jobs.job(p)).collect();
+    let jobs = to_run.iter().map(|p| jobs.job(p, Some(&watcher))).collect();
     Ok(Session {
         running: Running {
             runner,
@@ -501,6 +545,7 @@ async fn start(
             grace,
             progress: control.progress.clone(),
             judge_stop,
+            desk,
             quiet: options.quiet,
         },
         closing: Closing {
@@ -531,6 +576,7 @@ async fn drive(running: Running) -> anyhow::Result<Driven> {
         grace,
         progress,
         judge_stop,
+        desk,
         quiet,
     } = running;
     let run = runner.run(jobs, move |report| {
@@ -561,8 +607,10 @@ async fn drive(running: Running) -> anyhow::Result<Driven> {
             false
         }
     };
-    // The display stays up while the last problems are judged.
+    // The display stays up while the last problems are judged, and the completed
+    // iterations of problems left unfinished (their verdicts are kept for a resume).
     let written = writer.await.context("result writer task failed");
+    desk.settle().await;
     judge_stop.cancel();
     if let Some(slot) = &progress {
         slot.freeze();

@@ -34,7 +34,8 @@ pub use params::{RoleCall, RoleCalls, TmasParams};
 pub use prompts::{PromptError, PromptOverrides, PromptSet, TemplateKind};
 pub use result::{
     BankUpdateRecord, Branch, CallCounts, CandidateResult, CandidateStatus, FailureRecord,
-    FailureRecordKind, IterationResult, ProblemInput, PromptMode, RoleTokens, StopReason,
-    TmasOutcome, UnusableReply, VerificationRecord, VerificationStatus, is_fully_verified,
+    FailureRecordKind, IterationResult, IterationWatcher, ProblemInput, PromptMode, RoleTokens,
+    StopReason, TmasOutcome, UnusableReply, VerificationRecord, VerificationStatus,
+    is_fully_verified,
 };
 pub use tmas::TmasStrategy;

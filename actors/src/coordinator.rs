@@ -172,6 +172,7 @@ impl<O: Send + 'static> CoordinatorState<O> {
         let Some(strategy) = self.strategy.as_mut() else {
             return Vec::new();
         };
+        let _problem = ProblemSpanGuard::enter(&self.span);
         match catch_unwind(AssertUnwindSafe(|| f(strategy.as_mut()))) {
             Ok(commands) => commands,
             Err(payload) => {
@@ -540,5 +541,35 @@ impl<O: Send + 'static> Actor for Coordinator<O> {
             span.in_scope(|| state.settle(&myself));
         }
         Ok(())
+    }
+}
+
+thread_local! {
+    /// The span of the problem whose strategy this thread is driving right now.
+    static PROBLEM_SPAN: std::cell::RefCell<Option<tracing::Span>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The span of the problem whose strategy is being driven on this thread, while a
+/// strategy method runs (`None` elsewhere). Work a strategy's observer starts from there
+/// (the engine judges each iteration as it completes) hangs under it, in the problem's
+/// trace, rather than under whichever call's span is current.
+pub fn current_problem_span() -> Option<tracing::Span> {
+    PROBLEM_SPAN.with(|s| s.borrow().clone())
+}
+
+/// Sets [`current_problem_span`] for as long as it lives.
+struct ProblemSpanGuard(Option<tracing::Span>);
+
+impl ProblemSpanGuard {
+    fn enter(span: &tracing::Span) -> Self {
+        Self(PROBLEM_SPAN.with(|s| s.replace(Some(span.clone()))))
+    }
+}
+
+impl Drop for ProblemSpanGuard {
+    fn drop(&mut self) {
+        let previous = self.0.take();
+        PROBLEM_SPAN.with(|s| *s.borrow_mut() = previous);
     }
 }

@@ -1,11 +1,17 @@
-//! Judging every candidate of a finished problem: the rule check always, the LLM judge
-//! (R repeats, role `judge`) when one is configured and the policy asks for it.
+//! Judging candidates: the rule check always, the LLM judge (R repeats, role `judge`) when
+//! one is configured and the policy asks for it. A run judges each iteration as it
+//! completes ([`JudgeSetup::judge_candidates`], each question asked once across the
+//! problem's iterations through [`reuse`]); `tmas judge --run` judges a finished problem
+//! at once ([`JudgeSetup::judge_outcome`]).
+
+pub mod reuse;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures::future::join_all;
+use futures::FutureExt;
+use futures::future::{BoxFuture, join_all};
 use tmas_actors::strategy::{CallExecutor, CallKey};
 use tmas_client::wire::Sampling;
 
@@ -15,8 +21,10 @@ use crate::eval::judge::{
     JudgeInput, JudgeRecord, LlmJudgePolicy, judge_request, parse_judge_reply,
 };
 use crate::method::parse::parse_score;
-use crate::method::{PromptSet, TmasOutcome, call_key};
+use crate::method::{IterationResult, PromptSet, TmasOutcome, call_key};
 use crate::role::Role;
+use crate::store::prompts::id_of_messages;
+pub use reuse::{JudgeReuse, Reply};
 
 /// How candidates are judged in a run.
 #[derive(Clone)]
@@ -37,6 +45,9 @@ pub struct JudgeSetup {
 pub struct JudgeProgress {
     /// Problems whose every candidate has been judged.
     pub problems_judged: AtomicU64,
+    /// Iterations whose every candidate has been judged (a run judges each as it
+    /// completes, so this moves while the method runs).
+    pub iterations_judged: AtomicU64,
     /// LLM judge calls finished (answered, failed or replayed).
     pub calls_done: AtomicU64,
     /// Verdicts given to a candidate from a question another candidate of the problem
@@ -163,6 +174,169 @@ impl JudgeSetup {
             .problems_judged
             .fetch_add(1, Ordering::Relaxed);
         records
+    }
+}
+
+/// What judging needs of an iteration: its number and each candidate's index and solution
+/// (`None`: the solution call failed). The texts are shared with the strategy's result,
+/// not copied.
+#[derive(Debug, Clone)]
+pub struct Candidates {
+    pub iteration: u32,
+    pub solutions: Vec<(u32, Option<Arc<str>>)>,
+}
+
+impl Candidates {
+    pub fn of(it: &IterationResult) -> Self {
+        Self {
+            iteration: it.iteration,
+            solutions: it
+                .candidates
+                .iter()
+                .map(|c| (c.index, c.solution.clone()))
+                .collect(),
+        }
+    }
+}
+
+impl JudgeSetup {
+    /// Judges every candidate of one iteration of `problem`: `judgments[candidate]`
+    /// (`None` where the solution call failed). With `judge.reuse` each question (the
+    /// same rendered prompt and repeat) is asked once through `asked`, which the run
+    /// shares over every iteration and problem: the first asker's call answers every
+    /// later asker, in this iteration or a later one. Counts the iteration as judged.
+    pub async fn judge_candidates(
+        &self,
+        problem: &Problem,
+        it: &Candidates,
+        asked: &JudgeReuse,
+    ) -> Vec<Option<JudgeRecord>> {
+        let (question, reference) = (problem.question.as_str(), problem.answer.as_str());
+        let per_candidate = it.solutions.iter().map(|(index, solution)| async move {
+            let asker = (it.iteration, *index);
+            let solution = solution.as_deref()?;
+            let Some(llm) = &self.llm else {
+                return Some(JudgeRecord::from_reply(reference, solution));
+            };
+            if self.proof {
+                let prompt = llm.proof_prompt(problem, solution);
+                let grades = llm
+                    .ask_shared(
+                        prompt,
+                        &problem.id,
+                        asker,
+                        "proof grader",
+                        parse_score,
+                        asked,
+                        &self.progress,
+                    )
+                    .await;
+                return Some(JudgeRecord::from_grades(grades));
+            }
+            let record = JudgeRecord::from_reply(reference, solution);
+            let shown = record
+                .needs_llm_judge(llm.policy, llm.input)
+                .then(|| record.judge_candidate(solution, llm.input))
+                .flatten();
+            Some(match shown {
+                Some(answer) => {
+                    let prompt = llm.prompts.judge(question, reference, &answer);
+                    let verdicts = llm
+                        .ask_shared(
+                            prompt,
+                            &problem.id,
+                            asker,
+                            "judge",
+                            parse_judge_reply,
+                            asked,
+                            &self.progress,
+                        )
+                        .await;
+                    record.with_llm(verdicts)
+                }
+                None => record,
+            })
+        });
+        let judged = join_all(per_candidate).await;
+        self.progress
+            .iterations_judged
+            .fetch_add(1, Ordering::Relaxed);
+        judged
+    }
+}
+
+impl LlmJudge {
+    /// Asks `prompt` `repeats` times for the candidate at `asker`: with reuse, each repeat
+    /// through `asked` (another candidate's call may answer it, and it answers later
+    /// askers); without, under the candidate's own keys. Counts calls and reused verdicts
+    /// in `progress`.
+    #[allow(clippy::too_many_arguments)]
+    async fn ask_shared<T>(
+        &self,
+        prompt: String,
+        problem: &str,
+        asker: reuse::Asker,
+        what: &'static str,
+        parse: fn(&str) -> Option<T>,
+        asked: &JudgeReuse,
+        progress: &JudgeProgress,
+    ) -> Vec<Option<T>> {
+        let replies = (0..self.repeats as u32).map(|repeat| {
+            let request = judge_request(prompt.clone(), self.sampling, problem, asker.0);
+            let make = |(iteration, candidate): reuse::Asker| {
+                let key = judge_key(problem, iteration, candidate, repeat);
+                self.make(key, request.clone(), what)
+            };
+            let (reply, reused) = if self.reuse {
+                let prompt_id = id_of_messages(&request.messages);
+                let (reply, reused) = asked.answer(problem, prompt_id, repeat, asker, make);
+                (reply.boxed(), reused)
+            } else {
+                (make(asker), false)
+            };
+            let counter = if reused {
+                &progress.verdicts_reused
+            } else {
+                &progress.calls_done
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            reply
+        });
+        join_all(replies.collect::<Vec<_>>())
+            .await
+            .into_iter()
+            .map(|reply| reply.and_then(|content| parse(&content)))
+            .collect()
+    }
+
+    /// The call `key` asking `request`: its reply's content, or `None` when it failed
+    /// (logged here, once per call).
+    fn make(
+        &self,
+        key: CallKey,
+        request: tmas_client::wire::ChatRequest,
+        what: &'static str,
+    ) -> BoxFuture<'static, Reply> {
+        let call = self
+            .executor
+            .execute_call(&key, self.group.clone(), request);
+        async move {
+            let (problem, iteration) = (&*key.problem, key.iteration);
+            match call.await {
+                Ok(resp) => Some(resp.content),
+                // Cut by the run's shutdown: no failure; the problem is not stored, and a
+                // resume judges it.
+                Err(failure) if failure.is_stop() => {
+                    tracing::debug!(problem, iteration, "{what} call not made: the run is stopping");
+                    None
+                }
+                Err(failure) => {
+                    tracing::warn!(problem, iteration, kind = %failure.kind, "{what} call failed: {}", failure.message);
+                    None
+                }
+            }
+        }
+        .boxed()
     }
 }
 

@@ -16,8 +16,8 @@ use crate::method::baselines::{
     AnswerRule, BASELINE_BANK, BaselineParams, BaselineStrategy, NewMethod, method_for,
 };
 use crate::method::{
-    AppendOnlyMerge, ProblemInput, PromptSet, TmasOutcome, TmasParams, TmasStrategy,
-    tmas_merge_policies,
+    AppendOnlyMerge, IterationWatcher, ProblemInput, PromptSet, TmasOutcome, TmasParams,
+    TmasStrategy, tmas_merge_policies,
 };
 
 /// MV's answer grouping: the evaluation's rule check.
@@ -61,7 +61,8 @@ impl JobFactory {
         match method_for(config.method.name) {
             None => JobFactory::Tmas(
                 // The run store keeps every reply, and the results writer puts released
-                // texts back before judging.
+                // texts back before writing the record (each iteration is judged as it
+                // completes, while its texts are still held).
                 Arc::new(TmasParams {
                     release_texts: true,
                     ..config.tmas_params()
@@ -74,51 +75,63 @@ impl JobFactory {
         }
     }
 
-    pub fn job(&self, problem: &Problem) -> ProblemJob<TmasOutcome> {
+    /// The job of `problem`; its strategy tells `watcher` each iteration it completes.
+    pub fn job(
+        &self,
+        problem: &Problem,
+        watcher: Option<&Arc<dyn IterationWatcher>>,
+    ) -> ProblemJob<TmasOutcome> {
         let input = ProblemInput {
             id: problem.id.as_str().into(),
             question: problem.question.as_str().into(),
         };
-        let (strategy, banks): (Box<dyn Strategy<Output = TmasOutcome>>, Vec<BankInit>) =
-            match self {
-                JobFactory::Tmas(params, prompts) => {
-                    let s: Box<dyn Strategy<Output = TmasOutcome>> = Box::new(TmasStrategy::new(
-                        input,
-                        params.clone(),
-                        prompts.clone(),
-                        Vec::new(),
-                        Vec::new(),
-                    ));
-                    let banks = tmas_merge_policies(params.dedup_threshold)
-                        .into_iter()
-                        .map(|(name, policy)| BankInit {
-                            name,
-                            items: Vec::new(),
-                            version: 0,
-                            policy,
-                        })
-                        .collect();
-                    (s, banks)
+        let (strategy, banks): (Box<dyn Strategy<Output = TmasOutcome>>, Vec<BankInit>) = match self
+        {
+            JobFactory::Tmas(params, prompts) => {
+                let mut strategy = TmasStrategy::new(
+                    input,
+                    params.clone(),
+                    prompts.clone(),
+                    Vec::new(),
+                    Vec::new(),
+                );
+                if let Some(w) = watcher {
+                    strategy = strategy.with_watcher(w.clone());
                 }
-                JobFactory::Baseline(params, prompts, new_method) => {
-                    let banks = if params.method == MethodName::Rse {
-                        vec![BankInit {
-                            name: BASELINE_BANK.into(),
-                            items: Vec::new(),
-                            version: 0,
-                            policy: Arc::new(AppendOnlyMerge {
-                                threshold: params.rse_bank_threshold(),
-                            }),
-                        }]
-                    } else {
-                        Vec::new()
-                    };
-                    let s: Box<dyn Strategy<Output = TmasOutcome>> = Box::new(
-                        BaselineStrategy::new(input, params.clone(), prompts.clone(), new_method()),
-                    );
-                    (s, banks)
+                let s: Box<dyn Strategy<Output = TmasOutcome>> = Box::new(strategy);
+                let banks = tmas_merge_policies(params.dedup_threshold)
+                    .into_iter()
+                    .map(|(name, policy)| BankInit {
+                        name,
+                        items: Vec::new(),
+                        version: 0,
+                        policy,
+                    })
+                    .collect();
+                (s, banks)
+            }
+            JobFactory::Baseline(params, prompts, new_method) => {
+                let banks = if params.method == MethodName::Rse {
+                    vec![BankInit {
+                        name: BASELINE_BANK.into(),
+                        items: Vec::new(),
+                        version: 0,
+                        policy: Arc::new(AppendOnlyMerge {
+                            threshold: params.rse_bank_threshold(),
+                        }),
+                    }]
+                } else {
+                    Vec::new()
+                };
+                let mut strategy =
+                    BaselineStrategy::new(input, params.clone(), prompts.clone(), new_method());
+                if let Some(w) = watcher {
+                    strategy = strategy.with_watcher(w.clone());
                 }
-            };
+                let s: Box<dyn Strategy<Output = TmasOutcome>> = Box::new(strategy);
+                (s, banks)
+            }
+        };
         ProblemJob {
             id: problem.id.as_str().into(),
             strategy,

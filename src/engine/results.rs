@@ -11,11 +11,12 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::eval::dataset::Problem;
+use crate::eval::judge::JudgeRecord;
 use crate::method::TmasOutcome;
 use crate::store::executor::{StaleFailures, TaintView};
 use crate::store::{Fact, RunStore, StatusRow};
 
-use super::judging::JudgeSetup;
+use super::judge_desk::JudgeDesk;
 use super::observe::PassAt1Gauge;
 use super::outputs::{JudgedScores, WrittenOutputs, WrittenProblem};
 use super::run_dir::{FailedProblem, ProblemRecord, RunDir};
@@ -41,7 +42,8 @@ pub struct Written {
 /// Everything the writer task needs.
 pub struct ResultWriter {
     pub problems: Arc<HashMap<String, Problem>>,
-    pub judge: JudgeSetup,
+    /// Where the problems' iterations are being judged as they complete.
+    pub desk: Arc<JudgeDesk>,
     pub dir: RunDir,
     pub store: RunStore,
     pub taint: TaintView,
@@ -61,11 +63,11 @@ pub struct ResultWriter {
 const MAX_STORING: usize = 4;
 
 /// Most problems holding texts read back from the store (`TmasOutcome::released`) at once,
-/// from the read before judging until their record is stored. When many problems finish
-/// together, as at the end of a run, this keeps the texts read back to a few problems'
-/// worth (~1.4 MB each at T = 5, N = 8 with 40 KB solutions) instead of every finished
-/// problem's, while leaving the LLM judge enough candidates in flight (16 problems × N × T
-/// × R calls, far above an endpoint's cap at the defaults).
+/// from the read (after their judgments are in: iterations are judged as they complete,
+/// while the strategy still holds their texts) until their record is stored. When many
+/// problems finish together, as at the end of a run, this keeps the texts read back to a
+/// few problems' worth (~1.4 MB each at T = 5, N = 8 with 40 KB solutions) instead of
+/// every finished problem's.
 const MAX_RESTORED: usize = 16;
 
 impl ResultWriter {
@@ -145,24 +147,32 @@ impl ResultWriter {
     ) -> anyhow::Result<()> {
         if self.taint.contains(&id) {
             // Some of its calls were refused by the shutdown: its result is incomplete.
+            // The judging of its completed iterations goes on: their judge calls are
+            // stored, and a resume replays them.
+            self.desk.discard(&id);
             written.interrupted += 1;
             return Ok(());
         }
         match result {
-            Err(error) => written.failed.push(self.fail(id, error)),
+            Err(error) => {
+                self.desk.discard(&id);
+                written.failed.push(self.fail(id, error));
+            }
             Ok(mut outcome) => {
                 let problem = self
                     .problems
                     .get(&id)
                     .cloned()
                     .with_context(|| format!("runner reported unknown problem {id}"))?;
-                let judge = self.judge.clone();
+                let taken = self.desk.take(&id);
+                let desk = self.desk.clone();
                 let (store, restoring) = (self.store.clone(), restoring.clone());
                 // A child of the problem's span: the judge's calls join the problem's
                 // trace instead of each starting one of its own.
                 let judging_span = tracing::info_span!(parent: &span, "judging");
                 judging.spawn(tracing::Instrument::instrument(
                     async move {
+                        let judged = taken.judgments(&outcome).await;
                         let permit = if outcome.released.is_empty() {
                             None
                         } else {
@@ -172,7 +182,7 @@ impl ResultWriter {
                                 .map_err(|e| (id.clone(), e))?;
                             permit
                         };
-                        let judgments = judge.judge_outcome(&problem, &outcome).await;
+                        let judgments = judge_missing(&desk, &problem, &outcome, judged).await;
                         let record = ProblemRecord {
                             problem_id: problem.id,
                             question: problem.question,
@@ -193,6 +203,30 @@ impl ResultWriter {
     fn fail(&self, problem_id: String, error: String) -> FailedProblem {
         mark_failed(&self.store, problem_id, error)
     }
+}
+
+/// The judgments of every iteration of `outcome`: `judged`'s, and for an iteration the desk
+/// did not judge, the judgment made now (the outcome's texts are back by then). Counts the
+/// problem as judged and forgets its judge questions.
+async fn judge_missing(
+    desk: &JudgeDesk,
+    problem: &Problem,
+    outcome: &TmasOutcome,
+    judged: Vec<Option<Vec<Option<JudgeRecord>>>>,
+) -> Vec<Vec<Option<JudgeRecord>>> {
+    let mut judgments = Vec::with_capacity(judged.len());
+    for (it, judged) in outcome.iterations.iter().zip(judged) {
+        judgments.push(match judged {
+            Some(j) => j,
+            None => desk.judge_now(problem, it).await,
+        });
+    }
+    desk.setup()
+        .progress
+        .problems_judged
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    desk.forget(&problem.id);
+    judgments
 }
 
 /// Records `problem_id` as failed with `error` (a resume runs it again from its stored

@@ -35,7 +35,8 @@ use crate::method::params::{RoleCall, RoleCalls};
 use crate::method::prompts::{PromptSet, TemplateKind};
 use crate::method::result::{
     BankUpdateRecord, Branch, CallCounts, CandidateResult, CandidateStatus, FailureRecord,
-    IterationResult, ProblemInput, PromptMode, RoleTokens, StopReason, TmasOutcome,
+    IterationResult, IterationWatcher, ProblemInput, PromptMode, RoleTokens, StopReason,
+    TmasOutcome,
 };
 use crate::role::Role;
 
@@ -270,9 +271,17 @@ pub struct BaselineStrategy {
     results: Vec<IterationResult>,
     totals: CallCounts,
     stop: Option<StopReason>,
+    /// Told each completed iteration ([`BaselineStrategy::with_watcher`]).
+    watcher: Option<Arc<dyn IterationWatcher>>,
 }
 
 impl BaselineStrategy {
+    /// The strategy telling `watcher` each iteration it completes.
+    pub fn with_watcher(mut self, watcher: Arc<dyn IterationWatcher>) -> Self {
+        self.watcher = Some(watcher);
+        self
+    }
+
     /// `method`: made by [`method_for`]`(params.method)`.
     pub fn new(
         problem: ProblemInput,
@@ -299,6 +308,7 @@ impl BaselineStrategy {
             results: Vec::new(),
             totals: CallCounts::default(),
             stop: None,
+            watcher: None,
         }
     }
 
@@ -414,7 +424,7 @@ impl BaselineStrategy {
                     let calls = std::mem::take(&mut self.calls);
                     self.totals.add(&calls);
                     let skipped = end.candidates.iter().all(|c| c.solution.is_none());
-                    self.results.push(IterationResult {
+                    let result = IterationResult {
                         iteration: self.iteration,
                         candidates: end.candidates,
                         best: end.best,
@@ -423,7 +433,11 @@ impl BaselineStrategy {
                         calls,
                         tokens_by_role: std::mem::take(&mut self.tokens_by_role),
                         failures,
-                    });
+                    };
+                    if let Some(watcher) = &self.watcher {
+                        watcher.iteration_done(&self.cx.problem, &result);
+                    }
+                    self.results.push(result);
                     self.iteration += 1;
                     if self.iteration >= self.iterations() {
                         self.stop = Some(StopReason::Completed);

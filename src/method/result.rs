@@ -311,6 +311,14 @@ pub struct IterationResult {
     pub failures: Vec<FailureRecord>,
 }
 
+/// Told each iteration of a problem as the strategy completes it, while its texts are all
+/// in memory (the engine judges it then, beside the method's later iterations). It only
+/// looks: nothing it does reaches the strategy, so what the method calls and returns is
+/// the same with or without one. Called on the coordinator's task, so it must not block.
+pub trait IterationWatcher: Send + Sync + 'static {
+    fn iteration_done(&self, problem: &ProblemInput, iteration: &IterationResult);
+}
+
 /// Which text of a candidate a [`TextRef`] stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

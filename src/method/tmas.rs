@@ -22,8 +22,8 @@ use crate::method::call_key::call_key;
 use crate::method::params::{RoleCall, TmasParams};
 use crate::method::prompts::PromptSet;
 use crate::method::result::{
-    Branch, CallCounts, FailureRecord, IterationResult, ProblemInput, PromptMode, RoleTokens,
-    StopReason, TextRef, TmasOutcome, text_mut,
+    Branch, CallCounts, FailureRecord, IterationResult, IterationWatcher, ProblemInput, PromptMode,
+    RoleTokens, StopReason, TextRef, TmasOutcome, text_mut,
 };
 use crate::method::rng::DecisionRng;
 use crate::role::Role;
@@ -69,6 +69,8 @@ pub struct TmasStrategy {
     released: Vec<TextRef>,
     totals: CallCounts,
     stop: Option<StopReason>,
+    /// Told each completed iteration ([`TmasStrategy::with_watcher`]).
+    watcher: Option<Arc<dyn IterationWatcher>>,
 }
 
 impl TmasStrategy {
@@ -103,7 +105,14 @@ impl TmasStrategy {
             released: Vec::new(),
             totals: CallCounts::default(),
             stop: None,
+            watcher: None,
         }
+    }
+
+    /// The strategy telling `watcher` each iteration it completes.
+    pub fn with_watcher(mut self, watcher: Arc<dyn IterationWatcher>) -> Self {
+        self.watcher = Some(watcher);
+        self
     }
 
     /// Iterations completed so far.
@@ -429,7 +438,7 @@ impl TmasStrategy {
                 .collect();
             self.unreleased.push((position, refs));
         }
-        self.results.push(IterationResult {
+        let result = IterationResult {
             iteration: it.iteration,
             candidates: it.candidates.into_iter().map(|c| c.result).collect(),
             best,
@@ -438,7 +447,11 @@ impl TmasStrategy {
             calls: it.calls,
             tokens_by_role: it.tokens_by_role,
             failures: it.failures,
-        });
+        };
+        if let Some(watcher) = &self.watcher {
+            watcher.iteration_done(&self.problem, &result);
+        }
+        self.results.push(result);
         if self.stop.is_some() {
             return Vec::new();
         }

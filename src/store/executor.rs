@@ -14,7 +14,7 @@
 //! its (incomplete) result is not stored as done — resume redoes it by replay. Likewise a
 //! failure that says "this process stopped", not "the endpoint failed"
 //! ([`FailureKind::is_transient`]) is never stored: resume makes that call for real. A
-//! [`StoreExecutor::sibling`] shares the store, the counts and the taint but stops at a
+//! [`StoreExecutor::sibling_via`] shares the store, the counts and the taint but stops at a
 //! time of its own, and then also cuts its calls in flight: the judge's, which may go on
 //! judging problems already solved during the shutdown's grace period.
 
@@ -54,7 +54,7 @@ pub struct StoreExecutor {
     tainted: Arc<Mutex<HashSet<Arc<str>>>>,
     counts: Arc<ExecutorCounts>,
     wait_for_commit: bool,
-    /// Cut calls in flight too once `stopping` is cancelled (a [`StoreExecutor::sibling`]).
+    /// Cut calls in flight too once `stopping` is cancelled (a [`StoreExecutor::sibling_via`]).
     cut_in_flight: bool,
     /// Keys of calls stored as failures that this session sends again.
     stale_keys: Arc<HashSet<String>>,
@@ -88,12 +88,20 @@ impl StoreExecutor {
         }
     }
 
-    /// An executor over the same store, counts, taint and stale failures that stops when
-    /// `stopping` is cancelled instead, cutting its calls in flight at that moment (each
-    /// fails with kind `shutdown` and taints its problem, as a refused call does).
+    /// [`StoreExecutor::sibling_via`] sending through this executor's own `inner`.
+    #[cfg(test)]
     pub fn sibling(&self, stopping: CancellationToken) -> Self {
+        self.sibling_via(self.inner.clone(), stopping)
+    }
+
+    /// An executor over the same store, counts, taint and stale failures that sends its
+    /// calls through `inner` (the judge's gate in front of the model client; replayed
+    /// calls never reach it) and stops when `stopping` is cancelled instead, cutting its
+    /// calls in flight at that moment (each fails with kind `shutdown` and taints its
+    /// problem, as a refused call does).
+    pub fn sibling_via(&self, inner: Arc<dyn CallExecutor>, stopping: CancellationToken) -> Self {
         Self {
-            inner: self.inner.clone(),
+            inner,
             store: self.store.clone(),
             stored: self.stored.clone(),
             stopping,

@@ -56,6 +56,17 @@ pub struct StoredCall {
     pub outcome: CallOutcome,
 }
 
+/// An answered judge call: whose key it is stored under and the prompt it answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredJudgeCall {
+    pub problem: String,
+    pub iteration: u32,
+    pub candidate: u32,
+    pub repeat: u32,
+    /// [`super::prompts::id_of_messages`] of its messages.
+    pub prompt_id: String,
+}
+
 /// Usage of one role over every stored call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoleUsageRow {
@@ -383,6 +394,35 @@ impl StoreReader {
             "SELECT call_key FROM calls WHERE ok = 1",
             "listing answered calls",
         )
+    }
+
+    /// Every answered judge call (role `judge`, first attempt) with the id of its prompt:
+    /// what lets a resumed run find a stored verdict by (problem, prompt, repeat) whichever
+    /// candidate's key it was stored under, so a question answered before is never sent
+    /// again.
+    pub fn answered_judge_calls(&self) -> Result<Vec<StoredJudgeCall>, StoreError> {
+        let what = "listing answered judge calls";
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT problem_id, iteration, candidate, idx, prompt_id FROM calls \
+                 WHERE ok = 1 AND role = 'judge' AND attempt = 0 \
+                 AND candidate IS NOT NULL AND idx IS NOT NULL",
+            )
+            .map_err(|e| self.err(what, e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(StoredJudgeCall {
+                    problem: r.get(0)?,
+                    iteration: r.get(1)?,
+                    candidate: r.get(2)?,
+                    repeat: r.get(3)?,
+                    prompt_id: r.get(4)?,
+                })
+            })
+            .map_err(|e| self.err(what, e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.err(what, e))
     }
 
     /// (key, problem) of every call stored as a failure.

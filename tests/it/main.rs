@@ -19,6 +19,7 @@ mod config_check;
 mod eval_dataset;
 mod eval_judging;
 mod interrupt_surfaces;
+mod judge_as_you_go;
 mod judge_cli;
 mod judge_reuse;
 mod judge_table;

@@ -56,7 +56,7 @@ fn roles_called(config: &Config) -> BTreeSet<Role> {
         mut strategy,
         banks,
         ..
-    } = JobFactory::new(config, prompts).job(&problem);
+    } = JobFactory::new(config, prompts).job(&problem, None);
     let mut banks: BTreeMap<Arc<str>, BankInit> =
         banks.into_iter().map(|b| (b.name.clone(), b)).collect();
     let opts = SimOptions::default();
