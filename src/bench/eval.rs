@@ -13,7 +13,9 @@
 //!   verification → summary, then the slower of the experience and guideline calls. With
 //!   `fixed:L` that is 4·L per iteration.
 //!
-//! The LLM judge is off (rule check only), so every call counted is a method call.
+//! The LLM judge is off (rule check only), so every call counted is a method call. With
+//! `--judge` the same workload runs twice, without the judge and then with it on its own
+//! simulated endpoint ([`judge`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -31,6 +33,7 @@ use tmas_actors::runner::RunnerSettings;
 use tmas_client::Routing;
 
 pub(crate) mod chain;
+pub(crate) mod judge;
 pub(crate) mod repeat;
 
 /// Routing of the endpoint group (`[routing]`).
@@ -121,6 +124,18 @@ pub struct EvalBenchArgs {
     /// long-tailed latency one draw's utilization lies anywhere in ~0.62–0.85 of the model).
     #[arg(long)]
     pub seed_per_run: bool,
+    /// Run the workload without the LLM judge, then with it (R = `--judge-repeats`,
+    /// `judge.reuse` on) on a simulated endpoint of its own, and report wall with ÷
+    /// without, the judge endpoint's busy share of its cap while judge work waited, and
+    /// judge calls sent ÷ asked. The run's global cap is `--in-flight` plus the judge's.
+    #[arg(long)]
+    pub judge: bool,
+    /// The judge endpoint's `max_in_flight` (with `--judge`).
+    #[arg(long, default_value_t = 200)]
+    pub judge_in_flight: usize,
+    /// R, judge calls per candidate (with `--judge`).
+    #[arg(long, default_value_t = 4)]
+    pub judge_repeats: u32,
     /// Also write this run's result here (used by `--runs` for its child processes).
     #[arg(long, value_name = "FILE", hide = true)]
     pub result_json: Option<PathBuf>,
@@ -165,7 +180,7 @@ pub struct EvalBenchResult {
     pub problems_done: usize,
     pub problems_failed: usize,
     pub wall_s: f64,
-    /// Calls the engine sent (all roles; judge off).
+    /// Calls the engine sent (all roles, the judge's with `--judge`).
     pub calls: u64,
     /// Chat-completion requests the simulator received (retries included).
     pub sim_requests: u64,
@@ -204,6 +219,9 @@ pub struct EvalBenchResult {
     /// 2-core machine are unreliable).
     pub load_before: Option<f64>,
     pub load_after: Option<f64>,
+    /// With `--judge`: the judge's figures (the rest are the run with the judge).
+    #[serde(default)]
+    pub judge: Option<judge::JudgeFigures>,
 }
 
 /// The server model's counters over every endpoint of a run.
@@ -295,7 +313,11 @@ async fn run_once(args: EvalBenchArgs) -> anyhow::Result<EvalBenchResult> {
         ),
     };
     std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
-    let outcome = run_in(&args, max_active, &work).await;
+    let outcome = if args.judge {
+        with_and_without_judge(&args, max_active, &work).await
+    } else {
+        run_in(&args, max_active, &work, false).await
+    };
     if temporary && let Err(e) = std::fs::remove_dir_all(&work) {
         eprintln!("warning: cannot remove {}: {e}", work.display());
     }
@@ -311,10 +333,49 @@ async fn run_once(args: EvalBenchArgs) -> anyhow::Result<EvalBenchResult> {
     Ok(result)
 }
 
+/// The workload without the judge (in `work/without`), then with it (`work/with`): the
+/// second run's figures with the judge's.
+async fn with_and_without_judge(
+    args: &EvalBenchArgs,
+    max_active: usize,
+    work: &Path,
+) -> anyhow::Result<EvalBenchResult> {
+    let (without, with) = (work.join("without"), work.join("with"));
+    for dir in [&without, &with] {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let reference = run_in(args, max_active, &without, false).await?;
+    println!("without the judge: {:.1} s", reference.wall_s);
+    let mut result = run_in(args, max_active, &with, true).await?;
+    let db = with.join("run").join(crate::store::DB_FILE);
+    let (waiting_s, busy) = judge::busy_while_waiting(&db, args.judge_in_flight)?;
+    let calls = result
+        .judge
+        .as_ref()
+        .map_or((0, 0), |j| (j.calls_asked, j.calls_sent));
+    result.judge = Some(judge::JudgeFigures {
+        in_flight: args.judge_in_flight,
+        repeats: args.judge_repeats,
+        wall_without_s: reference.wall_s,
+        wall_ratio: result.wall_s / reference.wall_s,
+        waiting_s,
+        busy_share_while_waiting: busy,
+        calls_asked: calls.0,
+        calls_sent: calls.1,
+        sent_over_asked: if calls.0 > 0 {
+            calls.1 as f64 / calls.0 as f64
+        } else {
+            f64::NAN
+        },
+    });
+    Ok(result)
+}
+
 async fn run_in(
     args: &EvalBenchArgs,
     max_active: usize,
     work: &Path,
+    with_judge: bool,
 ) -> anyhow::Result<EvalBenchResult> {
     let dataset_path = work.join("dataset.jsonl");
     write_dataset(&dataset_path, args.workload.problems)?;
@@ -372,7 +433,13 @@ async fn run_in(
         sims.push(SimProcess::spawn(&sim_args).await?);
     }
     let urls: Vec<String> = sims.iter().map(|s| s.base_url.clone()).collect();
-    let config = bench_config(args, max_active, &urls, work)?;
+    let judge_sim = if with_judge {
+        Some(SimProcess::spawn(&sim_args).await?)
+    } else {
+        None
+    };
+    let judge_url = judge_sim.as_ref().map(|s| s.base_url.as_str());
+    let config = bench_config(args, max_active, &urls, judge_url, work)?;
     let settings = engine::runner_settings(&config);
 
     for sim in &sims {
@@ -411,6 +478,9 @@ async fn run_in(
         _ => None,
     };
     for sim in sims {
+        sim.stop().await;
+    }
+    if let Some(sim) = judge_sim {
         sim.stop().await;
     }
     let result = outcome.context("running the engine")?;
@@ -518,6 +588,18 @@ async fn run_in(
         sim_cpu_s: sim_cpu,
         load_before,
         load_after,
+        // The calls only; the caller adds the rest ([`with_and_without_judge`]).
+        judge: with_judge.then_some(judge::JudgeFigures {
+            in_flight: args.judge_in_flight,
+            repeats: args.judge_repeats,
+            wall_without_s: f64::NAN,
+            wall_ratio: f64::NAN,
+            waiting_s: f64::NAN,
+            busy_share_while_waiting: f64::NAN,
+            calls_asked: result.accounting.judge.verdicts,
+            calls_sent: result.accounting.judge.calls,
+            sent_over_asked: f64::NAN,
+        }),
     })
 }
 
@@ -570,12 +652,14 @@ pub(crate) fn write_dataset(path: &Path, problems: usize) -> anyhow::Result<()> 
 }
 
 /// The engine's config for this benchmark: one endpoint (the simulator child) with the
-/// cap as its `max_in_flight`, every role pool as large as the cap, judge off, a context
-/// window large enough for ~350 KB refine prompts.
+/// cap as its `max_in_flight`, every role pool as large as the cap, a context window large
+/// enough for ~350 KB refine prompts; judge off, or with `judge_url` on that endpoint of
+/// its own (group `judge`, `--judge-in-flight` its cap, added to the global cap).
 fn bench_config(
     args: &EvalBenchArgs,
     max_active: usize,
     base_urls: &[String],
+    judge_url: Option<&str>,
     work: &Path,
 ) -> anyhow::Result<Config> {
     let cap = args.in_flight;
@@ -607,6 +691,20 @@ fn bench_config(
         sim.request_timeout_secs = 3600;
         sim.context_window = 16_777_216;
         config.endpoints.insert(name, sim);
+    }
+    if let Some(url) = judge_url {
+        let methods: Vec<String> = config.endpoints.keys().cloned().collect();
+        let mut judge = EndpointConfig::new(url.to_owned(), "tmas-sim");
+        judge.max_in_flight = args.judge_in_flight;
+        judge.request_timeout_secs = 3600;
+        judge.context_window = 16_777_216;
+        config.endpoints.insert("judge".into(), judge);
+        config.groups.insert("default".into(), methods);
+        config.groups.insert("judge".into(), vec!["judge".into()]);
+        config.roles[crate::role::Role::Judge].group = "judge".into();
+        config.judge.enabled = true;
+        config.judge.repeats = args.judge_repeats;
+        config.run.max_in_flight = cap + args.judge_in_flight;
     }
     for &role in config.method.roles() {
         // max_tokens only has to let the padded replies through (the simulator cuts a
@@ -748,6 +846,24 @@ fn print_result(r: &EvalBenchResult) {
         load(r.load_before),
         load(r.load_after)
     );
+    if let Some(j) = &r.judge {
+        print_judge(j);
+    }
+}
+
+fn print_judge(j: &judge::JudgeFigures) {
+    println!(
+        "  judge            R = {} on its own endpoint, cap {}: wall {:.3} × without ({:.1} s)  (target <= 1.05)",
+        j.repeats, j.in_flight, j.wall_ratio, j.wall_without_s
+    );
+    println!(
+        "  judge busy       {:.3} of its cap while judge work waited ({:.1} s)  (target >= 0.9)",
+        j.busy_share_while_waiting, j.waiting_s
+    );
+    println!(
+        "  judge calls      {} sent of {} asked ({:.3}; judge.reuse)",
+        j.calls_sent, j.calls_asked, j.sent_over_asked
+    );
 }
 
 #[cfg(test)]
@@ -772,7 +888,7 @@ mod tests {
         let w =
             Wrap::try_parse_from(["x", "--max-in-flight", "64", "--admission", "fixed"]).unwrap();
         let dir = std::env::temp_dir();
-        let c = bench_config(&w.args, 250, &["http://127.0.0.1:9/v1".into()], &dir).unwrap();
+        let c = bench_config(&w.args, 250, &["http://127.0.0.1:9/v1".into()], None, &dir).unwrap();
         assert_eq!(c.run.max_in_flight, 64);
         assert_eq!(c.run.admission, crate::config::AdmissionKind::Fixed);
         assert_eq!(
@@ -782,7 +898,8 @@ mod tests {
         assert_eq!(c.run.max_active_problems, Some(250));
         // Every runtime order is selectable, under the names config files use.
         let w = Wrap::try_parse_from(["x", "--call-priority", "latency-aware"]).unwrap();
-        let aware = bench_config(&w.args, 250, &["http://127.0.0.1:9/v1".into()], &dir).unwrap();
+        let aware =
+            bench_config(&w.args, 250, &["http://127.0.0.1:9/v1".into()], None, &dir).unwrap();
         assert_eq!(
             aware.run.call_priority,
             crate::config::CallPriority::LatencyAware
@@ -802,9 +919,37 @@ mod tests {
         let urls: Vec<String> = (0..4)
             .map(|i| format!("http://127.0.0.1:{}/v1", 9 + i))
             .collect();
-        let c = bench_config(&w.args, 250, &urls, &dir).unwrap();
+        let c = bench_config(&w.args, 250, &urls, None, &dir).unwrap();
         assert_eq!(c.endpoints.len(), 4);
         assert!(c.endpoints.values().all(|e| e.max_in_flight == 16));
         assert_eq!(c.routing["default"], tmas_client::Routing::PrefixAffinity);
+    }
+
+    #[test]
+    fn with_the_judge_it_has_an_endpoint_of_its_own_and_its_cap_on_top() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            args: EvalBenchArgs,
+        }
+        let w = Wrap::try_parse_from([
+            "x",
+            "--in-flight",
+            "64",
+            "--judge",
+            "--judge-in-flight",
+            "16",
+        ])
+        .unwrap();
+        let dir = std::env::temp_dir();
+        let url = ["http://127.0.0.1:9/v1".to_owned()];
+        let c = bench_config(&w.args, 250, &url, Some("http://127.0.0.1:10/v1"), &dir).unwrap();
+        assert!(c.judge.enabled && c.judge.reuse);
+        assert_eq!(c.judge.repeats, 4);
+        assert_eq!(c.run.max_in_flight, 64 + 16);
+        assert_eq!(c.role_endpoints(crate::role::Role::Judge), ["judge"]);
+        assert_eq!(c.role_endpoints(crate::role::Role::Solution), ["sim"]);
+        assert_eq!(c.endpoints["judge"].max_in_flight, 16);
     }
 }

@@ -56,6 +56,14 @@ pub struct EvalSummary {
     pub model_utilization: Option<Spread>,
     #[serde(default)]
     pub share_of_model_ceiling: Option<Spread>,
+    /// With `--judge`: wall with the judge ÷ without, the judge endpoint's busy share of
+    /// its cap while judge work waited, judge calls sent ÷ asked.
+    #[serde(default)]
+    pub judge_wall_ratio: Option<Spread>,
+    #[serde(default)]
+    pub judge_busy_share: Option<Spread>,
+    #[serde(default)]
+    pub judge_sent_over_asked: Option<Spread>,
 }
 
 impl EvalSummary {
@@ -77,6 +85,9 @@ impl EvalSummary {
                     .filter(|m| *m > 0.0)
                     .map(|m| r.slot_utilization / m)
             }),
+            judge_wall_ratio: spread(|r| r.judge.as_ref().map(|j| j.wall_ratio)),
+            judge_busy_share: spread(|r| r.judge.as_ref().map(|j| j.busy_share_while_waiting)),
+            judge_sent_over_asked: spread(|r| r.judge.as_ref().map(|j| j.sent_over_asked)),
         }
     }
 }
@@ -219,6 +230,19 @@ fn print_summary(s: &EvalSummary) {
         1,
         "  target <= 614 at 800 in flight, <= 1536 at 10,000",
     );
+    row(
+        "judge wall ratio",
+        s.judge_wall_ratio,
+        3,
+        "  target <= 1.05",
+    );
+    row(
+        "judge busy share",
+        s.judge_busy_share,
+        3,
+        "  target >= 0.90",
+    );
+    row("judge sent/asked", s.judge_sent_over_asked, 3, "");
 }
 
 #[cfg(test)]
