@@ -273,9 +273,16 @@ fn judge_gate(
         .filter_map(|name| config.endpoints.get(&**name))
         .map(|e| e.max_in_flight)
         .sum();
+    let shared = config.method.roles().iter().any(|&role| {
+        config
+            .role_endpoints(role)
+            .iter()
+            .any(|e| endpoints.iter().any(|j| **j == **e))
+    });
     let room = judge_gate::ClientRoom {
         client: client.clone(),
         endpoints,
+        shared,
     };
     Arc::new(judge_gate::JudgeGate::new(sender, capacity, Arc::new(room)))
 }

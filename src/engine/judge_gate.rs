@@ -16,6 +16,10 @@
 //!   judge call only takes a slot the method leaves free; on an endpoint of its own the
 //!   judge keeps every slot busy while judge work waits.
 //!
+//! On endpoints of its own the second rule reduces to the global cap's free slot: no method
+//! call waits for those endpoints, and the first rule already bounds the judge there, so
+//! judge calls go as fast as slots free instead of one at a time.
+//!
 //! A judge call that got a slot runs to its end (calls are not preempted): a method call
 //! arriving just after waits at most for the first of the slots to free, as it would for
 //! another method call.
@@ -44,6 +48,9 @@ pub trait Room: Send + Sync + 'static {
     /// Calls holding or waiting for a slot on the judge group's endpoints (a judge call
     /// let through shows here once it has reached the client).
     fn load(&self) -> usize;
+    /// Whether method calls may wait for the judge's endpoints: then judge calls are let
+    /// through one at a time, each once the previous one shows in [`Room::load`].
+    fn shared(&self) -> bool;
 }
 
 /// [`Room`] read from the model client's counters for the judge group's endpoints.
@@ -51,11 +58,22 @@ pub struct ClientRoom {
     pub client: ModelClient,
     /// The endpoints of the judge group.
     pub endpoints: Vec<Arc<str>>,
+    /// Some of them serve the method too.
+    pub shared: bool,
 }
 
 impl Room for ClientRoom {
     fn has_room(&self) -> bool {
-        room_in(&self.client.snapshot(), &self.endpoints)
+        let s = self.client.snapshot();
+        if self.shared {
+            room_in(&s, &self.endpoints)
+        } else {
+            s.global_in_flight < s.global_max_in_flight
+        }
+    }
+
+    fn shared(&self) -> bool {
+        self.shared
     }
 
     fn load(&self) -> usize {
@@ -113,6 +131,12 @@ impl JudgeGate {
         Box::pin(async move {
             // A closed semaphore (never closed here) would only lift the cap.
             let _permit = permits.acquire_owned().await.ok();
+            if !room.shared() {
+                while !room.has_room() {
+                    tokio::time::sleep(POLL).await;
+                }
+                return AbortOnDrop(tokio::spawn(call(inner))).join().await;
+            }
             let turn = turn.lock().await;
             while !room.has_room() {
                 tokio::time::sleep(POLL).await;

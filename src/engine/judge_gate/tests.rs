@@ -80,6 +80,10 @@ impl Room for TestRoom {
     fn load(&self) -> usize {
         self.running.load(Ordering::SeqCst)
     }
+
+    fn shared(&self) -> bool {
+        true
+    }
 }
 
 /// An executor whose calls run until `release` gives them a permit, counting the most at
