@@ -89,6 +89,9 @@ pub struct ProgressSnapshot {
     pub calls_replayed: u64,
     /// Problems whose candidates have all been judged.
     pub problems_judged: u64,
+    /// Iterations whose candidates have all been judged: each is judged as it completes,
+    /// so this moves while the method runs (of `iterations_total`).
+    pub iterations_judged: u64,
     /// LLM judge calls finished (not in `calls_done`, which counts the method's calls).
     pub judge_calls_done: u64,
     /// Judge verdicts given without a call of their own: a question another candidate of
@@ -203,8 +206,8 @@ impl Rate {
 
 /// Calls still to make, estimated: the method's calls per iteration (`per_iteration`,
 /// else the calls so far over the iterations finished) times the iterations left, plus
-/// the judge calls per problem (so far, or the bound before the first problem is judged)
-/// times the problems left to judge. `None` before the first iteration ends.
+/// the judge calls per judged iteration (so far, or the bound before the first is judged)
+/// times the iterations left to judge. `None` before the first iteration ends.
 fn calls_left(s: &ProgressSnapshot, per_iteration: Option<f64>) -> Option<f64> {
     let solving = if s.iterations_done >= s.iterations_total {
         0.0
@@ -214,15 +217,23 @@ fn calls_left(s: &ProgressSnapshot, per_iteration: Option<f64>) -> Option<f64> {
         let per_iteration = per_iteration.unwrap_or(s.calls_done as f64 / s.iterations_done as f64);
         (s.iterations_total as f64 * per_iteration - s.calls_done as f64).max(0.0)
     };
-    let judge_per_problem = if s.problems_judged > 0 {
-        s.judge_calls_done as f64 / s.problems_judged as f64
+    // The judge's work left, by iteration: judged iterations' calls so far, or the bound
+    // per problem spread over its iterations before the first is judged.
+    let per_problem = s
+        .iterations_total
+        .checked_div(s.problems_total)
+        .unwrap_or(0);
+    let judge_per_iteration = if s.iterations_judged > 0 {
+        s.judge_calls_done as f64 / s.iterations_judged as f64
+    } else if per_problem > 0 {
+        s.judge_calls_per_problem as f64 / per_problem as f64
     } else {
-        s.judge_calls_per_problem as f64
+        0.0
     };
     let to_judge = s
-        .problems_total
-        .saturating_sub(s.problems_judged + s.problems_failed);
-    Some(solving + to_judge as f64 * judge_per_problem)
+        .iterations_total
+        .saturating_sub(s.iterations_judged + s.problems_failed * per_problem);
+    Some(solving + to_judge as f64 * judge_per_iteration)
 }
 
 /// The shown remaining time. Two things make the plain estimate ([`eta`]) wrong when
@@ -352,7 +363,7 @@ fn status_line_with(
     };
     let pass = running_pass_at_1(s);
     format!(
-        "[{:>7}] {} | problems {}/{} done ({} failed) | iterations {}/{} | judged {}/{}{judge_calls}{pass} | calls {} in flight, {} done{replayed} | {:.0} tok/s | errors {} retries {} | ETA {}",
+        "[{:>7}] {} | problems {}/{} done ({} failed) | iterations {}/{} | judged {}/{} ({}/{} iterations){judge_calls}{pass} | calls {} in flight, {} done{replayed} | {:.0} tok/s | errors {} retries {} | ETA {}",
         hms(elapsed),
         phase(s),
         s.problems_done,
@@ -362,6 +373,8 @@ fn status_line_with(
         s.iterations_total,
         s.problems_judged,
         s.problems_total,
+        s.iterations_judged,
+        s.iterations_total,
         s.calls_in_flight,
         s.calls_done,
         tokens_per_s,
@@ -435,12 +448,18 @@ async fn bars(console: Console, source: ProgressSource, mut stopped: watch::Rece
         });
         iterations.set_length(s.iterations_total);
         iterations.set_position(s.iterations_done);
-        judged.set_length(s.problems_total);
-        judged.set_position(s.problems_judged);
+        // By iteration: each is judged as it completes, so the bar moves during the run.
+        judged.set_length(s.iterations_total);
+        judged.set_position(s.iterations_judged);
+        let problems = format!("({}/{} problems", s.problems_judged, s.problems_total);
         judged.set_message(if s.judge_calls_done > 0 {
-            format!("({}){}", judge_calls_text(&s), running_pass_at_1(&s))
+            format!(
+                "{problems}, {}){}",
+                judge_calls_text(&s),
+                running_pass_at_1(&s)
+            )
         } else {
-            running_pass_at_1(&s)
+            format!("{problems}){}", running_pass_at_1(&s))
         });
         let eta = remaining
             .update(started.elapsed(), &s)
@@ -619,6 +638,7 @@ mod tests {
             retries: 3,
             calls_replayed: 0,
             problems_judged: 0,
+            iterations_judged: 0,
             judge_calls_done: 0,
             judge_verdicts_reused: 0,
             pass_at_1: None,
@@ -696,10 +716,12 @@ mod tests {
 
     #[test]
     fn progress_goes_on_through_the_judge_phase_and_the_eta_counts_judge_calls() {
-        // Every iteration done, 1 of 4 problems judged with 24 judge calls; 1 failed.
+        // Every iteration done, 1 of 4 problems (10 of 40 iterations) judged with 24 judge
+        // calls; 1 failed.
         let s = ProgressSnapshot {
             iterations_done: 40,
             problems_judged: 1,
+            iterations_judged: 10,
             judge_calls_done: 24,
             judge_verdicts_reused: 0,
             pass_at_1: None,
@@ -712,7 +734,7 @@ mod tests {
         };
         let line = status_line(Duration::from_secs(114), &reused, 0.0);
         assert!(
-            line.contains("judged 1/4, 24 judge calls, 72 verdicts reused"),
+            line.contains("judged 1/4 (10/40 iterations), 24 judge calls, 72 verdicts reused"),
             "{line}"
         );
         let judged = ProgressSnapshot {
@@ -727,12 +749,13 @@ mod tests {
         let line = status_line(Duration::from_secs(114), &s, 0.0);
         for part in [
             "judging |",
-            "judged 1/4, 24 judge calls",
+            "judged 1/4 (10/40 iterations), 24 judge calls",
             "iterations 40/40",
         ] {
             assert!(line.contains(part), "{part:?} missing in {line}");
         }
-        // 2 problems left to judge at 24 calls each; 114 s for 90 + 24 calls sent.
+        // 20 iterations left to judge (the failed problem's 10 are not) at 2.4 calls each;
+        // 114 s for 90 + 24 calls sent.
         assert_eq!(calls_left(&s, None), Some(48.0));
         assert_eq!(
             eta(Duration::from_secs(114), &s),
@@ -741,6 +764,7 @@ mod tests {
         // Before any problem is judged, the bound per problem is assumed.
         let before = ProgressSnapshot {
             problems_judged: 0,
+            iterations_judged: 0,
             judge_calls_done: 0,
             judge_verdicts_reused: 0,
             pass_at_1: None,
@@ -748,7 +772,8 @@ mod tests {
         };
         assert_eq!(calls_left(&before, None), Some(3.0 * 96.0));
         assert!(
-            status_line(Duration::from_secs(1), &before, 0.0).contains("judged 0/4, 0 judge calls")
+            status_line(Duration::from_secs(1), &before, 0.0)
+                .contains("judged 0/4 (0/40 iterations), 0 judge calls")
         );
         // While solving: the method's calls per iteration so far times the iterations left.
         let solving = ProgressSnapshot {
@@ -757,6 +782,19 @@ mod tests {
         };
         assert_eq!(calls_left(&solving, None), Some(30.0 * 9.0 + 3.0 * 10.0));
         assert!(status_line(Duration::from_secs(1), &solving, 0.0).contains("] solving |"));
+        // Iterations are judged while the method runs: the count moves, and the judge work
+        // left is counted by iteration (16 calls for 8 iterations, 22 left to judge).
+        let judging_meanwhile = ProgressSnapshot {
+            iterations_judged: 8,
+            judge_calls_done: 16,
+            ..solving
+        };
+        let line = status_line(Duration::from_secs(1), &judging_meanwhile, 0.0);
+        assert!(line.contains("judged 0/4 (8/40 iterations)"), "{line}");
+        assert_eq!(
+            calls_left(&judging_meanwhile, None),
+            Some(270.0 + 22.0 * 2.0)
+        );
         // Replayed calls (a resumed run) do not speed up the estimate.
         let resumed = ProgressSnapshot {
             calls_replayed: 60,
@@ -769,6 +807,7 @@ mod tests {
         // All done: nothing left.
         let done = ProgressSnapshot {
             problems_judged: 3,
+            iterations_judged: 30,
             ..snap(40, 40)
         };
         assert_eq!(eta(Duration::from_secs(5), &done), Some(Duration::ZERO));

@@ -295,6 +295,7 @@ fn snapshot(s: &Sources) -> ProgressSnapshot {
         problems_judged: s.judge.problems_judged.load(Ordering::Relaxed),
         judge_calls_done: s.judge.calls_done.load(Ordering::Relaxed),
         judge_verdicts_reused: s.judge.verdicts_reused.load(Ordering::Relaxed),
+        iterations_judged: s.judge.iterations_judged.load(Ordering::Relaxed),
         judge_calls_per_problem: s.judge_calls_per_problem,
         pass_at_1: s.pass_at_1.value(),
     }
