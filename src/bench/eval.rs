@@ -935,7 +935,7 @@ mod tests {
         }
         let w = Wrap::try_parse_from([
             "x",
-            "--in-flight",
+            "--max-in-flight",
             "64",
             "--judge",
             "--judge-in-flight",
