@@ -48,7 +48,8 @@ pub struct JudgeProgress {
     /// Iterations whose every candidate has been judged (a run judges each as it
     /// completes, so this moves while the method runs).
     pub iterations_judged: AtomicU64,
-    /// LLM judge calls finished (answered, failed or replayed).
+    /// LLM judge calls made (answered, failed or replayed; a run counts each as it is
+    /// asked).
     pub calls_done: AtomicU64,
     /// Verdicts given to a candidate from a question another candidate of the problem
     /// asked (`judge.reuse`): calls not sent.
