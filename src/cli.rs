@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
+use crate::text::name_first;
+
 pub(crate) mod bench_cmd;
 pub(crate) mod config_cmd;
 #[cfg(test)]
@@ -157,19 +159,4 @@ fn partial_line(unfinished: &[String], total: usize, at_most: usize) -> Option<S
         unfinished.len(),
         name_first(unfinished, at_most)
     ))
-}
-
-/// The first `at_most` of `ids`, comma-separated, with "…" when some were left out: how a
-/// message names a long list of problems without flooding the terminal.
-fn name_first(ids: &[String], at_most: usize) -> String {
-    let mut named = ids
-        .iter()
-        .take(at_most)
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .join(", ");
-    if ids.len() > at_most {
-        named.push_str(", …");
-    }
-    named
 }

@@ -1,4 +1,5 @@
-//! Counted nouns in what a person reads: `1 problem`, `3 problems`.
+//! Counted nouns in what a person reads (`1 problem`, `3 problems`), and long lists of
+//! names cut short.
 //!
 //! Every line that states a count goes through [`count`], so no summary says "1 problems"
 //! and no call site spells its own plural rule. It sits at the bottom of the layers with
@@ -15,6 +16,21 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
     }
 }
 
+/// The first `at_most` of `ids`, comma-separated, with "…" when some were left out: how a
+/// message names a long list of problems without flooding the terminal.
+pub fn name_first(ids: &[impl AsRef<str>], at_most: usize) -> String {
+    let mut named = ids
+        .iter()
+        .take(at_most)
+        .map(AsRef::as_ref)
+        .collect::<Vec<&str>>()
+        .join(", ");
+    if ids.len() > at_most {
+        named.push_str(", …");
+    }
+    named
+}
+
 /// [`count`] for a `usize`, the type collections count in.
 pub fn count_of(n: usize, noun: &str) -> String {
     count(n as u64, noun)
@@ -29,5 +45,14 @@ mod tests {
         assert_eq!(count(1u32, "problem"), "1 problem");
         assert_eq!(count(0u32, "problem"), "0 problems");
         assert_eq!(count_of(8, "call"), "8 calls");
+    }
+
+    #[test]
+    fn a_long_list_is_cut_with_an_ellipsis() {
+        assert_eq!(name_first(&["a", "b"], 2), "a, b");
+        assert_eq!(
+            name_first(&["a".to_string(), "b".into(), "c".into()], 2),
+            "a, b, …"
+        );
     }
 }

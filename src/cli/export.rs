@@ -52,7 +52,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         let reader = StoreReader::open_read_only(&path)?;
         let (unfinished, total) = unfinished_problems(&reader)?;
         if !unfinished.is_empty() && !partial {
-            let named = super::name_first(&unfinished, NAMED_UNFINISHED);
+            let named = crate::text::name_first(&unfinished, NAMED_UNFINISHED);
             return Err(crate::config::BadInput(format!(
                 "{}: {} of {total} problems are unfinished ({named}), so the export would \
                  cover only part of the run; finish it with `tmas run --resume {}`, or pass \

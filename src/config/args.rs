@@ -163,20 +163,10 @@ impl ConfigArgs {
     /// Like [`ConfigArgs::load`] with an explicit environment (for tests).
     pub fn load_with_env(&self, env: &[(String, String)]) -> Result<Config, ConfigErrors> {
         let mut overrides = self.overrides();
-        if let Some(shard) = self.auto_shard(env)? {
-            overrides.push(CliOverride {
-                label: "--shard auto".into(),
-                assignment: format!("run.shard=\"{shard}\""),
-            });
+        // `--shard auto` is read from the environment here; `I/N` is in `overrides`.
+        if self.shard.as_deref() == Some(SHARD_AUTO) {
+            overrides.push(shard_override(SHARD_AUTO, self.shards, env)?);
         }
         load_with(&self.config, env, &overrides)
-    }
-
-    /// `--shard auto` resolved from `env`, saying on stderr where it was found.
-    fn auto_shard(&self, env: &[(String, String)]) -> Result<Option<Shard>, ConfigErrors> {
-        if self.shard.as_deref() != Some(SHARD_AUTO) {
-            return Ok(None);
-        }
-        resolve_auto(self.shards, env).map(Some)
     }
 }

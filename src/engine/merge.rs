@@ -122,7 +122,7 @@ fn read_shard(dir: &Path) -> anyhow::Result<ShardRun> {
         dir.display()
     );
     let reader = StoreReader::open_read_only(&db)?;
-    let version = crate::store::merge::schema_version(&db)?;
+    let version = reader.schema_version()?;
     anyhow::ensure!(
         version == crate::store::schema::SCHEMA_VERSION,
         "{}: its store has schema version {version}, this tmas writes {}; resume it once with this tmas (`tmas run --resume {}`, which migrates it) before merging",
@@ -282,7 +282,7 @@ fn check(runs: &[ShardRun], partial: bool) -> anyhow::Result<Vec<Shard>> {
                 run.dir.display(),
                 run.shard,
                 crate::text::count_of(unfinished.len(), "problem"),
-                first_of(&unfinished),
+                crate::text::name_first(&unfinished, NAMED_UNFINISHED),
                 run.dir.display()
             ));
         }
@@ -296,14 +296,8 @@ fn check(runs: &[ShardRun], partial: bool) -> anyhow::Result<Vec<Shard>> {
     Ok(missing)
 }
 
-/// The first ten of `ids`, comma-separated.
-fn first_of(ids: &[&str]) -> String {
-    let mut text = ids.iter().take(10).copied().collect::<Vec<_>>().join(", ");
-    if ids.len() > 10 {
-        text.push_str(", …");
-    }
-    text
-}
+/// How many unfinished ids a refusal names per shard.
+const NAMED_UNFINISHED: usize = 10;
 
 /// `out` may be absent, empty, or an earlier merge (replaced); never a shard or anything else.
 fn check_out(out: &Path, runs: &[ShardRun]) -> anyhow::Result<()> {

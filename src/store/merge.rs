@@ -13,16 +13,6 @@ use rusqlite::{Connection, params};
 
 use super::StoreError;
 
-/// The schema version (`PRAGMA user_version`) of the store at `path`, read without
-/// changing it.
-pub fn schema_version(path: &Path) -> Result<i64, StoreError> {
-    let uri = format!("file:{}?mode=ro", path.display());
-    let conn = Connection::open(&uri)
-        .map_err(|e| StoreError::sql(path, "opening a shard read-only", e))?;
-    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(|e| StoreError::sql(path, "reading the schema version", e))
-}
-
 /// Copies every table but `meta` of each store in `shards` into the store at `out`, one
 /// transaction per shard.
 pub fn copy_shards(out: &Path, shards: &[&Path]) -> Result<(), StoreError> {

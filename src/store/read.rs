@@ -116,10 +116,7 @@ impl StoreReader {
         )
         .map_err(|e| StoreError::sql(path, "opening read-only", e))?;
         let reader = Self::from_conn(conn, path)?;
-        let version: i64 = reader
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| reader.err("reading the schema version", e))?;
+        let version = reader.schema_version()?;
         if version > super::schema::SCHEMA_VERSION {
             return Err(StoreError::Schema(super::schema::SchemaError::Newer {
                 path: path.display().to_string(),
@@ -128,6 +125,14 @@ impl StoreReader {
             }));
         }
         Ok(reader)
+    }
+
+    /// The store's schema version (`PRAGMA user_version`; a read-only store is never
+    /// migrated, so it may be older than this build's).
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        self.conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| self.err("reading the schema version", e))
     }
 
     pub(crate) fn from_conn(conn: Connection, path: &Path) -> Result<Self, StoreError> {
