@@ -108,8 +108,6 @@ pub async fn merge(request: MergeRequest) -> anyhow::Result<Merged> {
     })?;
     Ok(Merged {
         run_dir: out.clone(),
-        missing,
-        shards: runs.iter().map(|r| r.shard).collect(),
         ..merged
     })
 }
@@ -435,8 +433,8 @@ async fn build(runs: &[ShardRun], root: &Path, missing: &[Shard]) -> anyhow::Res
         table: outputs.table,
         accounting: outputs.accounting,
         unfinished: outputs.unfinished,
-        missing: Vec::new(),
-        shards: Vec::new(),
+        missing: missing.to_vec(),
+        shards: runs.iter().map(|r| r.shard).collect(),
     })
 }
 
