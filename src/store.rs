@@ -26,6 +26,7 @@ pub(crate) mod export;
 pub(crate) mod lock;
 pub(crate) mod merge;
 mod migrate;
+pub(crate) mod parquet;
 pub(crate) mod prompts;
 pub(crate) mod read;
 pub(crate) mod record_texts;

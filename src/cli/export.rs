@@ -1,12 +1,13 @@
-//! `tmas export DIR --format jsonl|csv [--output FILE] [--partial]`: a run's store as JSONL
-//! (one line per problem) or its per-iteration Pass@1 table as CSV. Reads only. A run
+//! `tmas export DIR --format jsonl|csv|parquet [--output PATH] [--partial]`: a run's store
+//! as JSONL (one line per problem), its per-iteration Pass@1 table as CSV, or every table
+//! as Parquet files in a folder for notebooks ([`crate::store::parquet`]). Reads only. A run
 //! with unfinished problems (interrupted, or still going) is refused with exit code 2
 //! unless `--partial` is given: its table would cover only the finished problems, so the
 //! rows then say `partial`. It streams, one problem's record in memory at a time (a long
 //! run's records are hundreds of MB); with `--output` the file appears only complete.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -23,6 +24,10 @@ pub enum Format {
     Jsonl,
     /// The per-iteration Pass@1 table.
     Csv,
+    /// The run's tables (problems, candidates, verifications, summaries, judge verdicts,
+    /// calls without texts, texts, bank versions, metadata) as Parquet files in the folder
+    /// given by --output.
+    Parquet,
 }
 
 #[derive(Debug, clap::Args)]
@@ -31,7 +36,8 @@ pub struct Args {
     pub dir: PathBuf,
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: Format,
-    /// Write here (atomically) instead of standard output.
+    /// Write here (atomically) instead of standard output; for parquet, the folder to
+    /// create (required).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Export a run with unfinished problems (interrupted or still going): their JSONL
@@ -47,6 +53,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let path = args.dir.join(DB_FILE);
     let (format, out, partial) = (args.format, args.output.clone(), args.partial);
     let dir = args.dir.clone();
+    if format == Format::Parquet && out.is_none() {
+        return Err(crate::config::BadInput(
+            "--format parquet writes a folder of files: name it with --output DIR".into(),
+        )
+        .into());
+    }
     // SQLite reads block: keep them off the async workers.
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
         let reader = StoreReader::open_read_only(&path)?;
@@ -63,9 +75,20 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             ))
             .into());
         }
-        let export = |w: &mut dyn Write| match format {
-            Format::Jsonl => write_jsonl(&reader, w, partial),
-            Format::Csv => write_csv(&reader, w, partial),
+        let csv = match format {
+            Format::Parquet => {
+                let folder = out.context("--output is required")?;
+                return write_parquet_folder(&reader, &folder);
+            }
+            Format::Csv => true,
+            Format::Jsonl => false,
+        };
+        let export = |w: &mut dyn Write| {
+            if csv {
+                write_csv(&reader, w, partial)
+            } else {
+                write_jsonl(&reader, w, partial)
+            }
         };
         match out {
             Some(file) => write_atomic_with(&file, export),
@@ -84,6 +107,49 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     .await
     .context("export task failed")??;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the Parquet files into a new folder beside `folder`, then renames it into
+/// place: `folder` appears complete or not at all. An existing non-empty `folder` is
+/// refused (nothing is overwritten).
+fn write_parquet_folder(reader: &StoreReader, folder: &Path) -> anyhow::Result<()> {
+    let occupied = std::fs::read_dir(folder)
+        .map(|mut entries| entries.next().is_some())
+        .unwrap_or(false);
+    if occupied || folder.is_file() {
+        return Err(crate::config::BadInput(format!(
+            "{}: already exists and is not an empty folder; the Parquet export writes a new \
+             folder (choose another --output, or remove it)",
+            folder.display()
+        ))
+        .into());
+    }
+    let name = folder
+        .file_name()
+        .with_context(|| format!("{}: not a folder name", folder.display()))?;
+    let mut building_name = std::ffi::OsString::from(".");
+    building_name.push(name);
+    building_name.push(format!(".building-{}", std::process::id()));
+    let building = folder.with_file_name(building_name);
+    std::fs::create_dir_all(&building)
+        .with_context(|| format!("creating {}", building.display()))?;
+    let written = match crate::store::parquet::write_all(reader, &building) {
+        Ok(written) => written,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&building);
+            return Err(e.into());
+        }
+    };
+    if folder.is_dir() {
+        // Empty (checked above): replaced by the finished folder.
+        std::fs::remove_dir(folder).with_context(|| format!("replacing {}", folder.display()))?;
+    }
+    std::fs::rename(&building, folder)
+        .with_context(|| format!("moving the export into {}", folder.display()))?;
+    for (file, rows) in &written.files {
+        println!("{}: {rows} rows", folder.join(file).display());
+    }
+    Ok(())
 }
 
 /// True when `err` comes from writing to a pipe whose reader has gone.

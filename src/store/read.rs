@@ -150,6 +150,20 @@ impl StoreReader {
         &self.conn
     }
 
+    /// The connection, for readers in this module's siblings that stream whole tables.
+    pub(super) fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The store's file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(super) fn sql_error(&self, context: &'static str, e: rusqlite::Error) -> StoreError {
+        self.err(context, e)
+    }
+
     fn err(&self, context: &'static str, e: rusqlite::Error) -> StoreError {
         StoreError::sql(&self.path, context, e)
     }

@@ -18,6 +18,7 @@ mod cluster_recipes;
 mod config_check;
 mod eval_dataset;
 mod eval_judging;
+mod export_parquet;
 mod interrupt_surfaces;
 mod judge_as_you_go;
 mod judge_cli;

@@ -13,6 +13,7 @@ use arrow_array::{Array, ListArray, RecordBatch, StringArray, StructArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::support::cli::{command, output as tmas, path_arg, repo, show};
+use crate::support::python::python_with;
 
 const DEMO: &str = "config/demo.toml";
 
@@ -192,17 +193,13 @@ fn rl_data_score_and_serve_on_a_demo_run() {
     );
     assert!(stdout.contains("fewer instances than asked"), "{stdout}");
 
-    // pyarrow reads it too, when Python has it.
-    let python = Command::new("python3")
-        .args(["-c", "import pyarrow"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if python {
-        let out = Command::new("python3")
+    // pyarrow reads it too.
+    if let Some(python) = python_with(&["pyarrow"], "reading rl-data's parquet with pyarrow") {
+        let out = Command::new(python)
             .current_dir(repo())
             .args(["scripts/read_rl_parquet.py", path_arg(&parquet)])
             .output()
-            .expect("python3 runs");
+            .expect("python runs");
         assert!(out.status.success(), "read_rl_parquet.py: {}", show(&out));
         assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{} rows", 7 + experience)));
     }

@@ -7,10 +7,12 @@
 //!   readers for the run directory.
 //! - [`sim`]: raw HTTP requests to an in-process simulator.
 //! - [`otlp`]: an in-process OTLP receiver and span-attribute access.
+//! - [`python`]: a Python interpreter with given modules, or a loud skip.
 //! - [`store_v3`]: run stores as the version-3 store schema left them.
 
 pub mod cli;
 pub mod engine;
 pub mod otlp;
+pub mod python;
 pub mod sim;
 pub mod store_v3;
