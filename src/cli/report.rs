@@ -92,10 +92,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect(),
         reference: None,
     }];
-    let png = dir.root.join("pass_at_1.png");
-    let svg = dir.root.join("pass_at_1.svg");
-    write_pass_at_1_chart(&title, &series, &png, &svg)?;
-    println!("chart: {} and {}", png.display(), svg.display());
+    if rows.is_empty() {
+        // Nothing to draw yet (a run interrupted, or still in, its first iteration): the
+        // table above says so; a chart without a point would be an empty frame.
+        println!("chart: none yet: no problem has finished an iteration");
+    } else {
+        let png = dir.root.join("pass_at_1.png");
+        let svg = dir.root.join("pass_at_1.svg");
+        write_pass_at_1_chart(&title, &series, &png, &svg)?;
+        println!("chart: {} and {}", png.display(), svg.display());
+    }
     report_analyses(&dir, &args)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -404,3 +404,19 @@ fn an_extension_stopped_half_way_counts_each_iteration_over_the_problems_that_re
     );
     assert_surfaces_agree(&dir, &stdout, "extension stopped");
 }
+
+#[test]
+fn a_run_stopped_before_any_iteration_finished_reports_without_a_chart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write_config(tmp.path(), "embedded-sim", PROBLEMS, ITERATIONS);
+    let dir = tmp.path().join("early");
+    interrupted_run(&config, &dir, 2, &[]);
+    let dir_s = dir.display().to_string();
+    let report = ok(tmas(&["report", &dir_s]), "tmas report");
+    assert!(
+        report.contains("chart: none yet: no problem has finished an iteration"),
+        "{report}"
+    );
+    assert!(report.contains("partial: "), "{report}");
+    assert!(!dir.join("pass_at_1.svg").exists());
+}
