@@ -35,7 +35,7 @@ pub(crate) mod shard;
 pub(crate) mod templates;
 pub(crate) mod validate;
 
-pub use args::{ConfigArgs, shard_override};
+pub use args::{ConfigArgs, ShardArgs, shard_override};
 pub use endpoints::{DEFAULT_GROUP, EMBEDDED_SIM, EndpointConfig, RoleConfig, Roles};
 pub use error::{BadInput, ConfigErrors, ConfigIssue, KeyIssue, KeyPath};
 pub use layers::{CliOverride, ENV_PREFIX};

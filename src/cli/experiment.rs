@@ -37,7 +37,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Resume the experiment in DIR (each variant's run resumes from its store).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["file", "out"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["file", "out", "shard"])]
     pub resume: Option<PathBuf>,
     /// Override a config key in every variant (`--set run.limit=5`), after the
     /// experiment's own overrides. With --resume: operational settings only.
@@ -55,15 +55,10 @@ pub struct Args {
     /// completion on each endpoint the variants use).
     #[arg(long)]
     pub no_preflight: bool,
-    /// Run shard I of N of every variant (`--set run.shard=I/N`): each variant's problems
-    /// whose id hashes to I; or `auto`, from a Slurm job array or a Kubernetes Indexed
-    /// Job. `tmas merge` joins the experiment's shards (docs/cluster.md).
-    #[arg(long, value_name = "I/N|auto", conflicts_with = "resume")]
-    pub shard: Option<String>,
-    /// With `--shard auto` in a Kubernetes Indexed Job: the number of shards; else the
-    /// variable TMAS_SHARDS.
-    #[arg(long, value_name = "N", requires = "shard")]
-    pub shards: Option<u32>,
+    /// Every variant runs this shard of its problems; `tmas merge` joins the experiment's
+    /// shards (docs/cluster.md).
+    #[command(flatten)]
+    pub shard: crate::config::ShardArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -89,15 +84,13 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
     };
     let env = process_env();
     let mut cli: Vec<CliOverride> = args.set.iter().map(CliOverride::set).collect();
-    if let Some(shard) = &args.shard {
-        match crate::config::shard_override(shard, args.shards, &env) {
-            Ok(o) => cli.push(o),
-            Err(errors) => {
-                for issue in errors.iter() {
-                    eprintln!("error: {issue}");
-                }
-                return Ok(ExitCode::from(exit::BAD_INPUT));
+    match args.shard.override_with_env(&env) {
+        Ok(o) => cli.extend(o),
+        Err(errors) => {
+            for issue in errors.iter() {
+                eprintln!("error: {issue}");
             }
+            return Ok(ExitCode::from(exit::BAD_INPUT));
         }
     }
     let started = match (&args.resume, &args.file) {

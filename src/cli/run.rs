@@ -10,9 +10,9 @@ use anyhow::Context;
 use tmas_observability::Console;
 
 use super::exit::{self, BadInput};
-use crate::config::ConfigArgs;
 use crate::config::loader::load_str;
 use crate::config::resolve::process_env;
+use crate::config::{ConfigArgs, ShardArgs};
 use crate::engine::preflight::StartupError;
 use crate::engine::{
     self, RequestedConfig, ResumeRequest, RunControl, RunRequest, RunResult, run_dir, shutdown,
@@ -35,6 +35,8 @@ const STORED_CONFIG: &str = "(the stored config)";
 pub struct Args {
     #[command(flatten)]
     pub config: ConfigArgs,
+    #[command(flatten)]
+    pub shard: ShardArgs,
     /// Resume the run in DIR: finished calls are replayed from its store, only the rest
     /// is sent. The stored config is used; `--config`/`--set`/flags may change only
     /// operational settings (endpoints, in-flight caps, timeouts) and `--iterations`
@@ -104,7 +106,7 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
         Some(dir) => {
             let request = ResumeRequest {
                 run_dir: dir.clone(),
-                config: requested_config(&args.config),
+                config: requested_config(&args.config, &args.shard),
                 force: args.force,
                 keep_failed: args.keep_failed,
                 env: process_env(),
@@ -147,14 +149,17 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
 
 /// The config a resume asks for: the stored one with the environment and command-line
 /// overrides on top, or the file given with `--config` (with the same overrides).
-fn requested_config(args: &ConfigArgs) -> RequestedConfig {
+fn requested_config(args: &ConfigArgs, shard: &ShardArgs) -> RequestedConfig {
     if args.config.as_os_str() != STORED_CONFIG {
-        let args = args.clone();
-        return Box::new(move |_stored| args.load().map_err(anyhow::Error::new));
+        let (args, shard) = (args.clone(), shard.clone());
+        return Box::new(move |_stored| args.load_sharded(&shard).map_err(anyhow::Error::new));
     }
-    let overrides = args.overrides();
+    let mut overrides = args.overrides();
+    let shard = shard.clone();
     Box::new(move |stored| {
-        load_str(stored, "stored config", &process_env(), &overrides).map_err(anyhow::Error::new)
+        let env = process_env();
+        overrides.extend(shard.override_with_env(&env)?);
+        load_str(stored, "stored config", &env, &overrides).map_err(anyhow::Error::new)
     })
 }
 
@@ -217,7 +222,7 @@ fn fresh_request(
     status_every: Option<Duration>,
     observe: engine::observe::ObserveOptions,
 ) -> anyhow::Result<Result<RunRequest, ExitCode>> {
-    let config = match args.config.load() {
+    let config = match args.config.load_sharded(&args.shard) {
         Ok(config) => config,
         Err(errors) => {
             for issue in errors.iter() {

@@ -55,6 +55,12 @@ pub struct ConfigArgs {
     /// Shortcut for `--set method.epsilon=E`.
     #[arg(long, value_name = "E")]
     pub epsilon: Option<f64>,
+}
+
+/// `--shard` and `--shards`, for the commands that run a shard of the problems (not for
+/// those that need every problem, such as `select-hard`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ShardArgs {
     /// Run shard I of N (`--set run.shard=I/N`): the problems whose id hashes to I; or
     /// `auto`: I and N from a Slurm job array or a Kubernetes Indexed Job (docs/cluster.md).
     #[arg(long, value_name = "I/N|auto")]
@@ -63,6 +69,19 @@ pub struct ConfigArgs {
     /// `completions`); else the variable TMAS_SHARDS.
     #[arg(long, value_name = "N", requires = "shard")]
     pub shards: Option<u32>,
+}
+
+impl ShardArgs {
+    /// The override these flags make (`auto` read from `env` and said on stderr), if any.
+    pub fn override_with_env(
+        &self,
+        env: &[(String, String)],
+    ) -> Result<Option<CliOverride>, ConfigErrors> {
+        self.shard
+            .as_deref()
+            .map(|value| shard_override(value, self.shards, env))
+            .transpose()
+    }
 }
 
 /// The word that asks for the shard from the cluster's environment.
@@ -145,28 +164,28 @@ impl ConfigArgs {
             "method.epsilon",
             self.epsilon.map(|v| format!("{v:?}")),
         );
-        // `auto` is read from the environment when the config is loaded.
-        let given = self.shard.as_ref().filter(|s| *s != SHARD_AUTO);
-        flag(
-            "--shard",
-            "run.shard",
-            given.map(|s| toml::Value::String(s.clone()).to_string()),
-        );
         out
     }
 
     /// Loads the file with the process environment and these flags applied.
     pub fn load(&self) -> Result<Config, ConfigErrors> {
-        self.load_with_env(&process_env())
+        self.load_with_env(&process_env(), &ShardArgs::default())
     }
 
-    /// Like [`ConfigArgs::load`] with an explicit environment (for tests).
-    pub fn load_with_env(&self, env: &[(String, String)]) -> Result<Config, ConfigErrors> {
+    /// Like [`ConfigArgs::load`], for the shard `shard` asks for (last, over every other
+    /// override).
+    pub fn load_sharded(&self, shard: &ShardArgs) -> Result<Config, ConfigErrors> {
+        self.load_with_env(&process_env(), shard)
+    }
+
+    /// Like [`ConfigArgs::load_sharded`] with an explicit environment (for tests).
+    pub fn load_with_env(
+        &self,
+        env: &[(String, String)],
+        shard: &ShardArgs,
+    ) -> Result<Config, ConfigErrors> {
         let mut overrides = self.overrides();
-        // `--shard auto` is read from the environment here; `I/N` is in `overrides`.
-        if self.shard.as_deref() == Some(SHARD_AUTO) {
-            overrides.push(shard_override(SHARD_AUTO, self.shards, env)?);
-        }
+        overrides.extend(shard.override_with_env(env)?);
         load_with(&self.config, env, &overrides)
     }
 }

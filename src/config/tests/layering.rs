@@ -110,7 +110,7 @@ fn convenience_flags_come_after_set() {
         epsilon: Some(0.5),
         ..ConfigArgs::default()
     };
-    let c = args.load_with_env(&[]).expect("loads");
+    let c = args.load_with_env(&[], &Default::default()).expect("loads");
     assert_eq!(c.run.seed, 7);
     assert_eq!(c.method.n, 2);
     assert_eq!(c.method.epsilon, 0.5);
@@ -122,7 +122,9 @@ fn convenience_flags_come_after_set() {
         epsilon: Some(2.0),
         ..args
     };
-    let errs = bad.load_with_env(&[]).expect_err("range");
+    let errs = bad
+        .load_with_env(&[], &Default::default())
+        .expect_err("range");
     assert!(
         errs.to_string().starts_with("--epsilon: method.epsilon:"),
         "{errs}"
