@@ -4,6 +4,7 @@
 use crate::config::Config;
 
 pub(crate) mod client;
+pub(crate) mod dedup;
 pub(crate) mod eval;
 pub(crate) mod schedule;
 pub(crate) mod sim_process;

@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use crate::bench::client::{self, ClientBenchArgs};
+use crate::bench::dedup::{self, DedupBenchArgs};
 use crate::bench::eval::{self, EvalBenchArgs};
 use crate::bench::schedule::{self, ScheduleBenchArgs};
 use crate::bench::soak::{self, SoakArgs};
@@ -25,6 +26,9 @@ pub enum BenchCommand {
     /// times: exits 1 if a call was lost, any answer or the Pass@1 table differs, or the
     /// cap was exceeded, in any repetition.
     Soak(SoakArgs),
+    /// How each bank de-duplication rule (lexical, embedding, meaning) tells paraphrased
+    /// duplicates from distinct items on labelled pairs; embeddings from `--embeddings URL`.
+    Dedup(DedupBenchArgs),
 }
 
 pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
@@ -37,6 +41,10 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        BenchCommand::Dedup(args) => {
+            dedup::run(args).await?;
+            Ok(ExitCode::SUCCESS)
         }
         BenchCommand::Schedule(args) => {
             schedule::run(args)?;

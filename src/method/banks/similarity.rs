@@ -176,6 +176,41 @@ fn char_op(c: char) -> Option<&'static str> {
     })
 }
 
+/// Symbols that LaTeX spells as a command word (`∠` is `\angle`, `π` is `\pi`): the
+/// tokens that command gives, so both spellings of one fact read alike.
+fn symbol_words(c: char) -> Option<&'static [&'static str]> {
+    Some(match c {
+        '∠' => &["angle"],
+        '△' => &["triangle"],
+        '√' => &["sqrt"],
+        '∞' => &["infty"],
+        '⊥' => &["perp"],
+        '∥' => &["parallel"],
+        '∑' => &["sum"],
+        '∏' => &["prod"],
+        '∀' => &["forall"],
+        '∃' => &["exists"],
+        '⌊' => &["lfloor"],
+        '⌋' => &["rfloor"],
+        '⌈' => &["lceil"],
+        '⌉' => &["rceil"],
+        'π' => &["pi"],
+        'α' => &["alpha"],
+        'β' => &["beta"],
+        'γ' => &["gamma"],
+        'δ' => &["delta"],
+        'ε' => &["epsilon"],
+        'θ' => &["theta"],
+        'λ' => &["lambda"],
+        'μ' => &["mu"],
+        'σ' => &["sigma"],
+        'φ' => &["phi"],
+        'ω' => &["omega"],
+        'Δ' => &["delta"],
+        _ => return None,
+    })
+}
+
 /// Words that are spelled-out relations.
 fn word_op(word: &str) -> Option<&'static str> {
     Some(match word {
@@ -197,6 +232,19 @@ fn tokenize(text: &str) -> Vec<Token> {
                 end += 1;
             }
             let name: String = chars[start..end].iter().collect();
+            if matches!(name.as_str(), "frac" | "dfrac" | "tfrac")
+                && let Some((numerator, denominator, after)) = two_groups(&chars, end)
+            {
+                // `\frac{a}{b}` is `a/b`.
+                let inner = |range: std::ops::Range<usize>| {
+                    tokenize(&chars[range].iter().collect::<String>())
+                };
+                tokens.extend(inner(numerator));
+                tokens.push(Token::Op("/"));
+                tokens.extend(inner(denominator));
+                i = after;
+                continue;
+            }
             if let Some(op) = latex_op(&name) {
                 tokens.push(Token::Op(op));
             } else if matches!(name.as_str(), "pmod" | "bmod" | "mod") {
@@ -216,6 +264,18 @@ fn tokenize(text: &str) -> Vec<Token> {
                 i += 1;
             }
             tokens.push(Token::Number(chars[start..i].iter().collect()));
+            continue;
+        }
+        if let Some(words) = symbol_words(c) {
+            tokens.extend(words.iter().map(|w| Token::Word((*w).to_string())));
+            i += 1;
+            continue;
+        }
+        if c == '°' {
+            // `90°` is `90^\circ`.
+            tokens.push(Token::Op("^"));
+            tokens.push(Token::Word("circ".into()));
+            i += 1;
             continue;
         }
         if c.is_alphabetic() {
@@ -242,6 +302,40 @@ fn tokenize(text: &str) -> Vec<Token> {
         i += 1;
     }
     tokens
+}
+
+/// The two brace groups `{…}{…}` starting at `chars[i]` (spaces allowed before each):
+/// their inner ranges and the index after the second; `None` if they are not there or not
+/// closed.
+fn two_groups(
+    chars: &[char],
+    i: usize,
+) -> Option<(std::ops::Range<usize>, std::ops::Range<usize>, usize)> {
+    let group = |mut i: usize| -> Option<(std::ops::Range<usize>, usize)> {
+        while chars.get(i).is_some_and(|c| c.is_whitespace()) {
+            i += 1;
+        }
+        if chars.get(i) != Some(&'{') {
+            return None;
+        }
+        let mut depth = 0usize;
+        for (j, c) in chars.iter().enumerate().skip(i) {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some((i + 1..j, j + 1));
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    };
+    let (first, after_first) = group(i)?;
+    let (second, after) = group(after_first)?;
+    Some((first, second, after))
 }
 
 /// Reads the word starting at `chars[i]` (letters, inner apostrophes, hyphens between
@@ -359,6 +453,50 @@ impl ItemFeatures {
         let inter = a.intersection(b).count();
         let union = a.len() + b.len() - inter;
         inter as f64 / union as f64
+    }
+}
+
+/// One spelling of `text` for a sentence-embedding model: the tokens of the similarity
+/// (LaTeX and Unicode folded into one form, lower case, brackets and punctuation gone,
+/// function words kept so the sentence still reads), separated by spaces. An embedding
+/// model scores `\angle ABC \le 90^\circ` and `∠ABC ≤ 90°` as different texts; their
+/// canonical forms are one text.
+pub fn canonical(text: &str) -> String {
+    let tokens = tokenize(text);
+    let mut out = String::with_capacity(text.len());
+    for t in &tokens {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(t.text());
+    }
+    out
+}
+
+/// When two items are duplicates: the lexical similarity, or with an embedding endpoint
+/// also the cosine of their canonical forms' embeddings, and never when a number, a
+/// relation, a sign, a negation or an opposite word tells them apart.
+///
+/// A plain embedding threshold merges facts that differ in one number or sign (a small
+/// sentence model scores such twins as high as paraphrases); the lexical rule alone misses
+/// paraphrases in other words. The conflict check is the part that reads mathematics, the
+/// embedding the part that reads wording.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DuplicateRule {
+    /// Lexical similarity at or above which items are duplicates.
+    pub lexical: f64,
+    /// Cosine at or above which items that do not conflict are duplicates.
+    pub cosine: f64,
+}
+
+impl DuplicateRule {
+    /// Whether `a` and `b` (with the cosine of their canonical embeddings, if there is an
+    /// embedding endpoint) are duplicates.
+    pub fn duplicates(&self, a: &ItemFeatures, b: &ItemFeatures, cosine: Option<f64>) -> bool {
+        if a.contradicts(b) {
+            return false;
+        }
+        a.similarity(b) >= self.lexical || cosine.is_some_and(|c| c >= self.cosine)
     }
 }
 

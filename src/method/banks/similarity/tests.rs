@@ -252,3 +252,65 @@ fn tokens_keep_numbers_operators_and_latex_words() {
     assert_eq!(similarity("", "!!"), 1.0);
     assert_eq!(similarity("a b", "c d"), 0.0);
 }
+
+#[test]
+fn latex_and_unicode_spellings_of_one_fact_have_one_canonical_form() {
+    for (latex, unicode) in [
+        ("\\angle ABC \\le 90^\\circ", "∠ABC ≤ 90°"),
+        ("\\alpha + \\beta = \\pi / 2", "α + β = π / 2"),
+        (
+            "The minimum value is \\frac{3}{4}.",
+            "The minimum value is 3/4.",
+        ),
+        ("\\lfloor n/2 \\rfloor", "⌊n/2⌋"),
+        ("\\sqrt{2} \\neq b", "√2 ≠ b"),
+    ] {
+        assert_eq!(canonical(latex), canonical(unicode), "{latex} / {unicode}");
+        assert_eq!(similarity(latex, unicode), 1.0, "{latex} / {unicode}");
+    }
+    // A nested fraction keeps its structure; an unclosed one is read as words.
+    assert_eq!(canonical("\\frac{\\frac{1}{2}}{3}"), "1 / 2 / 3");
+    assert_eq!(canonical("\\frac{1}{2"), "frac 1 2");
+}
+
+#[test]
+fn the_meaning_rule_takes_a_close_embedding_only_where_nothing_conflicts() {
+    let rule = DuplicateRule {
+        lexical: 0.7,
+        cosine: 0.8,
+    };
+    let f = ItemFeatures::of;
+    // Paraphrases the lexical rule misses: the embedding decides.
+    let (a, b) = (
+        f("Use the pigeonhole principle on the remainders modulo 7."),
+        f("By pigeonhole, two of the remainders mod 7 must coincide."),
+    );
+    assert!(a.similarity(&b) < 0.7);
+    assert!(rule.duplicates(&a, &b, Some(0.85)));
+    assert!(!rule.duplicates(&a, &b, Some(0.75)));
+    assert!(
+        !rule.duplicates(&a, &b, None),
+        "without embeddings: lexical only"
+    );
+    // A number, a sign, a negation or an opposite apart: never, however close.
+    for (x, y) in [
+        ("a2 = 84", "a2 = 48"),
+        ("The root is x = -3.", "The root is x = 3."),
+        (
+            "The function f is injective.",
+            "The function f is not injective.",
+        ),
+        (
+            "The maximum is attained at x = 1.",
+            "The minimum is attained at x = 1.",
+        ),
+    ] {
+        assert!(!rule.duplicates(&f(x), &f(y), Some(0.99)), "{x} / {y}");
+    }
+    // Lexical duplicates stay duplicates whatever the embedding says.
+    assert!(rule.duplicates(
+        &f("check small cases"),
+        &f("check the small cases"),
+        Some(0.1)
+    ));
+}
