@@ -108,7 +108,10 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => run::run(args, console).await,
             Command::Experiment(args) => experiment::run(args, console).await,
-            Command::Report(args) => report::run(args).await,
+            Command::Report(args) => {
+                stop_quietly_on_closed_stdout();
+                report::run(args).await
+            }
             Command::Export(args) => export::run(args).await,
             Command::Merge(args) => merge::run(args).await,
             Command::Judge(args) => judge::run(args).await,
@@ -159,4 +162,17 @@ fn partial_line(unfinished: &[String], total: usize, at_most: usize) -> Option<S
         unfinished.len(),
         name_first(unfinished, at_most)
     ))
+}
+
+/// For a command that only reads and prints: a reader that stops early (`tmas report DIR |
+/// head`) ends the process quietly, as it does any Unix filter, instead of the panic of a
+/// `println!` into a closed pipe. Rust ignores SIGPIPE by default; this restores the
+/// default action. Only for such commands: one that talks to endpoints or writes a store
+/// must not die on a signal, so it keeps the default of getting an error instead.
+fn stop_quietly_on_closed_stdout() {
+    // SAFETY: setting a signal's disposition to its default is async-signal-safe and
+    // touches no Rust state; nothing else in the process handles SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }

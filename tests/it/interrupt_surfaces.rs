@@ -420,3 +420,30 @@ fn a_run_stopped_before_any_iteration_finished_reports_without_a_chart() {
     assert!(report.contains("partial: "), "{report}");
     assert!(!dir.join("pass_at_1.svg").exists());
 }
+
+#[test]
+fn a_report_into_a_closed_pipe_ends_quietly() {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write_config(tmp.path(), "embedded-sim", 2, 1);
+    let dir = tmp.path().join("run");
+    ok(run_fresh(&config, &dir), "run");
+    // A pipe whose reader is already gone: every write to it fails (`tmas report | head`
+    // after head has exited), whatever the timing.
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    unsafe { libc::close(fds[0]) };
+    let stdout = unsafe { std::process::Stdio::from_raw_fd(fds[1]) };
+    let out = command(&["report", &dir.display().to_string()])
+        .stdout(stdout)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        out.status.success() || out.status.signal() == Some(libc::SIGPIPE),
+        "{:?}: {stderr}",
+        out.status
+    );
+}
