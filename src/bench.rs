@@ -10,6 +10,44 @@ pub(crate) mod schedule;
 pub(crate) mod sim_process;
 pub(crate) mod soak;
 
+/// A model client on one endpoint, for the benchmarks that drive a server directly: the
+/// endpoint `name` at `base_url` serving `model`, its calls in group `group`, at most
+/// `in_flight` at once, each given `timeout`.
+fn one_endpoint_client(
+    name: &str,
+    base_url: &str,
+    model: &str,
+    group: &str,
+    in_flight: usize,
+    timeout: std::time::Duration,
+) -> tmas_client::ClientConfig {
+    let endpoint = tmas_client::EndpointSpec {
+        name: name.into(),
+        base_url: base_url.to_owned(),
+        model: model.into(),
+        api_key: None,
+        max_in_flight: in_flight,
+        requests_per_minute: None,
+        tokens_per_minute: None,
+        request_timeout: timeout,
+        max_connecting: tmas_client::DEFAULT_MAX_CONNECTING,
+        stream_idle_timeout: timeout,
+        context_window: 131_072,
+        token_estimate: tmas_client::TokenEstimate::Bytes {
+            bytes_per_token: 3.0,
+        },
+    };
+    tmas_client::ClientConfig {
+        endpoints: vec![endpoint],
+        groups: vec![(group.into(), vec![name.into()])],
+        routing: Vec::new(),
+        global_max_in_flight: in_flight,
+        global_requests_per_minute: None,
+        global_tokens_per_minute: None,
+        policy: tmas_client::ResiliencePolicy::default(),
+    }
+}
+
 /// A benchmark's config built in code, with its derived defaults filled in and every
 /// rule `tmas run` applies to a loaded config checked (`label` names it in errors).
 fn validated(mut config: Config, label: &str) -> anyhow::Result<Config> {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::json;
 use tmas_client::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
-use tmas_client::{ClientConfig, EndpointSpec, ModelClient, ResiliencePolicy, TokenEstimate};
+use tmas_client::{ClientConfig, ModelClient};
 
 use super::sim_process::SimProcess;
 use crate::resources;
@@ -207,31 +207,14 @@ fn print_result(r: &ClientBenchResult) {
 }
 
 fn client_config(base_url: &str, in_flight: usize) -> ClientConfig {
-    let endpoint = EndpointSpec {
-        name: "sim".into(),
-        base_url: base_url.to_owned(),
-        model: "tmas-sim".into(),
-        api_key: None,
-        max_in_flight: in_flight,
-        requests_per_minute: None,
-        tokens_per_minute: None,
-        request_timeout: Duration::from_secs(60),
-        max_connecting: tmas_client::DEFAULT_MAX_CONNECTING,
-        stream_idle_timeout: Duration::from_secs(30),
-        context_window: 131_072,
-        token_estimate: TokenEstimate::Bytes {
-            bytes_per_token: 3.0,
-        },
-    };
-    ClientConfig {
-        endpoints: vec![endpoint],
-        groups: vec![("default".into(), vec!["sim".into()])],
-        routing: Vec::new(),
-        global_max_in_flight: in_flight,
-        global_requests_per_minute: None,
-        global_tokens_per_minute: None,
-        policy: ResiliencePolicy::default(),
-    }
+    super::one_endpoint_client(
+        "sim",
+        base_url,
+        "tmas-sim",
+        "default",
+        in_flight,
+        Duration::from_secs(60),
+    )
 }
 
 fn bench_request(prompt_bytes: usize, stream: bool) -> ChatRequest {

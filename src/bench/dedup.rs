@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tmas_client::wire::{CallTags, EmbeddingRequest};
-use tmas_client::{ClientConfig, EndpointSpec, ModelClient, ResiliencePolicy, TokenEstimate};
+use tmas_client::{ClientConfig, ModelClient};
 
 use crate::method::banks::ItemFeatures;
 use crate::method::banks::similarity::{DuplicateRule, canonical};
@@ -120,31 +120,14 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
 }
 
 fn client_config(base_url: &str, model: &str) -> ClientConfig {
-    let endpoint = EndpointSpec {
-        name: "embeddings".into(),
-        base_url: base_url.to_owned(),
-        model: model.to_owned(),
-        api_key: None,
-        max_in_flight: 4,
-        requests_per_minute: None,
-        tokens_per_minute: None,
-        request_timeout: Duration::from_secs(120),
-        max_connecting: tmas_client::DEFAULT_MAX_CONNECTING,
-        stream_idle_timeout: Duration::from_secs(120),
-        context_window: 512,
-        token_estimate: TokenEstimate::Bytes {
-            bytes_per_token: 4.0,
-        },
-    };
-    ClientConfig {
-        endpoints: vec![endpoint],
-        groups: vec![("embedding".into(), vec!["embeddings".into()])],
-        routing: Vec::new(),
-        global_max_in_flight: 4,
-        global_requests_per_minute: None,
-        global_tokens_per_minute: None,
-        policy: ResiliencePolicy::default(),
-    }
+    super::one_endpoint_client(
+        "embeddings",
+        base_url,
+        model,
+        "embedding",
+        4,
+        Duration::from_secs(120),
+    )
 }
 
 /// The embeddings of `texts`, in order, in one call.
