@@ -27,6 +27,7 @@ mod judge_table;
 mod observability_content;
 mod observability_trace;
 mod observability_unreachable;
+mod pass_at_1_failed;
 mod resume_extend;
 mod resume_kill;
 mod rl_cli;
