@@ -307,6 +307,7 @@ fn usage(rows: Vec<RoleUsageRow>) -> BTreeMap<String, RoleUsage> {
                 failed: u.failed,
                 prompt_tokens: u.prompt_tokens,
                 completion_tokens: u.completion_tokens,
+                estimated_calls: u.estimated_calls,
             };
             (u.role, usage)
         })

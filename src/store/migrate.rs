@@ -23,6 +23,9 @@
 //! `problems/<id>.json` is compared with the record byte for byte, so such a record stays
 //! whole. Prompts are not rewritten: their ids stay those of whole-text chunking, and
 //! resume recognises them by text ([`super::read::StoreReader::prompt_matches`]).
+//!
+//! Version 4 → 5: `calls` gains `tokens_estimated` (0 in migrated rows: an older `tmas`
+//! recorded the server's counts as they came, 0 for a server that sent none).
 
 use std::sync::Arc;
 
@@ -88,6 +91,22 @@ pub fn from_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 }
 
 /// Adds `problems.record_texts` to a version-3 store and slims its records.
+/// Version 4 → 5 (see the module docs). A store migrated from version 1 already has the
+/// column: that migration rebuilds `calls` with this build's definition.
+pub fn from_v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    let has: i64 = tx.query_row(
+        "SELECT COUNT(*) FROM pragma_table_info('calls') WHERE name = 'tokens_estimated'",
+        [],
+        |r| r.get(0),
+    )?;
+    if has == 0 {
+        tx.execute_batch(
+            "ALTER TABLE calls ADD COLUMN tokens_estimated INTEGER NOT NULL DEFAULT 0;",
+        )?;
+    }
+    Ok(())
+}
+
 pub fn from_v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch("ALTER TABLE problems ADD COLUMN record_texts TEXT;")?;
     let ids: Vec<String> = tx

@@ -8,7 +8,7 @@
 //! - [`sim`]: raw HTTP requests to an in-process simulator.
 //! - [`otlp`]: an in-process OTLP receiver and span-attribute access.
 //! - [`python`]: a Python interpreter with given modules, or a loud skip.
-//! - [`store_v3`]: run stores as the version-3 store schema left them.
+//! - [`store_v3`]: run stores as the version-3 and version-4 store schemas left them.
 
 pub mod cli;
 pub mod engine;
