@@ -48,3 +48,4 @@ mod sim_task;
 mod sim_throughput;
 mod store_errors;
 mod store_versions;
+mod verl_hybrid;
