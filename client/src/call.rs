@@ -145,6 +145,7 @@ impl Shared {
                     response.reasoning.as_deref().unwrap_or(""),
                 ];
                 response.usage = ep.counter.estimate_usage(&request.messages, &reply).await;
+                crate::telemetry::on_estimated_usage(ep, &request, &response.usage);
             }
         }
         Ok(response)
