@@ -88,7 +88,7 @@ fn assert_same_outputs(a: &Path, b: &Path, scratch: &Path, when: &str) {
     for ((what, x), (_, y)) in outputs(a, scratch).into_iter().zip(outputs(b, scratch)) {
         assert!(
             x == y,
-            "{when}: `{what}` differs:\n--- version 4\n{}\n--- version 3\n{}",
+            "{when}: `{what}` differs:\n--- this build's store\n{}\n--- the older store\n{}",
             String::from_utf8_lossy(&x),
             String::from_utf8_lossy(&y)
         );

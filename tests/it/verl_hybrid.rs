@@ -93,8 +93,7 @@ fn experience_rows(parquet: &Path, out: &Path) -> usize {
 
 #[test]
 fn base_and_bank_rollouts_share_a_grpo_group_and_only_the_hybrid_reward_lifts_bank() {
-    let Some(python) = python_with(&["asyncio", "json"], "the verl integration's CPU tests")
-    else {
+    let Some(python) = python_with(&["asyncio", "json"], "the verl integration's CPU tests") else {
         return;
     };
     let verl = repo().join("integrations/verl");
