@@ -371,6 +371,38 @@ CREATE TABLE IF NOT EXISTS judge_verdicts (
     }
 
     #[test]
+    fn a_version_4_store_gains_tokens_estimated_as_the_servers_counts() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        v3_store(&mut conn, "{}");
+        {
+            let tx = conn.transaction().unwrap();
+            from_v3(&tx).unwrap();
+            // Version 4's `calls` (the version-1 migration builds this build's table).
+            tx.execute_batch("ALTER TABLE calls DROP COLUMN tokens_estimated;")
+                .unwrap();
+            tx.pragma_update(None, "user_version", 4).unwrap();
+            tx.commit().unwrap();
+        }
+        let calls: i64 = conn
+            .query_row("SELECT COUNT(*) FROM calls", [], |r| r.get(0))
+            .unwrap();
+        crate::store::ensure_schema_for_tests(&mut conn);
+        let (version, marked, rows): (i64, i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT user_version FROM pragma_user_version), \
+                 SUM(tokens_estimated), COUNT(*) FROM calls",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!((version, marked, rows), (SCHEMA_VERSION, 0, calls));
+        assert!(calls > 0);
+        // Idempotent: a store that has the column keeps it.
+        let tx = conn.transaction().unwrap();
+        from_v4(&tx).unwrap();
+    }
+
+    #[test]
     fn a_version_1_store_is_migrated_keeping_every_prompt_and_call() {
         let mut conn = Connection::open_in_memory().unwrap();
         let long = long_text();
