@@ -41,8 +41,8 @@ pub use error::{BadInput, ConfigErrors, ConfigIssue, KeyIssue, KeyPath};
 pub use layers::{CliOverride, ENV_PREFIX};
 pub use loader::{load, load_str, load_with};
 pub use schema::{
-    AdmissionKind, CallPriority, JudgeConfig, JudgeInput, LlmJudgePolicy, MethodConfig, MethodName,
-    ResilienceConfig, RseDedup, RunConfig,
+    AdmissionKind, CallPriority, FailedCandidates, JudgeConfig, JudgeInput, LlmJudgePolicy,
+    MethodConfig, MethodName, ResilienceConfig, RseDedup, RunConfig,
 };
 pub use shard::{Shard, ShardSource, shard_from_env};
 pub use templates::TemplateKind;

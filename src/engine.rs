@@ -489,7 +489,7 @@ async fn start(
         &config,
         options,
         observe::Sources {
-            pass_at_1: Arc::default(),
+            pass_at_1: Arc::new(observe::PassAt1Gauge::new(config.judge.failed_candidates)),
             stats: runner.stats(),
             client: client.clone(),
             replayed: {

@@ -25,6 +25,14 @@ pub struct RoleUsage {
     pub failed: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Answered calls whose tokens are estimated (the server sent no usage): the token
+    /// figures are then partly estimates.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated_calls: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A problem that ended without a result.

@@ -91,6 +91,7 @@ impl From<WireUsage> for Usage {
         Usage {
             prompt_tokens: u.prompt_tokens,
             completion_tokens: u.completion_tokens,
+            estimated: false,
         }
     }
 }
@@ -338,7 +339,8 @@ mod tests {
             c.usage,
             Usage {
                 prompt_tokens: 3,
-                completion_tokens: 4
+                completion_tokens: 4,
+                estimated: false,
             }
         );
         let vllm = br#"{"choices":[{"message":{"content":"B","reasoning":"R2"},"finish_reason":"length"}]}"#;

@@ -132,7 +132,23 @@ impl Shared {
         group_name: &str,
         request: ChatRequest,
     ) -> Result<ChatResponse, ClientError> {
-        self.drive(group_name, &chat::Chat(&request)).await
+        let mut response = self.drive(group_name, &chat::Chat(&request)).await?;
+        if response.usage.is_missing() {
+            // No usage from the server: estimate it rather than count the call as free.
+            if let Some(ep) = self
+                .endpoints
+                .iter()
+                .find(|e| *e.name() == response.endpoint)
+            {
+                let reply = [
+                    &*response.content,
+                    response.reasoning.as_deref().unwrap_or(""),
+                ];
+                response.usage = ep.counter.estimate_usage(&request.messages, &reply).await;
+                crate::telemetry::on_estimated_usage(ep, &request, &response.usage);
+            }
+        }
+        Ok(response)
     }
 
     /// Make one embeddings call with routing, retries and outage waits.

@@ -215,7 +215,8 @@ mod tests {
                 c.usage,
                 Usage {
                     prompt_tokens: 5,
-                    completion_tokens: 7
+                    completion_tokens: 7,
+                    estimated: false,
                 }
             );
         }

@@ -209,6 +209,20 @@ pub(crate) fn on_success(
         .increment(c.usage.completion_tokens);
 }
 
+/// Tokens the client estimated for a call whose server sent no usage: counted like
+/// reported ones, so the per-endpoint and per-role totals never take the call as free.
+pub(crate) fn on_estimated_usage(ep: &Endpoint, request: &ChatRequest, usage: &Usage) {
+    ep.input_tokens
+        .fetch_add(usage.prompt_tokens, Ordering::Relaxed);
+    ep.output_tokens
+        .fetch_add(usage.completion_tokens, Ordering::Relaxed);
+    let role = request.tags.role.to_string();
+    metrics::counter!("tmas_tokens_input_total", "role" => role.clone())
+        .increment(usage.prompt_tokens);
+    metrics::counter!("tmas_tokens_output_total", "role" => role)
+        .increment(usage.completion_tokens);
+}
+
 /// A new endpoint's limit: the gauge starts there (and a second client in the same process
 /// does not show the first one's last value until its own limit first moves).
 pub(crate) fn initial_limit(ep: &Endpoint) {

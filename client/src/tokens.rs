@@ -9,7 +9,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::wire::ChatMessage;
+use crate::wire::{ChatMessage, Usage};
 
 use super::config::TokenEstimate;
 use super::error::ClientError;
@@ -89,6 +89,60 @@ impl TokenCounter {
         u32::try_from(content)
             .unwrap_or(u32::MAX)
             .saturating_add(overhead)
+    }
+}
+
+/// Bytes per token of a usage estimate without a tokenizer. The prompt-fitting estimate
+/// (`bytes_per_token`, 3 by default) leans high on purpose, so a request never overflows
+/// the window; a usage estimate should be neither high nor low, and 4 bytes a token is the
+/// usual figure for English and LaTeX.
+pub const USAGE_BYTES_PER_TOKEN: u64 = 4;
+
+impl TokenCounter {
+    /// The usage of a call whose server reported none: the prompt's tokens (template
+    /// overhead included) and the reply's (`content` and `reasoning`) with the
+    /// endpoint's tokenizer when one is configured, else bytes ÷
+    /// [`USAGE_BYTES_PER_TOKEN`], marked `estimated`. Runs a real tokenizer off the async
+    /// worker threads.
+    pub async fn estimate_usage(&self, messages: &[ChatMessage], reply: &[&str]) -> Usage {
+        match self {
+            Self::Bytes { .. } => {
+                let prompt: usize = messages.iter().map(|m| m.content.len()).sum();
+                let completion: usize = reply.iter().map(|t| t.len()).sum();
+                Usage {
+                    prompt_tokens: (prompt as u64).div_ceil(USAGE_BYTES_PER_TOKEN),
+                    completion_tokens: (completion as u64).div_ceil(USAGE_BYTES_PER_TOKEN),
+                    estimated: true,
+                }
+            }
+            Self::Tokenizer { tokenizer, .. } => {
+                let prompt = u64::from(self.count_async(messages).await);
+                let (tokenizer, texts) = (
+                    tokenizer.clone(),
+                    reply.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>(),
+                );
+                let encode = move || -> u64 {
+                    texts
+                        .iter()
+                        .filter(|t| !t.is_empty())
+                        .map(|t| match tokenizer.encode(t.as_str(), false) {
+                            Ok(enc) => enc.len() as u64,
+                            Err(_) => (t.len() as u64).div_ceil(USAGE_BYTES_PER_TOKEN),
+                        })
+                        .sum()
+                };
+                let completion = match tokio::task::spawn_blocking(encode.clone()).await {
+                    Ok(n) => n,
+                    // The blocking pool is gone (runtime shutting down): count here.
+                    Err(_) => encode(),
+                };
+                Usage {
+                    prompt_tokens: prompt,
+                    completion_tokens: completion,
+                    estimated: true,
+                }
+            }
+        }
     }
 }
 
@@ -173,6 +227,28 @@ mod tests {
     }
 
     #[test]
+    fn usage_without_a_tokenizer_is_bytes_over_four() {
+        let c = TokenCounter::from_estimate(&TokenEstimate::Bytes {
+            bytes_per_token: 3.0,
+        })
+        .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let msgs = [ChatMessage::user("x".repeat(10))];
+        let usage = rt.block_on(c.estimate_usage(&msgs, &["y".repeat(9).as_str(), ""]));
+        assert_eq!(
+            usage,
+            Usage {
+                prompt_tokens: 3,
+                completion_tokens: 3,
+                estimated: true
+            }
+        );
+        assert!(!usage.is_missing() && Usage::default().is_missing());
+    }
+
+    #[test]
     fn tokenizer_json_is_loaded_and_used() {
         let dir = std::env::temp_dir().join(format!("tmas-tok-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -192,6 +268,19 @@ mod tests {
         assert_eq!(
             c.count(&msgs),
             5 + MESSAGE_OVERHEAD_TOKENS + REPLY_PRIMING_TOKENS
+        );
+        // A reply without usage: the prompt as counted above, the reply word by word.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let usage = rt.block_on(c.estimate_usage(&msgs, &["hello hello", "world"]));
+        assert_eq!(
+            usage,
+            Usage {
+                prompt_tokens: u64::from(c.count(&msgs)),
+                completion_tokens: 3,
+                estimated: true
+            }
         );
         std::fs::remove_dir_all(&dir).ok();
 

@@ -99,11 +99,23 @@ impl ChatRequest {
     }
 }
 
-/// Token usage as reported by the server.
+/// Token usage as reported by the server, or estimated by the client when the server
+/// reported none (`estimated`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// The server sent no usage (llama.cpp's server on a stream, for one): both counts
+    /// are the client's estimate ([`crate::tokens::TokenCounter::estimate_usage`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
+}
+
+impl Usage {
+    /// Whether the server reported nothing: both counts 0 and not estimated.
+    pub fn is_missing(&self) -> bool {
+        !self.estimated && self.prompt_tokens == 0 && self.completion_tokens == 0
+    }
 }
 
 /// A finished call: a chat completion, or (with `embeddings`) an embeddings reply.

@@ -9,6 +9,9 @@ Settings (environment variables):
   TMAS_RL_URL      the service, default http://127.0.0.1:8799
   TMAS_RL_TIMEOUT  seconds to wait for one batch, default 3600 (judge calls included)
 
+`mode` (verl: `+reward_model.reward_kwargs.mode=standard`) scores every group with the
+standard reward (vanilla GRPO) instead of each row's own (`hybrid`, the service's default).
+
 Standard library only, so it runs in any verl environment.
 """
 
@@ -35,20 +38,23 @@ def _rollout(data_source, solution_str, ground_truth, extra_info):
         "guideline_bank": list(info.get("guideline_bank") or []),
         "response": solution_str,
     }
-    # A rollout worker that samples part of an experience group from `bank_prompt`
-    # marks those rollouts with group_kind = "bank"; all others are Base.
+    # `TmasBatchRewardManager` (tmas_verl.py) sets group_kind from the hybrid agent loop's
+    # tag: "bank" for a rollout sampled from `bank_prompt`; all others are Base.
     if source == "experience":
         rollout["group_kind"] = info.get("group_kind", "base")
     return rollout
 
 
-def compute_score(data_sources, solution_strs, ground_truths, extra_infos, **kwargs):
+def compute_score(data_sources, solution_strs, ground_truths, extra_infos, mode=None, **kwargs):
     """verl batch reward function: a list of rewards, one per rollout, in input order."""
     rollouts = [
         _rollout(d, s, g, e)
         for d, s, g, e in zip(data_sources, solution_strs, ground_truths, extra_infos)
     ]
-    body = json.dumps({"rollouts": rollouts}).encode("utf-8")
+    batch = {"rollouts": rollouts}
+    if mode is not None:
+        batch["mode"] = mode
+    body = json.dumps(batch).encode("utf-8")
     request = urllib.request.Request(
         f"{URL}/score", data=body, headers={"content-type": "application/json"}
     )

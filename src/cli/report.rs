@@ -128,12 +128,14 @@ fn load_accounting(dir: &RunDir, iterations: usize) -> anyhow::Result<Option<Acc
 /// Computes, prints and draws the analyses of the run's finished problems.
 fn report_analyses(dir: &RunDir, args: &Args) -> anyhow::Result<()> {
     let records = load_records(dir)?;
+    let failed = dir.failed_candidates()?;
     let runs: Vec<ProblemRun<'_>> = records
         .iter()
         .map(|r| ProblemRun {
             id: &r.problem_id,
             outcome: &r.outcome,
             judgments: &r.judgments,
+            failed,
         })
         .collect();
     let analyses = Analyses::of(&runs, args.permutation_seed);
@@ -231,11 +233,12 @@ fn load_table(dir: &RunDir) -> anyhow::Result<Loaded> {
         records.len()
     );
     let iterations = records.iter().map(|r| r.judgments.len()).max().unwrap_or(0);
-    let mut builder = PassAt1Builder::new(records.iter().map(|r| r.problem_id.clone()), iterations);
+    let mut builder = PassAt1Builder::new(records.iter().map(|r| r.problem_id.clone()), iterations)
+        .counting_failed(dir.failed_candidates()?);
     for record in &records {
         for (t, candidates) in record.judgments.iter().enumerate() {
-            for judged in candidates.iter().flatten() {
-                builder.record(&record.problem_id, t, judged)?;
+            for judged in candidates {
+                builder.record_candidate(&record.problem_id, t, judged.as_ref())?;
             }
         }
     }

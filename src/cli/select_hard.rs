@@ -25,6 +25,7 @@ use crate::engine::run_dir::RunDir;
 use crate::engine::{self, RunControl, RunRequest, shutdown};
 use crate::eval::dataset::{DatasetSpec, load_dataset};
 use crate::eval::hard_subset::{SampleCount, is_correct, select_hard};
+use crate::eval::judge::counted_score;
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -260,6 +261,7 @@ fn check_output_file(out: &Path) -> Result<(), String> {
 /// order.
 fn counts(dir: &std::path::Path) -> anyhow::Result<Vec<SampleCount>> {
     let run = RunDir::open(dir)?;
+    let failed = run.failed_candidates()?;
     let mut records = run.read_problems()?;
     anyhow::ensure!(
         !records.is_empty(),
@@ -278,10 +280,15 @@ fn counts(dir: &std::path::Path) -> anyhow::Result<Vec<SampleCount>> {
     Ok(records
         .into_iter()
         .map(|r| {
+            // Every sample the run asked for, a failed one as its rule says.
             let judged: Vec<f64> = r
                 .judgments
                 .first()
-                .map(|c| c.iter().flatten().map(|j| j.score).collect())
+                .map(|c| {
+                    c.iter()
+                        .filter_map(|j| counted_score(j.as_ref(), failed))
+                        .collect()
+                })
                 .unwrap_or_default();
             SampleCount {
                 correct: judged.iter().filter(|s| is_correct(**s)).count() as u32,

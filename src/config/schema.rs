@@ -265,6 +265,12 @@ pub struct JudgeConfig {
     /// ask R times for every candidate (`false`, as the released code does). The expected
     /// Pass@1 is the same; docs/judging.md says what changes.
     pub reuse: bool,
+    /// How a candidate whose solution call failed (no answer to judge) counts in Pass@1
+    /// and every per-candidate share: `wrong` (in the denominator, not correct) or
+    /// `excluded` (left out of the denominator, so a degraded run's figure covers only
+    /// the candidates that answered).
+    #[serde(default)]
+    pub failed_candidates: FailedCandidates,
 }
 
 impl Default for JudgeConfig {
@@ -275,6 +281,7 @@ impl Default for JudgeConfig {
             policy: LlmJudgePolicy::Always,
             input: JudgeInput::Final,
             reuse: true,
+            failed_candidates: FailedCandidates::Wrong,
         }
     }
 }
@@ -422,6 +429,36 @@ pub enum LlmJudgePolicy {
     /// Only candidates the rules could not decide (cheaper; decided ones keep the rule
     /// verdict).
     WhenUndecided,
+}
+
+/// How a candidate that has no answer because its solution call failed (after the
+/// client's retries) counts in Pass@1 and the analyses' per-candidate shares. It is a
+/// reading of the stored judgments, not a result: changing it re-reads a run the other way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailedCandidates {
+    /// A candidate the method asked for and did not get is not correct: it stays in the
+    /// denominator n_i with score 0, so failures never raise the figure.
+    #[default]
+    Wrong,
+    /// Left out of n_i: the figure is over the candidates that answered (flatters a run
+    /// whose calls failed).
+    Excluded,
+}
+
+impl FailedCandidates {
+    /// The setting a run used, from its stored config (`[judge] failed_candidates`;
+    /// the default when the key is absent, as in runs stored before it existed).
+    pub fn of_config_toml(text: &str) -> Result<Self, String> {
+        let value: toml::Value =
+            toml::from_str(text).map_err(|e| format!("the stored config is not TOML: {e}"))?;
+        match value.get("judge").and_then(|j| j.get("failed_candidates")) {
+            None => Ok(Self::default()),
+            Some(v) => v.clone().try_into().map_err(|e| {
+                format!("judge.failed_candidates = {v}: expected \"wrong\" or \"excluded\" ({e})")
+            }),
+        }
+    }
 }
 
 /// What the LLM judge is shown of a candidate.

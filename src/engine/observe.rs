@@ -27,6 +27,7 @@ use tmas_observability::{
 
 use crate::config::Config;
 use crate::engine::judging::JudgeProgress;
+use crate::eval::judge::{FailedCandidates, counted_score};
 use crate::record::ProblemRecord;
 
 /// The command line's observability flags.
@@ -247,24 +248,39 @@ impl RunObserver {
 }
 
 /// One run's `tmas_pass_at_1` estimate: (sum of per-problem final-iteration Pass@1,
-/// problems judged).
+/// problems judged), candidates counted by the run's [`FailedCandidates`] rule.
 #[derive(Debug, Default)]
-pub struct PassAt1Gauge(Mutex<(f64, u64)>);
+pub struct PassAt1Gauge {
+    acc: Mutex<(f64, u64)>,
+    failed: FailedCandidates,
+}
 
 impl PassAt1Gauge {
+    /// A gauge counting a failed candidate by `failed` (`judge.failed_candidates`).
+    pub fn new(failed: FailedCandidates) -> Self {
+        Self {
+            acc: Mutex::default(),
+            failed,
+        }
+    }
+
     /// Updates the estimate with a judged problem: the share of its last iteration's
-    /// candidates judged correct (a failed candidate counts as wrong), averaged over the
-    /// problems judged so far.
+    /// candidates judged correct (a failed candidate as the rule says:
+    /// [`counted_score`]), averaged over the problems judged so far.
     pub fn on_problem_judged(&self, record: &ProblemRecord) {
         let Some(last) = record.judgments.last().filter(|c| !c.is_empty()) else {
             return;
         };
-        let rate = last
+        let counted: Vec<f64> = last
             .iter()
-            .map(|j| j.as_ref().map_or(0.0, |j| j.score))
-            .sum::<f64>()
-            / last.len() as f64;
-        let mut acc = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            .filter_map(|j| counted_score(j.as_ref(), self.failed))
+            .collect();
+        let rate = if counted.is_empty() {
+            0.0
+        } else {
+            counted.iter().sum::<f64>() / counted.len() as f64
+        };
+        let mut acc = self.acc.lock().unwrap_or_else(|p| p.into_inner());
         acc.0 += rate;
         acc.1 += 1;
         metrics::gauge!("tmas_pass_at_1").set(acc.0 / acc.1 as f64);
@@ -272,7 +288,7 @@ impl PassAt1Gauge {
 
     /// The estimate and the problems it covers (`None` before the first is judged).
     pub fn value(&self) -> Option<(f64, u64)> {
-        let acc = *self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let acc = *self.acc.lock().unwrap_or_else(|p| p.into_inner());
         (acc.1 > 0).then(|| (acc.0 / acc.1 as f64, acc.1))
     }
 }
@@ -352,5 +368,44 @@ pub fn on_accounting(accounting: &super::accounting::Accounting) {
     ];
     for (state, n) in states {
         gauge!("tmas_run_problems", "state" => state).set(n as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::judge::JudgeRecord;
+    use crate::method::{CallCounts, ProblemInput, StopReason, TmasOutcome};
+
+    /// A record whose last iteration has one correct candidate and one failed one.
+    fn half_failed() -> ProblemRecord {
+        ProblemRecord {
+            problem_id: "p".into(),
+            question: "q".into(),
+            reference_answer: "3".into(),
+            outcome: TmasOutcome {
+                problem: ProblemInput {
+                    id: "p".into(),
+                    question: "q".into(),
+                },
+                iterations: Vec::new(),
+                stop: StopReason::Completed,
+                experience: Vec::new(),
+                guidelines: Vec::new(),
+                calls: CallCounts::default(),
+                released: Vec::new(),
+            },
+            judgments: vec![vec![Some(JudgeRecord::from_reply("3", "\\boxed{3}")), None]],
+        }
+    }
+
+    #[test]
+    fn the_live_estimate_counts_failed_candidates_by_the_runs_rule() {
+        let wrong = PassAt1Gauge::new(FailedCandidates::Wrong);
+        wrong.on_problem_judged(&half_failed());
+        assert_eq!(wrong.value(), Some((0.5, 1)));
+        let excluded = PassAt1Gauge::new(FailedCandidates::Excluded);
+        excluded.on_problem_judged(&half_failed());
+        assert_eq!(excluded.value(), Some((1.0, 1)));
     }
 }

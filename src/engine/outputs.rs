@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use crate::eval::judge::JudgeRecord;
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Error, PassAt1Table};
-use crate::store::export::{is_unfinished, table_builder};
+use crate::store::export::{is_unfinished, stored_failed_candidates, table_builder};
 use crate::store::read::{RoleUsageRow, StoredProblem};
 use crate::store::{Fact, RunStore, StatusRow, StoreReader};
 
@@ -58,11 +58,12 @@ impl CandidateScore {
     }
 }
 
-/// A problem's judged candidates, per iteration in record order, without the candidates
-/// that have no judgment (failed solution calls), which the table skips.
+/// A problem's candidates, per iteration in record order: each judged one's numbers, `None`
+/// for a candidate without a judgment (its solution call failed), which the table counts
+/// by its [`crate::config::FailedCandidates`] rule.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct JudgedScores {
-    pub by_iteration: Vec<Vec<CandidateScore>>,
+    pub by_iteration: Vec<Vec<Option<CandidateScore>>>,
 }
 
 /// Only the `judgments` of a stored record (serde skips the rest without allocating).
@@ -82,13 +83,14 @@ impl JudgedScores {
             .map(|candidates| {
                 candidates
                     .iter()
-                    .flatten()
-                    .map(|j| CandidateScore {
-                        score: as_stored(j.score),
-                        undecided: j.undecided,
-                        disagreement: j.disagreement,
-                        answer: j.answer.as_ref().map(|_| serde::de::IgnoredAny),
-                        grades: (!j.grades.is_empty()).then_some(serde::de::IgnoredAny),
+                    .map(|j| {
+                        j.as_ref().map(|j| CandidateScore {
+                            score: as_stored(j.score),
+                            undecided: j.undecided,
+                            disagreement: j.disagreement,
+                            answer: j.answer.as_ref().map(|_| serde::de::IgnoredAny),
+                            grades: (!j.grades.is_empty()).then_some(serde::de::IgnoredAny),
+                        })
                     })
                     .collect()
             })
@@ -99,12 +101,9 @@ impl JudgedScores {
     /// The scores of a stored record (`problems.record_json`).
     pub fn parse(record_json: &str) -> serde_json::Result<Self> {
         let only: JudgmentsOnly = serde_json::from_str(record_json)?;
-        let by_iteration = only
-            .judgments
-            .into_iter()
-            .map(|candidates| candidates.into_iter().flatten().collect())
-            .collect();
-        Ok(Self { by_iteration })
+        Ok(Self {
+            by_iteration: only.judgments,
+        })
     }
 
     /// Adds the iterations the table covers for the problem to it, as
@@ -117,6 +116,10 @@ impl JudgedScores {
         let covered = builder.covered_iterations(problem_id);
         for (t, candidates) in self.by_iteration.iter().enumerate().take(covered) {
             for c in candidates {
+                let Some(c) = c else {
+                    builder.record_failed(problem_id, t)?;
+                    continue;
+                };
                 builder.record_score(problem_id, t, c.score, c.undecided, c.disagreement)?;
                 if c.is_no_answer() {
                     builder.record_no_answer(problem_id, t)?;
@@ -194,7 +197,8 @@ fn assemble(
     let started = std::time::Instant::now();
     let problems = reader.problems()?;
     let done = reader.done_problem_ids()?;
-    let mut builder = table_builder(&problems, iterations);
+    let rule = stored_failed_candidates(reader)?;
+    let mut builder = table_builder(&problems, iterations, rule);
     let mut results = dir.begin_results_rewrite()?;
     let mut from_store = 0usize;
     let mut unwritable = Vec::new();
@@ -303,6 +307,7 @@ fn usage(rows: Vec<RoleUsageRow>) -> BTreeMap<String, RoleUsage> {
                 failed: u.failed,
                 prompt_tokens: u.prompt_tokens,
                 completion_tokens: u.completion_tokens,
+                estimated_calls: u.estimated_calls,
             };
             (u.role, usage)
         })

@@ -16,7 +16,7 @@ use tmas_client::wire::ChatRequest;
 
 use super::judging::{JudgeSetup, LlmJudge};
 use super::run_dir::ProblemRecord;
-use crate::config::Config;
+use crate::config::{Config, FailedCandidates};
 use crate::eval::dataset::Problem;
 use crate::eval::judge::JudgeRecord;
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
@@ -121,8 +121,9 @@ pub async fn rejudge(
         .await;
 
     let iterations = records.iter().map(|r| r.judgments.len()).max().unwrap_or(0);
-    let stored = table(&records, iterations, |r| &r.judgments)?;
-    let rejudged = table(&judged, iterations, |r| &r.judgments)?;
+    let rule = config.judge.failed_candidates;
+    let stored = table(&records, iterations, rule, |r| &r.judgments)?;
+    let rejudged = table(&judged, iterations, rule, |r| &r.judgments)?;
     let (mut candidates, mut changed) = (0, 0);
     for (old, new) in records.iter().zip(&judged) {
         for (old_it, new_it) in old.judgments.iter().zip(&new.judgments) {
@@ -151,16 +152,18 @@ pub async fn rejudge(
 fn table<T>(
     items: &[T],
     iterations: usize,
+    failed: FailedCandidates,
     judgments: impl Fn(&T) -> &Vec<Vec<Option<JudgeRecord>>>,
 ) -> anyhow::Result<PassAt1Table>
 where
     T: HasId,
 {
-    let mut builder = PassAt1Builder::new(items.iter().map(|r| r.id().to_owned()), iterations);
+    let mut builder = PassAt1Builder::new(items.iter().map(|r| r.id().to_owned()), iterations)
+        .counting_failed(failed);
     for item in items {
         for (t, candidates) in judgments(item).iter().enumerate() {
-            for judged in candidates.iter().flatten() {
-                builder.record(item.id(), t, judged)?;
+            for judged in candidates {
+                builder.record_candidate(item.id(), t, judged.as_ref())?;
             }
         }
     }

@@ -182,6 +182,18 @@ impl RunDir {
         write_atomic(&self.root.join("config.toml"), toml_text.as_bytes())
     }
 
+    /// How the run counts candidates whose solution call failed, from its `config.toml`
+    /// (the default without the file or the key).
+    pub fn failed_candidates(&self) -> anyhow::Result<crate::config::FailedCandidates> {
+        let path = self.root.join("config.toml");
+        match fs::read_to_string(&path) {
+            Ok(text) => crate::config::FailedCandidates::of_config_toml(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
+            Err(e) => Err(anyhow::anyhow!("cannot read {}: {e}", path.display())),
+        }
+    }
+
     /// Writes `problems/<id>.json` and appends the same bytes as one line to
     /// `results.jsonl`; `json` is the record's compact JSON, encoded once by the caller and
     /// shared with the run store. Returns where the line lies in `results.jsonl`, so the

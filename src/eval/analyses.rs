@@ -13,15 +13,17 @@
 //!   drop, per iteration.
 //!
 //! "Correct" follows Pass@1: a candidate's judge score (the share of judge runs that say
-//! correct) is its correctness. A problem counts as *solved* by a candidate whose score is
-//! above one half ([`super::judge::is_correct`]: a strict majority of judge runs).
+//! correct) is its correctness, and a candidate whose solution call failed counts as the
+//! run's [`FailedCandidates`] rule says ([`super::judge::counted_score`]). A problem counts
+//! as *solved* by a candidate whose score is above one half ([`super::judge::solved`]: a
+//! strict majority of judge runs).
 //!
 //! Pure functions of the records: nothing here reads or writes files.
 
 use serde::Serialize;
 
 use super::chart::{Series, YAxis};
-use super::judge::{JudgeRecord, is_correct};
+use super::judge::{FailedCandidates, JudgeRecord, counted_score, solved};
 use crate::method::TmasOutcome;
 
 pub(crate) mod bank_growth;
@@ -36,21 +38,21 @@ pub struct ProblemRun<'a> {
     pub outcome: &'a TmasOutcome,
     /// `judgments[iteration][candidate]`, `None` where the solution call failed.
     pub judgments: &'a [Vec<Option<JudgeRecord>>],
+    /// How a candidate without a judgment counts in the shares.
+    pub failed: FailedCandidates,
 }
 
 impl ProblemRun<'_> {
-    /// The judge score of candidate `c` of iteration `t`, if it was judged.
+    /// What candidate `c` of iteration `t` counts as in a share: its judge score, or for a
+    /// failed candidate 0 or nothing ([`counted_score`]); `None` for a slot the record
+    /// does not have.
     pub fn score(&self, t: usize, c: usize) -> Option<f64> {
-        self.judgments.get(t)?.get(c)?.as_ref().map(|j| j.score)
+        counted_score(self.judgments.get(t)?.get(c)?.as_ref(), self.failed)
     }
 
     /// Whether some candidate of the run answered correctly.
     pub fn solved(&self) -> bool {
-        self.judgments
-            .iter()
-            .flatten()
-            .flatten()
-            .any(|j| is_correct(j.score))
+        solved(self.judgments.iter().flatten())
     }
 }
 

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use tmas_client::wire::{CallTags, ChatMessage, ChatRequest, Sampling};
 
 use super::equivalence::{self, Outcome, Verdict};
-pub use crate::config::{JudgeInput, LlmJudgePolicy};
+pub use crate::config::{FailedCandidates, JudgeInput, LlmJudgePolicy};
 use crate::method::answer::{final_answer, last_boxed, strip_think};
 use crate::role::Role;
 
@@ -183,9 +183,31 @@ pub struct JudgeRecord {
 /// of a proof's grades) counts as correct: above one half, a strict majority of the
 /// judge's runs. A 2–2 tie at R = 4 is not correct. The one rule for "correct" and
 /// "solved" wherever a single verdict is needed (the analyses, `select-hard`, RL rewards);
-/// Pass@1 itself averages the scores.
+/// Pass@1 itself averages the scores ([`counted_score`]).
 pub fn is_correct(score: f64) -> bool {
     score > 0.5
+}
+
+/// What one candidate slot of an iteration counts as in every per-candidate figure
+/// (Pass@1's c_i / n_i, the analyses' shares, `select-hard`'s counts): its judge score
+/// when it was judged; when it has no judgment (its solution call failed, so there is no
+/// answer) 0 under [`FailedCandidates::Wrong`] and nothing (`None`: not in the
+/// denominator) under [`FailedCandidates::Excluded`].
+pub fn counted_score(judgment: Option<&JudgeRecord>, failed: FailedCandidates) -> Option<f64> {
+    match (judgment, failed) {
+        (Some(j), _) => Some(j.score),
+        (None, FailedCandidates::Wrong) => Some(0.0),
+        (None, FailedCandidates::Excluded) => None,
+    }
+}
+
+/// Whether a problem is solved by the candidates given: one of them is correct
+/// ([`is_correct`]). A failed candidate is never correct, whatever the denominator rule.
+pub fn solved<'a>(candidates: impl IntoIterator<Item = &'a Option<JudgeRecord>>) -> bool {
+    candidates
+        .into_iter()
+        .flatten()
+        .any(|j| is_correct(j.score))
 }
 
 impl JudgeRecord {
@@ -460,6 +482,43 @@ mod tests {
         // Answer-style records keep their old shape (no `grades` key).
         let plain = serde_json::to_value(JudgeRecord::from_reply("3", "\\boxed{3}")).expect("json");
         assert!(plain.get("grades").is_none());
+    }
+
+    #[test]
+    fn one_rule_for_correct_solved_and_failed_candidates() {
+        let judged = |score: f64| {
+            let mut r = JudgeRecord::from_reply("3", "\\boxed{3}");
+            r.score = score;
+            r
+        };
+        // A strict majority of judge runs: a 2–2 tie at R = 4 is not correct.
+        assert!(is_correct(0.75) && is_correct(1.0));
+        assert!(!is_correct(0.5) && !is_correct(0.0));
+        assert!(solved(&[None, Some(judged(0.75))]));
+        assert!(!solved(&[Some(judged(0.5)), None]));
+        assert!(!solved(&[None, None]));
+        // A failed candidate is in the denominator as not correct, unless excluded.
+        let r = judged(0.25);
+        for rule in [FailedCandidates::Wrong, FailedCandidates::Excluded] {
+            assert_eq!(counted_score(Some(&r), rule), Some(0.25));
+        }
+        assert_eq!(counted_score(None, FailedCandidates::Wrong), Some(0.0));
+        assert_eq!(counted_score(None, FailedCandidates::Excluded), None);
+        assert_eq!(FailedCandidates::default(), FailedCandidates::Wrong);
+    }
+
+    #[test]
+    fn the_failed_candidates_rule_is_read_from_a_stored_config() {
+        let read = FailedCandidates::of_config_toml;
+        assert_eq!(read("[judge]\nrepeats = 4\n"), Ok(FailedCandidates::Wrong));
+        assert_eq!(read(""), Ok(FailedCandidates::Wrong));
+        assert_eq!(
+            read("[judge]\nfailed_candidates = \"excluded\"\n"),
+            Ok(FailedCandidates::Excluded)
+        );
+        let err = read("[judge]\nfailed_candidates = \"dropped\"\n").unwrap_err();
+        assert!(err.contains("judge.failed_candidates"), "{err}");
+        assert!(read("not = = toml").is_err());
     }
 
     #[test]

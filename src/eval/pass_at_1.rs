@@ -5,10 +5,14 @@
 //! of their judge scores (each score is the mean over the R judge repeats, so c_i counts
 //! "judged correct" fractionally, and averaging over repeats commutes with the sum).
 //!
-//! Our decision for the case the paper leaves open: a problem with no candidate at
-//! iteration t (every solution call failed, or the method stopped early) scores 0 there
-//! and stays in the denominator P, so failures never raise the figure. Such problems are
-//! counted in the table (`empty`) so a reader can tell failures from wrong answers.
+//! Our decisions for the cases the paper leaves open, so failures never raise the figure:
+//! - a candidate whose solution call failed (no answer to judge) is in n_i(t) and not
+//!   correct ([`counted_score`] under [`FailedCandidates::Wrong`], the default); the row
+//!   counts them (`failed`). `judge.failed_candidates = "excluded"` leaves them out of
+//!   n_i(t) instead, the figure then covering only the candidates that answered.
+//! - a problem with no candidate at iteration t (the method stopped early, or every
+//!   candidate was left out) scores 0 there and stays in the denominator P. Such problems
+//!   are counted in the table (`empty`) so a reader can tell failures from wrong answers.
 //!
 //! A run that has not finished (interrupted, still going, or extended to more
 //! iterations) has problems without a result for some iterations. They are not scored 0:
@@ -22,7 +26,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::interval::{Interval, sample_std_dev, t_interval_95};
-use super::judge::JudgeRecord;
+use super::judge::{FailedCandidates, JudgeRecord, counted_score};
 
 /// A score that cannot be added to the table.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -59,6 +63,7 @@ struct Cell {
     undecided: usize,
     disagreements: usize,
     no_answer: usize,
+    failed: usize,
 }
 
 /// Which iterations of a problem have a result the table counts.
@@ -94,6 +99,8 @@ pub struct PassAt1Builder {
     cells: Vec<Vec<Cell>>,
     /// Per problem: how many of its first iterations the table counts.
     covered: Vec<usize>,
+    /// How a candidate without a judgment (failed solution call) counts.
+    failed: FailedCandidates,
 }
 
 impl PassAt1Builder {
@@ -134,7 +141,64 @@ impl PassAt1Builder {
             iterations,
             cells,
             covered,
+            failed: FailedCandidates::default(),
         }
+    }
+
+    /// Counts candidates whose solution call failed by `rule` (default:
+    /// [`FailedCandidates::Wrong`]).
+    pub fn counting_failed(mut self, rule: FailedCandidates) -> Self {
+        self.failed = rule;
+        self
+    }
+
+    /// Adds one candidate slot of `problem` at `iteration`: its judgment, or `None` when
+    /// its solution call failed (counted by the builder's [`FailedCandidates`] rule).
+    pub fn record_candidate(
+        &mut self,
+        problem: &str,
+        iteration: usize,
+        judgment: Option<&JudgeRecord>,
+    ) -> Result<(), PassAt1Error> {
+        match judgment {
+            Some(record) => self.record(problem, iteration, record),
+            None => self.record_failed(problem, iteration),
+        }
+    }
+
+    /// Adds a candidate whose solution call failed: score 0 in the denominator, or
+    /// (excluded) only its count in the row's `failed`.
+    pub fn record_failed(&mut self, problem: &str, iteration: usize) -> Result<(), PassAt1Error> {
+        if let Some(score) = counted_score(None, self.failed) {
+            self.record_score(problem, iteration, score, false, false)?;
+        } else {
+            // Checked as a scored candidate would be, though nothing is added.
+            self.cell_mut(problem, iteration)?;
+        }
+        self.cell_mut(problem, iteration)?.failed += 1;
+        Ok(())
+    }
+
+    fn cell_mut(&mut self, problem: &str, iteration: usize) -> Result<&mut Cell, PassAt1Error> {
+        let &p = self
+            .index
+            .get(problem)
+            .ok_or_else(|| PassAt1Error::UnknownProblem(problem.to_owned()))?;
+        if iteration >= self.iterations {
+            return Err(PassAt1Error::IterationOutOfRange {
+                problem: problem.to_owned(),
+                iteration,
+                iterations: self.iterations,
+            });
+        }
+        if iteration >= self.covered[p] {
+            return Err(PassAt1Error::NotCovered {
+                problem: problem.to_owned(),
+                iteration,
+                covered: self.covered[p],
+            });
+        }
+        Ok(&mut self.cells[p][iteration])
     }
 
     /// Adds one judged candidate of `problem` at `iteration` (0-based).
@@ -188,24 +252,7 @@ impl PassAt1Builder {
         undecided: bool,
         disagreement: bool,
     ) -> Result<(), PassAt1Error> {
-        let &p = self
-            .index
-            .get(problem)
-            .ok_or_else(|| PassAt1Error::UnknownProblem(problem.to_owned()))?;
-        if iteration >= self.iterations {
-            return Err(PassAt1Error::IterationOutOfRange {
-                problem: problem.to_owned(),
-                iteration,
-                iterations: self.iterations,
-            });
-        }
-        if iteration >= self.covered[p] {
-            return Err(PassAt1Error::NotCovered {
-                problem: problem.to_owned(),
-                iteration,
-                covered: self.covered[p],
-            });
-        }
+        self.cell_mut(problem, iteration)?;
         if !(0.0..=1.0).contains(&score) {
             return Err(PassAt1Error::BadScore {
                 problem: problem.to_owned(),
@@ -213,7 +260,7 @@ impl PassAt1Builder {
                 score,
             });
         }
-        let cell = &mut self.cells[p][iteration];
+        let cell = self.cell_mut(problem, iteration)?;
         cell.score_sum += score;
         cell.candidates += 1;
         cell.undecided += usize::from(undecided);
@@ -257,6 +304,7 @@ impl PassAt1Builder {
                     row.undecided += cell.undecided;
                     row.disagreements += cell.disagreements;
                     row.no_answer += cell.no_answer;
+                    row.failed_candidates += cell.failed;
                     if cell.candidates == 0 {
                         row.empty_problems += 1;
                         shares.push(0.0);
@@ -302,6 +350,11 @@ pub struct PassAt1Row {
     /// (a verdict of its own, apart from wrong answers).
     #[serde(default)]
     pub no_answer: usize,
+    /// Candidates whose solution call failed, so they have no answer: counted as not
+    /// correct in `candidates` (or, under `judge.failed_candidates = "excluded"`, left
+    /// out of it).
+    #[serde(default)]
+    pub failed_candidates: usize,
     /// Calls of this iteration (any role, the judge's included) that failed after the
     /// client's retries: the figure rests on fewer answers than the method asks for.
     #[serde(default)]
@@ -357,7 +410,7 @@ impl PassAt1Table {
     /// A fixed-width text table (Pass@1 in percent with two decimals, as the paper).
     pub fn render_text(&self) -> String {
         let mut out = String::from(
-            "iteration  pass@1(%)  problems  candidates  empty  undecided  disagree  no-answer  calls lost  95% CI (%)\n",
+            "iteration  pass@1(%)  problems  candidates  empty  undecided  disagree  no-answer  failed  calls lost  95% CI (%)\n",
         );
         for r in &self.rows {
             // No problem finished this iteration yet: there is no figure.
@@ -373,7 +426,7 @@ impl PassAt1Table {
             };
             let _ = writeln!(
                 out,
-                "It{:<7} {:>10} {:>9} {:>11} {:>6} {:>10} {:>9} {:>10} {:>11}  {:>10}",
+                "It{:<7} {:>10} {:>9} {:>11} {:>6} {:>10} {:>9} {:>10} {:>7} {:>11}  {:>10}",
                 r.iteration,
                 pass,
                 r.problems,
@@ -382,6 +435,7 @@ impl PassAt1Table {
                 r.undecided,
                 r.disagreements,
                 r.no_answer,
+                r.failed_candidates,
                 r.calls_lost,
                 interval
             );
@@ -393,7 +447,7 @@ impl PassAt1Table {
 /// The per-iteration Pass@1 table as CSV (`pass_at_1.csv`, `tmas export --format csv`).
 pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
     let mut csv = String::from(
-        "iteration,pass_at_1,problems,candidates,empty_problems,undecided,disagreements,no_answer,calls_lost\n",
+        "iteration,pass_at_1,problems,candidates,empty_problems,undecided,disagreements,no_answer,calls_lost,failed_candidates\n",
     );
     for row in &table.rows {
         // No problem finished this iteration yet: no figure (an empty field).
@@ -403,7 +457,7 @@ pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
             format!("{:.6}", row.pass_at_1)
         };
         csv.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{}\n",
             row.iteration,
             pass,
             row.problems,
@@ -412,7 +466,8 @@ pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
             row.undecided,
             row.disagreements,
             row.no_answer,
-            row.calls_lost
+            row.calls_lost,
+            row.failed_candidates
         ));
     }
     csv
@@ -515,9 +570,9 @@ mod tests {
         assert!(lines[0].ends_with("calls lost  95% CI (%)"), "{text}");
         let cells = |l: &str| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
         // Calls lost, then the interval: shares 1 and 0 over two problems, t(1) = 12.706.
-        assert_eq!(cells(lines[1])[8..], ["0", "0.00-100.00"], "{text}");
+        assert_eq!(cells(lines[1])[9..], ["0", "0.00-100.00"], "{text}");
         // Both problems scored 0: a zero-width interval.
-        assert_eq!(cells(lines[2])[8..], ["7", "0.00-0.00"], "{text}");
+        assert_eq!(cells(lines[2])[9..], ["7", "0.00-0.00"], "{text}");
     }
 
     #[test]
@@ -536,6 +591,60 @@ mod tests {
         let one = PassAt1Builder::new(["a"], 1).build();
         assert_eq!(one.rows[0].std_dev, None, "one problem has no spread");
         assert_eq!(one.rows[0].interval_95(), None);
+    }
+
+    #[test]
+    fn failed_candidates_are_in_the_denominator_as_not_correct_unless_excluded() {
+        // Problem a asked for 4 candidates at t = 0: 2 judged correct, 2 failed calls;
+        // problem b: 1 judged correct, nothing failed.
+        let right = JudgeRecord::from_reply("3", "\\boxed{3}");
+        let fill = |b: &mut PassAt1Builder| {
+            for j in [Some(&right), None, Some(&right), None] {
+                b.record_candidate("a", 0, j).unwrap();
+            }
+            b.record_candidate("b", 0, Some(&right)).unwrap();
+        };
+        let mut wrong = PassAt1Builder::new(["a", "b"], 1);
+        fill(&mut wrong);
+        let row = &wrong.build().rows[0];
+        assert!(
+            (row.pass_at_1 - (2.0 / 4.0 + 1.0) / 2.0).abs() < 1e-12,
+            "{row:?}"
+        );
+        assert_eq!((row.candidates, row.failed_candidates), (5, 2));
+        assert_eq!(
+            row.no_answer, 0,
+            "a failed call is not a reply without a box"
+        );
+        assert_eq!(wrong.problem_rate("a", 0), Some(0.5));
+
+        let mut excluded =
+            PassAt1Builder::new(["a", "b"], 1).counting_failed(FailedCandidates::Excluded);
+        fill(&mut excluded);
+        let row = &excluded.build().rows[0];
+        assert!((row.pass_at_1 - 1.0).abs() < 1e-12, "{row:?}");
+        assert_eq!((row.candidates, row.failed_candidates), (3, 2));
+
+        // Every candidate failed: 0 and in P either way (empty when excluded).
+        for rule in [FailedCandidates::Wrong, FailedCandidates::Excluded] {
+            let mut b = PassAt1Builder::new(["a", "b"], 1).counting_failed(rule);
+            b.record_candidate("a", 0, None).unwrap();
+            b.record_candidate("b", 0, Some(&right)).unwrap();
+            assert!((b.build().rows[0].pass_at_1 - 0.5).abs() < 1e-12);
+        }
+        let text = wrong.build().render_text();
+        assert!(
+            text.lines()
+                .next()
+                .unwrap()
+                .contains("no-answer  failed  calls lost")
+        );
+        let csv = pass_at_1_csv(&wrong.build());
+        assert!(csv.lines().nth(1).unwrap().ends_with(",0,2"), "{csv}");
+        assert!(matches!(
+            wrong.record_candidate("c", 0, None),
+            Err(PassAt1Error::UnknownProblem(_))
+        ));
     }
 
     #[test]

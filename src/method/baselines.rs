@@ -534,19 +534,20 @@ const BYTES_PER_TOKEN: u64 = 4;
 
 pub use super::result::CallTokens;
 
-/// The server's token counts, or estimates from the texts' lengths where it reported
-/// none (a server that omits `usage` would otherwise make a method look free): prompt
-/// tokens from the prompt's `prompt_bytes`, completion tokens from the reply's content
-/// and reasoning, at [`BYTES_PER_TOKEN`].
+/// The call's token counts: the server's, or the client's estimate when the server sent
+/// no usage (with the endpoint's tokenizer, else bytes ÷ 4; `usage.estimated`), marked as
+/// estimated. A count that is still 0 (a reply recorded before the client estimated
+/// usage) is estimated here from the texts' lengths at [`BYTES_PER_TOKEN`]: a server that
+/// omits `usage` would otherwise make a method look free.
 pub fn usage_or_estimate(r: &tmas_client::wire::ChatResponse, prompt_bytes: usize) -> CallTokens {
-    let prompt_estimated = r.usage.prompt_tokens == 0;
-    let prompt = if prompt_estimated {
+    let prompt_missing = r.usage.prompt_tokens == 0;
+    let prompt = if prompt_missing {
         (prompt_bytes as u64).div_ceil(BYTES_PER_TOKEN)
     } else {
         r.usage.prompt_tokens
     };
-    let completion_estimated = r.usage.completion_tokens == 0;
-    let completion = if completion_estimated {
+    let completion_missing = r.usage.completion_tokens == 0;
+    let completion = if completion_missing {
         let bytes = r.content.len() + r.reasoning.as_deref().map_or(0, str::len);
         (bytes as u64).div_ceil(BYTES_PER_TOKEN)
     } else {
@@ -555,8 +556,8 @@ pub fn usage_or_estimate(r: &tmas_client::wire::ChatResponse, prompt_bytes: usiz
     CallTokens {
         prompt,
         completion,
-        prompt_estimated: prompt_estimated && prompt > 0,
-        completion_estimated: completion_estimated && completion > 0,
+        prompt_estimated: (r.usage.estimated || prompt_missing) && prompt > 0,
+        completion_estimated: (r.usage.estimated || completion_missing) && completion > 0,
     }
 }
 

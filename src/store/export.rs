@@ -12,7 +12,8 @@ use anyhow::Context;
 use serde_json::{Value, json};
 
 use super::read::{StoreReader, StoredProblem};
-use super::schema::META_ITERATIONS;
+use super::schema::{META_CONFIG, META_ITERATIONS};
+use crate::config::FailedCandidates;
 use crate::eval::pass_at_1::pass_at_1_csv;
 use crate::eval::pass_at_1::{Coverage, PassAt1Builder, PassAt1Table};
 use crate::record::ProblemRecord;
@@ -24,15 +25,16 @@ pub fn pass_at_1_table<R: Borrow<ProblemRecord>>(
     problems: &[StoredProblem],
     records: impl IntoIterator<Item = anyhow::Result<R>>,
     iterations: usize,
+    failed: FailedCandidates,
 ) -> anyhow::Result<PassAt1Table> {
-    let mut builder = table_builder(problems, iterations);
+    let mut builder = table_builder(problems, iterations, failed);
     for record in records {
         let record = record?;
         let record = record.borrow();
         let covered = builder.covered_iterations(&record.problem_id);
         for (t, candidates) in record.judgments.iter().enumerate().take(covered) {
-            for judged in candidates.iter().flatten() {
-                builder.record(&record.problem_id, t, judged)?;
+            for judged in candidates {
+                builder.record_candidate(&record.problem_id, t, judged.as_ref())?;
             }
         }
     }
@@ -70,14 +72,30 @@ pub fn coverage(problem: &StoredProblem, iterations: usize) -> Coverage {
     }
 }
 
-/// A Pass@1 table builder for the run's `problems`, each with its [`coverage`].
-pub fn table_builder(problems: &[StoredProblem], iterations: usize) -> PassAt1Builder {
+/// A Pass@1 table builder for the run's `problems`, each with its [`coverage`], counting
+/// failed candidates by `failed`.
+pub fn table_builder(
+    problems: &[StoredProblem],
+    iterations: usize,
+    failed: FailedCandidates,
+) -> PassAt1Builder {
     PassAt1Builder::with_coverage(
         problems
             .iter()
             .map(|p| (p.problem_id.clone(), coverage(p, iterations))),
         iterations,
     )
+    .counting_failed(failed)
+}
+
+/// How the stored run counts candidates whose solution call failed (`[judge]
+/// failed_candidates` of its stored config; the default without one).
+pub fn stored_failed_candidates(reader: &StoreReader) -> anyhow::Result<FailedCandidates> {
+    match reader.meta(META_CONFIG)? {
+        None => Ok(FailedCandidates::default()),
+        Some(text) => FailedCandidates::of_config_toml(&text)
+            .map_err(|e| anyhow::anyhow!("the run store's meta `{META_CONFIG}`: {e}")),
+    }
 }
 
 /// The ids of the run's unfinished problems, in dataset order, and how many problems the
@@ -166,7 +184,8 @@ pub fn stored_table(reader: &StoreReader) -> anyhow::Result<PassAt1Table> {
             .map_err(anyhow::Error::from)
             .transpose()
     });
-    let mut table = pass_at_1_table(&problems, records, iterations)?;
+    let failed = stored_failed_candidates(reader)?;
+    let mut table = pass_at_1_table(&problems, records, iterations, failed)?;
     table.set_calls_lost(&lost_by_iteration(reader, iterations)?);
     Ok(table)
 }

@@ -23,6 +23,9 @@
 //! `problems/<id>.json` is compared with the record byte for byte, so such a record stays
 //! whole. Prompts are not rewritten: their ids stay those of whole-text chunking, and
 //! resume recognises them by text ([`super::read::StoreReader::prompt_matches`]).
+//!
+//! Version 4 → 5: `calls` gains `tokens_estimated` (0 in migrated rows: an older `tmas`
+//! recorded the server's counts as they came, 0 for a server that sent none).
 
 use std::sync::Arc;
 
@@ -88,6 +91,22 @@ pub fn from_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 }
 
 /// Adds `problems.record_texts` to a version-3 store and slims its records.
+/// Version 4 → 5 (see the module docs). A store migrated from version 1 already has the
+/// column: that migration rebuilds `calls` with this build's definition.
+pub fn from_v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    let has: i64 = tx.query_row(
+        "SELECT COUNT(*) FROM pragma_table_info('calls') WHERE name = 'tokens_estimated'",
+        [],
+        |r| r.get(0),
+    )?;
+    if has == 0 {
+        tx.execute_batch(
+            "ALTER TABLE calls ADD COLUMN tokens_estimated INTEGER NOT NULL DEFAULT 0;",
+        )?;
+    }
+    Ok(())
+}
+
 pub fn from_v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch("ALTER TABLE problems ADD COLUMN record_texts TEXT;")?;
     let ids: Vec<String> = tx
@@ -349,6 +368,38 @@ CREATE TABLE IF NOT EXISTS judge_verdicts (
         (0..4000)
             .map(|i| format!("step {i}: x{} ∑\n", i * 37 % 101))
             .collect()
+    }
+
+    #[test]
+    fn a_version_4_store_gains_tokens_estimated_as_the_servers_counts() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        v3_store(&mut conn, "{}");
+        {
+            let tx = conn.transaction().unwrap();
+            from_v3(&tx).unwrap();
+            // Version 4's `calls` (the version-1 migration builds this build's table).
+            tx.execute_batch("ALTER TABLE calls DROP COLUMN tokens_estimated;")
+                .unwrap();
+            tx.pragma_update(None, "user_version", 4).unwrap();
+            tx.commit().unwrap();
+        }
+        let calls: i64 = conn
+            .query_row("SELECT COUNT(*) FROM calls", [], |r| r.get(0))
+            .unwrap();
+        crate::store::ensure_schema_for_tests(&mut conn);
+        let (version, marked, rows): (i64, i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT user_version FROM pragma_user_version), \
+                 SUM(tokens_estimated), COUNT(*) FROM calls",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!((version, marked, rows), (SCHEMA_VERSION, 0, calls));
+        assert!(calls > 0);
+        // Idempotent: a store that has the column keeps it.
+        let tx = conn.transaction().unwrap();
+        from_v4(&tx).unwrap();
     }
 
     #[test]

@@ -159,6 +159,7 @@ const PLAIN: &[Plain] = &[
             ("error_kind", Kind::Text),
             ("error_message", Kind::Text),
             ("completed_at_ms", Kind::Int),
+            ("tokens_estimated", Kind::Bool),
         ],
         order: "completed_at_ms, call_key",
     },

@@ -75,6 +75,9 @@ pub struct RoleUsageRow {
     pub failed: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Answered calls whose token counts are the client's estimate (the server sent no
+    /// usage).
+    pub estimated_calls: u64,
 }
 
 /// Failed calls stored for one (problem, iteration, role, endpoint, kind).
@@ -100,6 +103,8 @@ pub struct StoreReader {
     /// Whether `problems` has `record_texts` (schema version 4; a store opened read-only
     /// is not migrated), looked up once.
     record_texts: OnceCell<bool>,
+    /// Whether `calls` has `tokens_estimated` (schema version 5), looked up once.
+    tokens_estimated: OnceCell<bool>,
 }
 
 impl StoreReader {
@@ -142,6 +147,7 @@ impl StoreReader {
             conn,
             path: path.to_path_buf(),
             record_texts: OnceCell::new(),
+            tokens_estimated: OnceCell::new(),
         })
     }
 
@@ -236,6 +242,29 @@ impl StoreReader {
             > 0;
         let _ = self.record_texts.set(has);
         Ok(if has { "record_texts" } else { "NULL" })
+    }
+
+    /// The column saying whether a call's token counts are estimates, or `0` in a store
+    /// from before schema version 5 (which recorded the server's counts only).
+    fn tokens_estimated_column(&self) -> Result<&'static str, StoreError> {
+        let has = match self.tokens_estimated.get() {
+            Some(has) => *has,
+            None => {
+                let has = self
+                    .conn
+                    .query_row(
+                        "SELECT COUNT(*) FROM pragma_table_info('calls') \
+                         WHERE name = 'tokens_estimated'",
+                        [],
+                        |r| r.get::<_, i64>(0),
+                    )
+                    .map_err(|e| self.err("inspecting the calls table", e))?
+                    > 0;
+                let _ = self.tokens_estimated.set(has);
+                has
+            }
+        };
+        Ok(if has { "tokens_estimated" } else { "0" })
     }
 
     /// The judged records of every `done` problem, in dataset order.
@@ -468,13 +497,14 @@ impl StoreReader {
     /// The stored outcome of one call (an embeddings call's with its vectors, read back
     /// bit for bit: they were written as the shortest decimals that round to them).
     pub fn call(&self, key: &str) -> Result<Option<StoredCall>, StoreError> {
+        let estimated = self.tokens_estimated_column()?;
         self.conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT prompt_id, ok, content, reasoning, finish_reason, prompt_tokens, \
                  completion_tokens, latency_ms, endpoint, attempts, max_tokens_sent, \
-                 error_kind, error_message, json_extract(request_json, '$.kind') \
+                 error_kind, error_message, json_extract(request_json, '$.kind'), {estimated} \
                  FROM calls WHERE call_key = ?1",
-            )
+            ))
             .and_then(|mut stmt| {
                 stmt.query_row(params![key], |r| {
                     let ok: bool = r.get(1)?;
@@ -507,6 +537,7 @@ impl StoreReader {
                             usage: Usage {
                                 prompt_tokens: r.get::<_, i64>(5)?.max(0) as u64,
                                 completion_tokens: r.get::<_, i64>(6)?.max(0) as u64,
+                                estimated: r.get::<_, i64>(14)? != 0,
                             },
                             finish_reason: r.get(4)?,
                             latency_ms: r.get::<_, i64>(7)?.max(0) as u64,
@@ -588,12 +619,14 @@ impl StoreReader {
 
     /// Calls, failed calls, prompt and completion tokens per role, over every stored call.
     pub fn usage_by_role(&self) -> Result<Vec<RoleUsageRow>, StoreError> {
+        let estimated = self.tokens_estimated_column()?;
         let mut stmt = self
             .conn
-            .prepare(
+            .prepare(&format!(
                 "SELECT role, COUNT(*), SUM(ok = 0), COALESCE(SUM(prompt_tokens), 0), \
-                 COALESCE(SUM(completion_tokens), 0) FROM calls GROUP BY role ORDER BY role",
-            )
+                 COALESCE(SUM(completion_tokens), 0), COALESCE(SUM({estimated} = 1), 0) \
+                 FROM calls GROUP BY role ORDER BY role",
+            ))
             .map_err(|e| self.err("summing usage", e))?;
         let n = |v: i64| v.max(0) as u64;
         let rows = stmt
@@ -604,6 +637,7 @@ impl StoreReader {
                     failed: n(r.get(2)?),
                     prompt_tokens: n(r.get(3)?),
                     completion_tokens: n(r.get(4)?),
+                    estimated_calls: n(r.get(5)?),
                 })
             })
             .map_err(|e| self.err("summing usage", e))?;

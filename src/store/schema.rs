@@ -28,8 +28,10 @@ pub const META_ITERATIONS: &str = "iterations";
 /// `candidates.solution`, no `calls_by_problem` index. 3: `problems.reference_solution`
 /// and `problems.grading_guidelines` (proof mode's grading material, for resume). 4:
 /// `problems.record_texts` (`record_json` without the replies `calls` holds:
-/// [`super::record_texts`]) and prompts chunked by segment ([`super::chunks`]).
-pub const SCHEMA_VERSION: i64 = 4;
+/// [`super::record_texts`]) and prompts chunked by segment ([`super::chunks`]). 5:
+/// `calls.tokens_estimated` (1: the server sent no usage and the token counts are the
+/// client's estimate).
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Page size of a new store, set explicitly because it was measured (docs/run-store.md):
 /// on `tmas bench eval --problems 40 --iterations 3`, 8 KiB and 16 KiB pages made a larger
@@ -106,7 +108,8 @@ CREATE TABLE IF NOT EXISTS calls (
     max_tokens_sent   INTEGER,
     error_kind        TEXT,
     error_message     TEXT,
-    completed_at_ms   INTEGER NOT NULL
+    completed_at_ms   INTEGER NOT NULL,
+    tokens_estimated  INTEGER NOT NULL DEFAULT 0
 );
 "#;
 

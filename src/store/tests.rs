@@ -53,6 +53,7 @@ pub(crate) fn response(text: &str) -> ChatResponse {
         usage: Usage {
             prompt_tokens: 10,
             completion_tokens: 5,
+            estimated: false,
         },
         finish_reason: Some("stop".into()),
         latency_ms: 42,
@@ -137,6 +138,7 @@ async fn an_embeddings_call_round_trips_with_its_vectors_and_its_inputs_as_promp
         usage: Usage {
             prompt_tokens: 9,
             completion_tokens: 0,
+            estimated: false,
         },
         finish_reason: None,
         latency_ms: 3,

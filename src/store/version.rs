@@ -54,14 +54,17 @@ pub fn ensure(conn: &mut Connection, path: &str) -> Result<(), SchemaError> {
                 tx.execute_batch(part).map_err(sql("creating the tables"))?;
             }
         }
-        1..=3 => {
+        1..=4 => {
             if found == 1 {
                 super::migrate::from_v1(&tx).map_err(sql("migrating from schema version 1"))?;
             }
             if found <= 2 {
                 super::migrate::from_v2(&tx).map_err(sql("migrating from schema version 2"))?;
             }
-            super::migrate::from_v3(&tx).map_err(sql("migrating from schema version 3"))?;
+            if found <= 3 {
+                super::migrate::from_v3(&tx).map_err(sql("migrating from schema version 3"))?;
+            }
+            super::migrate::from_v4(&tx).map_err(sql("migrating from schema version 4"))?;
         }
         other => {
             return Err(SchemaError::Unknown {

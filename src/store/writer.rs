@@ -227,8 +227,9 @@ fn insert_call(
         "INSERT OR REPLACE INTO calls (call_key, problem_id, iteration, role, candidate, idx, \
          attempt, prompt_id, request_json, ok, content, reasoning, finish_reason, \
          prompt_tokens, completion_tokens, latency_ms, endpoint, attempts, max_tokens_sent, \
-         error_kind, error_message, completed_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
-         ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+         error_kind, error_message, completed_at_ms, tokens_estimated) VALUES (?1, ?2, ?3, ?4, \
+         ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, \
+         ?23)",
     )?;
     // An embeddings reply's vectors go in `content`, read back by `StoreReader::call`.
     let content: Option<Cow<'_, str>> = match &row.outcome {
@@ -262,6 +263,7 @@ fn insert_call(
             None::<String>,
             None::<String>,
             row.completed_at_ms,
+            i64::from(r.usage.estimated),
         ])?,
         Err(f) => stmt.execute(params![
             &*row.key_text,
@@ -286,6 +288,7 @@ fn insert_call(
             f.kind.as_str(),
             &f.message,
             row.completed_at_ms,
+            0,
         ])?,
     };
     Ok(())

@@ -4,40 +4,16 @@
 //! loopback giving the same rewards and advantages for the same batch.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use arrow_array::{Array, ListArray, RecordBatch, StringArray, StructArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::support::cli::{command, output as tmas, path_arg, repo, show};
+use crate::support::cli::{output as tmas, path_arg, repo, show};
 use crate::support::python::python_with;
-
-const DEMO: &str = "config/demo.toml";
-
-/// A small demo run: 6 problems, 3 iterations.
-fn demo_run(dir: &Path) -> PathBuf {
-    let run = dir.join("run");
-    let out = tmas(&[
-        "run",
-        "--config",
-        DEMO,
-        "--out",
-        path_arg(&run),
-        "--quiet",
-        "--progress-every",
-        "0",
-        "--set",
-        "method.iterations=3",
-        "--ids",
-        "imo-bench-algebra-001,imo-bench-algebra-021,imo-bench-algebra-041,\
-         imo-bench-combinatorics-001,imo-bench-geometry-001,imo-bench-number_theory-001",
-    ]);
-    assert!(out.status.success(), "tmas run: {}", show(&out));
-    run
-}
+use crate::support::rl::{DEMO, demo_run, start_serve};
 
 fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> &'a T {
     batch
@@ -117,39 +93,6 @@ fn check_parquet(path: &Path) -> Vec<String> {
         }
     }
     sources
-}
-
-/// Kills the service when the test ends, also when an assertion fails first.
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `tmas rl-serve` on a free loopback port; returns the child and its address.
-fn start_serve(extra: &[&str]) -> (Serve, String) {
-    let mut args = vec!["rl-serve", "--addr", "127.0.0.1:0"];
-    args.extend_from_slice(extra);
-    let mut child = command(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("rl-serve starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("rl-serve prints its address");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("address in {line:?}"))
-        .to_owned();
-    (Serve(child), addr)
 }
 
 fn scored_lines(path: &Path) -> Vec<serde_json::Value> {

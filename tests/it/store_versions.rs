@@ -1,8 +1,8 @@
-//! Store schema version 4 against stores written by version 3: every read-only command
-//! (`tmas export`, `tmas report`, `tmas judge --run`, `tmas rl-data`) gives the same
-//! output from either, a version-3 store resumes under version 4 replaying every stored
-//! call (its prompts were chunked whole, so their ids differ and they are recognised by
-//! text), and once migrated it gives the same outputs again.
+//! This build's store schema (version 5) against stores written by versions 3 and 4: every
+//! read-only command (`tmas export`, `tmas report`, `tmas judge --run`, `tmas rl-data`)
+//! gives the same output from either, an older store resumes under this build replaying
+//! every stored call (a version-3 store's prompts were chunked whole, so their ids differ
+//! and they are recognised by text), and once migrated it gives the same outputs again.
 
 use std::path::Path;
 
@@ -88,7 +88,7 @@ fn assert_same_outputs(a: &Path, b: &Path, scratch: &Path, when: &str) {
     for ((what, x), (_, y)) in outputs(a, scratch).into_iter().zip(outputs(b, scratch)) {
         assert!(
             x == y,
-            "{when}: `{what}` differs:\n--- version 4\n{}\n--- version 3\n{}",
+            "{when}: `{what}` differs:\n--- this build's store\n{}\n--- the older store\n{}",
             String::from_utf8_lossy(&x),
             String::from_utf8_lossy(&y)
         );
@@ -108,7 +108,7 @@ fn sent_and_replayed(stdout: &str) -> (u64, u64) {
 }
 
 #[test]
-fn a_version_3_store_reads_resumes_and_migrates_to_the_same_results_as_version_4() {
+fn a_version_3_store_reads_resumes_and_migrates_to_the_same_results_as_this_build() {
     let tmp = tempfile::tempdir().unwrap();
     let config = write_config(tmp.path(), "embedded-sim", 3, 2);
     let v4 = tmp.path().join("v4");
@@ -148,7 +148,7 @@ fn a_version_3_store_reads_resumes_and_migrates_to_the_same_results_as_version_4
     }
     assert_eq!(counts[0], counts[1], "the same calls sent and replayed");
     assert_eq!(counts[1].1, stored, "every stored call replayed");
-    assert_eq!(schema_version(&v3), 4, "resuming migrated the store");
+    assert_eq!(schema_version(&v3), 5, "resuming migrated the store");
     assert_eq!(lean_records(&v3), 3);
     assert_same_outputs(&v4, &v3, tmp.path(), "after resuming");
     for file in ["results.jsonl", "pass_at_1.csv"] {
@@ -183,7 +183,7 @@ fn a_finished_version_3_run_resumes_to_nothing_and_keeps_its_files() {
         "resume of a finished version-3 run",
     );
     assert_eq!(sent_and_replayed(&out), (0, 0), "{out}");
-    assert_eq!(schema_version(&run), 4);
+    assert_eq!(schema_version(&run), 5);
     assert_eq!(lean_records(&run), 2);
     for (f, bytes) in ["results.jsonl", "pass_at_1.csv"].iter().zip(&before) {
         assert_eq!(&std::fs::read(run.join(f)).unwrap(), bytes, "{f}");
@@ -208,4 +208,51 @@ fn a_finished_version_3_run_resumes_to_nothing_and_keeps_its_files() {
         bytes
     );
     assert_eq!(std::fs::read(run.join("results.jsonl")).unwrap(), before[0]);
+}
+
+/// A version-4 store (no `calls.tokens_estimated`) reads as this build's, resumes
+/// replaying every stored call, and is migrated with its calls' counts marked as the
+/// server's.
+#[test]
+fn a_version_4_store_reads_resumes_and_migrates_to_the_same_results_as_version_5() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write_config(tmp.path(), "embedded-sim", 2, 1);
+    let v5 = tmp.path().join("v5");
+    let v4 = tmp.path().join("v4");
+    ok(run_fresh(&config, &v5), "1-iteration run");
+    copy_dir(&v5, &v4);
+    store_v3::downgrade_to_v4(&v4);
+    assert_eq!(schema_version(&v4), 4);
+    assert_same_outputs(&v5, &v4, tmp.path(), "before resuming");
+    assert_eq!(
+        schema_version(&v4),
+        4,
+        "read-only commands left version 4 alone"
+    );
+    let stored = stored_calls(&v4);
+    let mut counts = Vec::new();
+    for dir in [&v5, &v4] {
+        let out = ok(
+            tmas(&[
+                "run",
+                "--resume",
+                path_arg(dir),
+                "--iterations",
+                "2",
+                "--progress-every",
+                "0",
+            ]),
+            "extension to 2 iterations",
+        );
+        counts.push(sent_and_replayed(&out));
+    }
+    assert_eq!(counts[0], counts[1], "the same calls sent and replayed");
+    assert_eq!(counts[1].1, stored, "every stored call replayed");
+    assert_eq!(schema_version(&v4), 5, "resuming migrated the store");
+    let estimated: i64 = rusqlite::Connection::open(v4.join("run.sqlite"))
+        .unwrap()
+        .query_row("SELECT SUM(tokens_estimated) FROM calls", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(estimated, 0, "the simulator sends usage: nothing estimated");
+    assert_same_outputs(&v5, &v4, tmp.path(), "after resuming");
 }

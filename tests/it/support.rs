@@ -8,11 +8,13 @@
 //! - [`sim`]: raw HTTP requests to an in-process simulator.
 //! - [`otlp`]: an in-process OTLP receiver and span-attribute access.
 //! - [`python`]: a Python interpreter with given modules, or a loud skip.
-//! - [`store_v3`]: run stores as the version-3 store schema left them.
+//! - [`rl`]: a small demo run and `tmas rl-serve` on loopback, for the Hybrid-RL tests.
+//! - [`store_v3`]: run stores as the version-3 and version-4 store schemas left them.
 
 pub mod cli;
 pub mod engine;
 pub mod otlp;
 pub mod python;
+pub mod rl;
 pub mod sim;
 pub mod store_v3;

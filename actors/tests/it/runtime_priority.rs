@@ -129,6 +129,7 @@ impl Recorder {
             usage: Usage {
                 prompt_tokens: 1,
                 completion_tokens: 1,
+                estimated: false,
             },
             finish_reason: Some("stop".into()),
             latency_ms: if &*key.problem == "slow" { 1000 } else { 1 },

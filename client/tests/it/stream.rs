@@ -40,7 +40,8 @@ async fn both_reasoning_fields_parse_streamed_and_not() {
                 resp.usage,
                 Usage {
                     prompt_tokens: 11,
-                    completion_tokens: 22
+                    completion_tokens: 22,
+                    estimated: false,
                 },
                 "{ctx}"
             );

@@ -166,19 +166,24 @@ pub fn read_variant(root: &Path, v: &PlannedVariant) -> anyhow::Result<VariantRe
         report.pass_at_1 = table.rows.iter().map(|r| r.pass_at_1).collect();
         report.pass_at_1_rows = table.rows;
     }
-    let records = match run_dir {
+    let records = match &run_dir {
         Ok(d) => d.read_problems()?,
         Err(_) => Vec::new(),
     };
     report.budget = budget(&records, &report.pass_at_1);
     report.selected_last = selected_accuracy(&records);
     if !records.is_empty() {
+        let failed = match &run_dir {
+            Ok(d) => d.failed_candidates()?,
+            Err(_) => Default::default(),
+        };
         let runs: Vec<ProblemRun<'_>> = records
             .iter()
             .map(|r| ProblemRun {
                 id: &r.problem_id,
                 outcome: &r.outcome,
                 judgments: &r.judgments,
+                failed,
             })
             .collect();
         report.analyses = Some(Analyses::of(&runs, ANALYSES_SEED));

@@ -30,6 +30,7 @@ fn answered(content: String, embeddings: Option<Vec<Vec<f32>>>) -> CallOutcome {
         usage: Usage {
             prompt_tokens: 10,
             completion_tokens: 5,
+            estimated: false,
         },
         finish_reason: Some("stop".into()),
         latency_ms: 1,

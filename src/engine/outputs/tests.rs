@@ -99,14 +99,18 @@ fn scores_kept_in_memory_equal_the_scores_parsed_from_the_stored_record() {
             .by_iteration
             .iter()
             .flatten()
-            .zip(parsed.by_iteration.iter().flatten())
+            .flatten()
+            .zip(parsed.by_iteration.iter().flatten().flatten())
         {
             assert_eq!(a.score.to_bits(), b.score.to_bits());
         }
         assert_eq!(
-            parsed.by_iteration[0].len(),
-            2,
-            "the unjudged candidate is skipped"
+            parsed.by_iteration[0]
+                .iter()
+                .filter(|c| c.is_none())
+                .count(),
+            1,
+            "the unjudged candidate is kept as failed"
         );
     }
 }
@@ -202,7 +206,7 @@ async fn final_results_hold_each_done_problem_once_in_dataset_order() {
         .read(|r| Ok((r.problems()?, r.records()?)))
         .await
         .unwrap();
-    let former = pass_at_1_table(&problems, stored.iter().map(Ok), 3).unwrap();
+    let former = pass_at_1_table(&problems, stored.iter().map(Ok), 3, Default::default()).unwrap();
     assert_eq!(
         serde_json::to_string(&outputs.table).unwrap(),
         serde_json::to_string(&former).unwrap()
@@ -332,7 +336,7 @@ async fn exports_read_done_records_one_at_a_time() {
         serde_json::to_string(&make(0)).unwrap()
     );
     assert_eq!(stored[0].problem_id, "p0");
-    let whole = pass_at_1_table(&problems, stored.iter().map(Ok), 3).unwrap();
+    let whole = pass_at_1_table(&problems, stored.iter().map(Ok), 3, Default::default()).unwrap();
     let (csv, jsonl) = store
         .read(|r| {
             let (mut csv, mut jsonl) = (Vec::new(), Vec::new());
@@ -378,6 +382,7 @@ fn no_answer_verdicts_agree_between_memory_and_store() {
     for scores in [&from_memory, &from_store] {
         let flags: Vec<bool> = scores.by_iteration[0]
             .iter()
+            .flatten()
             .map(CandidateScore::is_no_answer)
             .collect();
         assert_eq!(flags, [true, false, false]);

@@ -123,6 +123,7 @@ fn runs(problems: &[Problem]) -> Vec<ProblemRun<'_>> {
             id: &p.id,
             outcome: &p.outcome,
             judgments: &p.judgments,
+            failed: Default::default(),
         })
         .collect()
 }

@@ -27,6 +27,7 @@ fn ok(content: &str) -> CallOutcome {
         usage: Usage {
             prompt_tokens: 10,
             completion_tokens: 5,
+            estimated: false,
         },
         finish_reason: Some("stop".into()),
         latency_ms: 1,
@@ -100,6 +101,7 @@ fn sim_embeddings(spec: &EmbeddingSpec) -> CallOutcome {
         usage: Usage {
             prompt_tokens: 3,
             completion_tokens: 0,
+            estimated: false,
         },
         finish_reason: None,
         latency_ms: 1,

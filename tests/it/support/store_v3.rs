@@ -1,5 +1,10 @@
-//! Run stores as `tmas` with store schema version 3 wrote them, made from a run of this
-//! build (a version-4 store) by undoing exactly what version 4 changed:
+//! Run stores as `tmas` with store schema versions 4 and 3 wrote them, made from a run of
+//! this build (a version-5 store) by undoing exactly what each later version changed.
+//!
+//! Version 4 ([`downgrade_to_v4`]): `calls` has no `tokens_estimated` column;
+//! `PRAGMA user_version = 4`.
+//!
+//! Version 3 ([`downgrade`]), from version 4:
 //!
 //! - `problems.record_json` holds the whole record: the bytes of the run directory's
 //!   `problems/<id>.json`, which the engine wrote from the same single encoding that
@@ -15,13 +20,25 @@ use std::path::Path;
 
 use rusqlite::{Connection, params};
 
-/// Rewrites the store of `run_dir` as version 3 left it (see the module docs).
-pub fn downgrade(run_dir: &Path) {
-    let mut conn = Connection::open(run_dir.join("run.sqlite")).expect("run store opens");
+/// Rewrites the store of `run_dir` (this build's) as version 4 left it.
+pub fn downgrade_to_v4(run_dir: &Path) {
+    let conn = Connection::open(run_dir.join("run.sqlite")).expect("run store opens");
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version read");
-    assert_eq!(version, 4, "a store of this build");
+    assert_eq!(version, 5, "a store of this build");
+    conn.execute_batch(
+        "ALTER TABLE calls DROP COLUMN tokens_estimated;
+         PRAGMA user_version = 4;",
+    )
+    .expect("version-5 column dropped");
+}
+
+/// Rewrites the store of `run_dir` (this build's) as version 3 left it (see the module
+/// docs).
+pub fn downgrade(run_dir: &Path) {
+    downgrade_to_v4(run_dir);
+    let mut conn = Connection::open(run_dir.join("run.sqlite")).expect("run store opens");
     let tx = conn.transaction().expect("transaction");
     let done: Vec<String> = tx
         .prepare("SELECT problem_id FROM problems WHERE record_json IS NOT NULL")

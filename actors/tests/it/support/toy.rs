@@ -169,6 +169,7 @@ impl CallExecutor for Shared {
                 usage: Usage {
                     prompt_tokens: 1,
                     completion_tokens: 1,
+                    estimated: false,
                 },
                 finish_reason: Some("stop".into()),
                 latency_ms: delay,
@@ -205,6 +206,7 @@ impl CallExecutor for Shared {
                 usage: Usage {
                     prompt_tokens: request.inputs.len() as u64,
                     completion_tokens: 0,
+                    estimated: false,
                 },
                 finish_reason: None,
                 latency_ms: 0,

@@ -32,6 +32,7 @@ pub fn ok(content: impl Into<Arc<str>>) -> CallOutcome {
         usage: Usage {
             prompt_tokens: 10,
             completion_tokens: 5,
+            estimated: false,
         },
         finish_reason: Some("stop".into()),
         latency_ms: 1,
