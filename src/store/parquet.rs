@@ -36,8 +36,13 @@ use rusqlite::types::ValueRef;
 use super::read::StoreReader;
 use super::{StoreError, prompts};
 
-/// Rows per Arrow batch and Parquet row group.
+/// Rows per Arrow batch and at most per Parquet row group.
 pub const ROWS_PER_BATCH: usize = 8192;
+
+/// Text bytes per Arrow batch, and the encoded bytes at which a row group is closed early:
+/// 8,192 prompts of a long run are gigabytes, so text batches and row groups are also cut
+/// by size to keep memory flat.
+pub const BYTES_PER_BATCH: usize = 16 << 20;
 
 /// A column's type in the files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,7 +231,13 @@ impl Sink {
         self.rows += batch.num_rows() as u64;
         self.writer
             .write(&batch)
-            .map_err(|e| write_error(&self.path, e))
+            .map_err(|e| write_error(&self.path, e))?;
+        if self.writer.in_progress_size() >= BYTES_PER_BATCH {
+            self.writer
+                .flush()
+                .map_err(|e| write_error(&self.path, e))?;
+        }
+        Ok(())
     }
 
     fn finish(self) -> Result<u64, StoreError> {
@@ -385,7 +396,7 @@ fn write_texts(reader: &StoreReader, out: &Path) -> Result<u64, StoreError> {
         StringBuilder::new(),
         StringBuilder::new(),
     );
-    let mut pending = 0usize;
+    let (mut pending, mut pending_bytes) = (0usize, 0usize);
     let flush = |sink: &mut Sink,
                  keys: &mut StringBuilder,
                  fields: &mut StringBuilder,
@@ -420,9 +431,10 @@ fn write_texts(reader: &StoreReader, out: &Path) -> Result<u64, StoreError> {
         fields.append_value("prompt");
         texts.append_value(&text);
         pending += 1;
-        if pending == ROWS_PER_BATCH {
+        pending_bytes += text.len();
+        if pending == ROWS_PER_BATCH || pending_bytes >= BYTES_PER_BATCH {
             flush(&mut sink, &mut keys, &mut fields, &mut texts)?;
-            pending = 0;
+            (pending, pending_bytes) = (0, 0);
         }
     }
     drop(rows);
@@ -444,11 +456,12 @@ fn write_texts(reader: &StoreReader, out: &Path) -> Result<u64, StoreError> {
                 fields.append_value(field);
                 texts.append_value(&text);
                 pending += 1;
+                pending_bytes += text.len();
             }
         }
-        if pending >= ROWS_PER_BATCH {
+        if pending >= ROWS_PER_BATCH || pending_bytes >= BYTES_PER_BATCH {
             flush(&mut sink, &mut keys, &mut fields, &mut texts)?;
-            pending = 0;
+            (pending, pending_bytes) = (0, 0);
         }
     }
     if pending > 0 || sink.rows == 0 {
