@@ -17,7 +17,11 @@ fn tmas_config_check(file: &Path, extra: &[&str], env: &[(&str, &str)]) -> Outpu
 
 #[test]
 fn presets_pass() {
-    for preset in ["config/paper.toml", "config/demo.toml"] {
+    for preset in [
+        "config/paper.toml",
+        "config/demo.toml",
+        "config/rse-official.toml",
+    ] {
         let out = tmas_config_check(Path::new(preset), &[], &[]);
         assert!(
             out.status.success(),
