@@ -21,6 +21,7 @@ fn presets_pass() {
         "config/paper.toml",
         "config/demo.toml",
         "config/rse-official.toml",
+        "config/pacore-official.toml",
     ] {
         let out = tmas_config_check(Path::new(preset), &[], &[]);
         assert!(

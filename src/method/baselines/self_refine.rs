@@ -14,9 +14,18 @@
 //! paper's curves need every iteration); a chain whose feedback call failed refines with a
 //! note that no feedback is available (that step enters the history with the note); a
 //! failed refinement leaves the chain and its history as they were; a chain with no
-//! solution yet (its calls failed) starts afresh.
+//! solution yet (its calls failed) starts afresh. A history grows with every iteration
+//! and can outgrow the context window: a refinement the client refuses as too long for it
+//! (`prompt_too_long`) is asked again at once with the oldest half of its chain's history
+//! dropped for good (re-ask `attempt` + 1), until it fits or no history is left, so a
+//! long chain keeps refining instead of failing every later iteration.
 
 use std::sync::Arc;
+
+use std::collections::BTreeMap;
+
+use tmas_actors::strategy::CallOutcome;
+use tmas_client::failure::FailureKind;
 
 use super::{Ctx, IterationEnd, Method, Replies, Req, Role, Step, candidate, reply_of, text_of};
 use crate::config::SelfRefineHistory;
@@ -44,6 +53,10 @@ pub struct SelfRefine {
     /// The solution prompts of the iteration in progress (by chain).
     prompts: Vec<(PromptMode, Arc<str>)>,
     critiquing: bool,
+    /// The solution calls' outcomes of the iteration in progress, by chain, as they settle.
+    outcomes: BTreeMap<u32, CallOutcome>,
+    /// The re-ask number of the solution calls in flight (0: the first ask).
+    attempt: u32,
 }
 
 impl SelfRefine {
@@ -64,23 +77,47 @@ impl SelfRefine {
                 )
             })
             .collect();
-        self.prompts = (0..n)
-            .map(|c| match (&self.chains[c], &self.feedback[c]) {
-                (Some(prev), Some(fb)) => {
-                    let history = match cx.params.self_refine_history {
-                        SelfRefineHistory::Full => render_history(cx, &self.history[c]),
-                        SelfRefineHistory::Last => String::new(),
-                    };
-                    let text = cx.prompts.render(
-                        TemplateKind::SelfRefine,
-                        &[&cx.problem.question, &cx.style(), &history, prev, fb],
-                    );
-                    (PromptMode::Refine, text.into())
-                }
-                _ => (PromptMode::Fresh, cx.fresh_prompt()),
-            })
-            .collect();
+        self.prompts = (0..n).map(|c| self.prompt(cx, c)).collect();
+        self.outcomes.clear();
+        self.attempt = 0;
         Step::chain_solutions(&self.prompts)
+    }
+
+    /// Chain `c`'s solution prompt: a refinement when it has a solution and feedback,
+    /// else a fresh attempt.
+    fn prompt(&self, cx: &Ctx, c: usize) -> (PromptMode, Arc<str>) {
+        match (&self.chains[c], &self.feedback[c]) {
+            (Some(prev), Some(fb)) => {
+                let history = match cx.params.self_refine_history {
+                    SelfRefineHistory::Full => render_history(cx, &self.history[c]),
+                    SelfRefineHistory::Last => String::new(),
+                };
+                let text = cx.prompts.render(
+                    TemplateKind::SelfRefine,
+                    &[&cx.problem.question, &cx.style(), &history, prev, fb],
+                );
+                (PromptMode::Refine, text.into())
+            }
+            _ => (PromptMode::Fresh, cx.fresh_prompt()),
+        }
+    }
+
+    /// Whether chain `c`'s refinement, refused with `outcome`, is asked again with a
+    /// shorter history (dropping its oldest half).
+    fn shorten(&mut self, cx: &Ctx, c: usize, outcome: Option<&CallOutcome>) -> bool {
+        let too_long = matches!(outcome, Some(Err(e)) if e.kind == FailureKind::PromptTooLong);
+        let history = &mut self.history[c];
+        if !too_long
+            || history.is_empty()
+            || cx.params.self_refine_history != SelfRefineHistory::Full
+            || self.feedback[c].is_none()
+        {
+            return false;
+        }
+        let dropped = history.len().div_ceil(2);
+        history.drain(..dropped);
+        self.prompts[c] = self.prompt(cx, c);
+        true
     }
 }
 
@@ -130,15 +167,37 @@ impl Method for SelfRefine {
                 .collect();
             return self.solve(cx, feedback);
         }
+        let mut again = Vec::new();
+        for (key, outcome) in replies {
+            let Some(c) = key.candidate else { continue };
+            if self.shorten(cx, c as usize, Some(&outcome)) {
+                again.push(c);
+            } else {
+                self.outcomes.insert(c, outcome);
+            }
+        }
+        if !again.is_empty() {
+            self.attempt += 1;
+            return Step::Calls(
+                again
+                    .into_iter()
+                    .map(|c| {
+                        let prompt = self.prompts[c as usize].1.clone();
+                        Req::new(Role::Solution, c, None, prompt).with_attempt(self.attempt)
+                    })
+                    .collect(),
+            );
+        }
         let candidates: Vec<CandidateResult> = self
             .prompts
             .iter()
             .enumerate()
             .map(|(c, (mode, prompt))| {
-                let reply = reply_of(&replies, Role::Solution, c as u32, None);
+                let reply = self.outcomes.get(&(c as u32));
                 candidate(c as u32, *mode, prompt, reply)
             })
             .collect();
+        self.outcomes.clear();
         for (c, cand) in candidates.iter().enumerate() {
             if let Some(s) = &cand.solution {
                 // The refined step joins the history: the solution it refined, and the

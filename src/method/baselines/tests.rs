@@ -903,3 +903,65 @@ fn self_refine_with_history_sees_every_earlier_step_of_its_chain() {
         it1(crate::config::SelfRefineHistory::Last)
     );
 }
+
+#[test]
+fn self_refine_drops_the_oldest_half_of_a_history_that_outgrew_the_window() {
+    // The "window" holds a history of one earlier step: a refinement prompt with a second
+    // one is refused as too long, as the client refuses a prompt with no room for output.
+    let reply = |spec: &CallSpec| {
+        let (c, t) = (spec.key.candidate.unwrap_or(9), spec.key.iteration);
+        match spec.key.role.as_ref() {
+            "critique" => ok(&format!("FEEDBACK-c{c}-it{t}")),
+            _ if spec.request.messages[0]
+                .content
+                .to_string()
+                .contains("### Attempt 2") =>
+            {
+                Err(CallFailure::new(
+                    FailureKind::PromptTooLong,
+                    "prompt of 140000 tokens leaves no room in a 131072-token window",
+                ))
+            }
+            _ => ok(&format!("SOLUTION-c{c}-it{t} \\boxed{{{c}}}")),
+        }
+    };
+    let run = drive(params(MethodName::SelfRefine, 1, 0, 0, 5), 0, reply);
+    for it in &run.outcome.iterations {
+        assert!(
+            it.candidates[0].solution.is_some(),
+            "It{} lost its candidate",
+            it.iteration
+        );
+    }
+    let it3: Vec<&CallSpec> = run
+        .calls
+        .iter()
+        .filter(|s| s.key.iteration == 3 && s.key.role.as_ref() == "solution")
+        .collect();
+    assert_eq!(
+        it3.iter().map(|s| s.key.attempt).collect::<Vec<_>>(),
+        [0, 1]
+    );
+    let retried = it3[1].request.messages[0].content.to_string();
+    assert!(
+        !retried.contains("SOLUTION-c0-it0"),
+        "the oldest step is gone"
+    );
+    assert!(retried.contains("SOLUTION-c0-it1") && retried.contains("FEEDBACK-c0-it2"));
+    assert!(retried.contains("SOLUTION-c0-it2") && retried.contains("FEEDBACK-c0-it3"));
+    let it3 = &run.outcome.iterations[3];
+    assert_eq!(it3.failures.len(), 1, "the refused call is recorded");
+    assert_eq!(it3.calls.solution, 2);
+    // Once dropped, a step stays dropped: It4 starts from the shortened history.
+    let it4 = run
+        .calls
+        .iter()
+        .rfind(|s| s.key.iteration == 4 && s.key.role.as_ref() == "solution")
+        .expect("It4's refinement");
+    assert!(
+        !it4.request.messages[0]
+            .content
+            .to_string()
+            .contains("SOLUTION-c0-it0")
+    );
+}
