@@ -164,6 +164,33 @@ pub struct Rse {
     vectors: BTreeMap<String, Arc<[f32]>>,
 }
 
+/// One listed item as text: a string, or an object as the released de-duplication reads
+/// one (`experience_dedup.py` lines 184–192): a pitfall's `error_location` and
+/// `reasoning_flaw` as `"location: flaw"`, else its `content`.
+fn item_text(v: &serde_json::Value, pitfall: bool) -> Option<String> {
+    let field = |o: &serde_json::Map<String, serde_json::Value>, k: &str| {
+        o.get(k).map(|v| match v.as_str() {
+            Some(s) => s.to_string(),
+            None => v.to_string(),
+        })
+    };
+    match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Object(o) => {
+            if pitfall
+                && let (Some(location), Some(flaw)) =
+                    (field(o, "error_location"), field(o, "reasoning_flaw"))
+            {
+                return Some(format!("{location}: {flaw}"));
+            }
+            o.get("content")
+                .and_then(|c| c.as_str())
+                .map(str::to_string)
+        }
+        _ => None,
+    }
+}
+
 /// The extractor's reply as bank items, `None` when it holds no JSON with either list.
 pub fn parse_extraction(reply: &str) -> Option<Vec<String>> {
     let map = find_json_object(reply, &[PROPOSITIONS, PITFALLS])?;
@@ -172,7 +199,7 @@ pub fn parse_extraction(reply: &str) -> Option<Vec<String>> {
             .and_then(|v| v.as_array())
             .map(|a| {
                 a.iter()
-                    .filter_map(|v| v.as_str())
+                    .filter_map(|v| item_text(v, key == PITFALLS))
                     .map(|s| s.trim().to_string())
                     .filter(|s| !s.is_empty())
                     .collect()

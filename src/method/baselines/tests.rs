@@ -965,3 +965,22 @@ fn self_refine_drops_the_oldest_half_of_a_history_that_outgrew_the_window() {
             .contains("SOLUTION-c0-it0")
     );
 }
+
+#[test]
+fn rse_reads_listed_objects_as_the_released_code_does() {
+    let items = rse::parse_extraction(
+        r#"{"verified_propositions": ["a = 1", {"content": "b = 2"}, {"other": "x"}, 3],
+            "critical_pitfalls": [{"error_location": "step 2", "reasoning_flaw": "divided by zero"},
+                                  {"content": "sign lost"}]}"#,
+    )
+    .expect("parses");
+    assert_eq!(
+        items,
+        [
+            "Proposition: a = 1",
+            "Proposition: b = 2",
+            "Pitfall: step 2: divided by zero",
+            "Pitfall: sign lost"
+        ]
+    );
+}
