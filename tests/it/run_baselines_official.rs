@@ -2,7 +2,7 @@
 //! (`config/rse-official.toml`) sends its attempts a system message with the bank and the
 //! question alone, samples with top_k 20 and 38,912 tokens, de-duplicates by embeddings
 //! on its embeddings server, and a run without such a server says at start that it falls
-//! back to the lexical rule.
+//! back to the lexical rule, as an experiment does for each such variant.
 
 use std::path::Path;
 
@@ -138,5 +138,41 @@ fn the_rse_preset_runs_as_released_and_says_when_it_falls_back_to_lexical() {
         !stored_requests(&lexical)
             .iter()
             .any(|(role, _, _)| role == "embedding")
+    );
+}
+
+#[test]
+fn an_experiment_says_at_start_which_rse_variant_falls_back_to_lexical() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_config(tmp.path(), "embedded-sim", 1, 2);
+    let exp = tmp.path().join("exp.toml");
+    std::fs::write(
+        &exp,
+        "name = \"rse-check\"\nconfig = \"config.toml\"\n\n\
+         [[variant]]\nname = \"lexical\"\nset = { \"method.name\" = \"rse\" }\n\n\
+         [[variant]]\nname = \"refine\"\nset = { \"method.name\" = \"self-refine\" }\n",
+    )
+    .unwrap();
+    let out_dir = tmp.path().join("out");
+    let out = tmas(&[
+        "experiment",
+        path_arg(&exp),
+        "--out",
+        path_arg(&out_dir),
+        "--progress-every",
+        "0",
+        "--set",
+        "judge.enabled=false",
+    ]);
+    assert!(out.status.success(), "{}", show(&out));
+    let stderr = text(&out.stderr);
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: variant"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].starts_with("warning: variant lexical: RSE de-duplicates its bank lexically"),
+        "{stderr}"
     );
 }
