@@ -42,7 +42,7 @@ pub use layers::{CliOverride, ENV_PREFIX};
 pub use loader::{load, load_str, load_with};
 pub use schema::{
     AdmissionKind, CallPriority, FailedCandidates, JudgeConfig, JudgeInput, LlmJudgePolicy,
-    MethodConfig, MethodName, ResilienceConfig, RseDedup, RunConfig,
+    MethodConfig, MethodName, ResilienceConfig, RseDedup, RunConfig, SelfRefineHistory,
 };
 pub use shard::{Shard, ShardSource, shard_from_env};
 pub use templates::TemplateKind;
@@ -110,6 +110,20 @@ impl Config {
         let attempts = self.method.effective_max_verification_attempts();
         self.method.max_verification_attempts = Some(attempts);
         self.groups = self.effective_groups();
+        if self.method.rse_dedup == RseDedup::Auto {
+            self.method.rse_dedup = if self.embedding_server_configured() {
+                RseDedup::Embeddings
+            } else {
+                RseDedup::Jaccard
+            };
+        }
+    }
+
+    /// Whether the `embedding` role is routed to a group of its own (not the solution
+    /// role's, whose chat servers would refuse embeddings requests): what
+    /// `rse_dedup = "auto"` takes as "an embeddings server is configured".
+    pub fn embedding_server_configured(&self) -> bool {
+        self.roles[Role::Embedding].group != self.roles[Role::Solution].group
     }
 
     /// The resolved config as TOML (only names of key variables, never keys).

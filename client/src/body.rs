@@ -66,6 +66,10 @@ pub fn encode_request(
     serde_json::to_writer(&mut buf, &request.sampling.temperature)?;
     buf.extend_from_slice(b",\"top_p\":");
     serde_json::to_writer(&mut buf, &request.sampling.top_p)?;
+    if let Some(top_k) = request.sampling.top_k {
+        buf.extend_from_slice(b",\"top_k\":");
+        serde_json::to_writer(&mut buf, &top_k)?;
+    }
     buf.extend_from_slice(b",\"max_tokens\":");
     serde_json::to_writer(&mut buf, &max_tokens)?;
     buf.extend_from_slice(if request.stream {
@@ -184,6 +188,7 @@ mod tests {
                 temperature: 1.0,
                 top_p: 0.95,
                 max_tokens: 99,
+                top_k: None,
             },
             tags: CallTags::default(),
             stream,
@@ -197,6 +202,8 @@ mod tests {
         messages: &'a [ChatMessage],
         temperature: f32,
         top_p: f32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        top_k: Option<u32>,
         max_tokens: u32,
         stream: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -214,6 +221,7 @@ mod tests {
             messages: &request.messages,
             temperature: request.sampling.temperature,
             top_p: request.sampling.top_p,
+            top_k: request.sampling.top_k,
             max_tokens,
             stream: request.stream,
             stream_options: request.stream.then_some(StreamOptions {
@@ -241,6 +249,7 @@ mod tests {
                     ];
                     r.sampling.temperature = temperature;
                     r.sampling.top_p = top_p;
+                    r.sampling.top_k = (top_p < 0.5).then_some(20);
                     for (model, max_tokens) in [("m1", 42), ("Qwen/Qwen3-8B \"q\"", u32::MAX)] {
                         let ours = encode_request(model, &r, max_tokens, &EscapeCache::new())
                             .unwrap()

@@ -141,6 +141,7 @@ mod tests {
                 temperature: 1.0,
                 top_p: 0.95,
                 max_tokens: 100,
+                top_k: None,
             },
             tags: CallTags::default(),
             stream: false,

@@ -51,6 +51,10 @@ pub struct Sampling {
     /// The role's cap on output tokens; the client lowers it further so that
     /// prompt + output fits the chosen endpoint's context window.
     pub max_tokens: u32,
+    /// Sample only from the `top_k` most likely tokens (vLLM's and SGLang's extension of
+    /// the OpenAI request); sent only when set, since OpenAI's own API refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
 }
 
 /// Labels that travel with a request as `x-tmas-*` headers (useful in server logs, and

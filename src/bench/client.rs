@@ -229,6 +229,7 @@ fn bench_request(prompt_bytes: usize, stream: bool) -> ChatRequest {
             temperature: 1.0,
             top_p: 0.95,
             max_tokens: 1024,
+            top_k: None,
         },
         tags: CallTags {
             role: Role::Judge.as_str().into(),

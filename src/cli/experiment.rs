@@ -121,6 +121,14 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
                     None => Err(e),
                 },
                 Ok(()) => {
+                    for v in &plan.variants {
+                        let notice = crate::config::Config::from_toml_str(&v.config_toml, &v.name)
+                            .ok()
+                            .and_then(|c| c.rse_lexical_notice());
+                        if let Some(notice) = notice {
+                            eprintln!("warning: variant {}: {notice}", v.name);
+                        }
+                    }
                     if !args.quiet {
                         eprintln!(
                             "tmas experiment {}: {} sharing {} calls in flight → {}",

@@ -259,6 +259,9 @@ fn fresh_request(
         eprintln!("nothing was created; fix the above and run again");
         return Ok(Err(ExitCode::from(exit::BAD_INPUT)));
     }
+    if let Some(notice) = config.rse_lexical_notice() {
+        eprintln!("warning: {notice}");
+    }
     if !args.quiet {
         eprintln!(
             "tmas run: {}, N={} M={} T={} ε={} → {}",

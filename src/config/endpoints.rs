@@ -118,6 +118,10 @@ pub struct RoleConfig {
     pub group: String,
     pub temperature: f64,
     pub top_p: f64,
+    /// Sample only from the `top_k` most likely tokens (sent as `top_k`, an extension
+    /// vLLM and SGLang accept); unset = not sent, the server's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
     /// The role's cap on output tokens; each request is lowered further to fit the window.
     pub max_tokens: u32,
     /// Prompt template file overriding the built-in one.
@@ -134,6 +138,7 @@ impl RoleConfig {
             group: DEFAULT_GROUP.to_string(),
             temperature,
             top_p: 0.95,
+            top_k: None,
             max_tokens,
             prompt: None,
             pool_size: None,
@@ -146,6 +151,7 @@ impl RoleConfig {
             temperature: self.temperature as f32,
             top_p: self.top_p as f32,
             max_tokens: self.max_tokens,
+            top_k: self.top_k,
         }
     }
 }

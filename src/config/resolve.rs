@@ -194,12 +194,16 @@ impl Config {
 }
 
 impl Config {
-    /// A warning when `rse_dedup` is set for a method that ignores it. (Whether an endpoint
+    /// A warning when `rse_dedup` is set for a method that ignores it, or when RSE
+    /// de-duplicates lexically (see [`Config::rse_lexical_notice`]). (Whether an endpoint
     /// would get both chat and embeddings calls depends on the roles the method calls:
     /// `Config::endpoint_sharing_issues`, in the method layer.)
     fn embedding_issues(&self) -> Option<ConfigIssue> {
         let m = &self.method;
-        (m.rse_dedup == super::RseDedup::Embeddings && !m.uses_embeddings()).then(|| {
+        if let Some(notice) = self.rse_lexical_notice() {
+            return Some(ConfigIssue::new("", "method.rse_dedup", notice));
+        }
+        (m.rse_dedup.uses_embeddings() && !m.uses_embeddings()).then(|| {
             ConfigIssue::new(
                 "",
                 "method.rse_dedup",
@@ -209,6 +213,26 @@ impl Config {
                 ),
             )
         })
+    }
+
+    /// For an RSE run that de-duplicates its bank lexically, what a run prints at start:
+    /// the released RSE uses sentence embeddings, so its results are not the original's.
+    pub fn rse_lexical_notice(&self) -> Option<String> {
+        let m = &self.method;
+        if m.name != super::MethodName::Rse || m.rse_dedup.uses_embeddings() {
+            return None;
+        }
+        let why = if self.embedding_server_configured() {
+            "method.rse_dedup = \"jaccard\""
+        } else {
+            "no embeddings server is configured ([roles.embedding] has no group of its own)"
+        };
+        Some(format!(
+            "RSE de-duplicates its bank lexically (token similarity ≥ method.dedup_threshold = {}), \
+             not by sentence embeddings as the released RSE does: {why}; see \
+             docs/configuration.md, \"An embeddings endpoint for RSE\"",
+            m.dedup_threshold
+        ))
     }
 
     /// A warning when the LLM judge would be served by the same endpoint and model as the

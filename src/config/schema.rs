@@ -144,12 +144,37 @@ impl MethodName {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RseDedup {
+    /// `embeddings` when the `embedding` role is routed to a group of its own (an
+    /// embeddings server is configured), else `jaccard` with a warning at start. Resolved
+    /// when the config is loaded, so a run's stored config names the rule it used; an
+    /// unresolved value (a config built in code) behaves as `jaccard`.
+    Auto,
     /// The bank's merge rule: similarity of normalized tokens (TMAS's bank tokenizer) at
     /// `method.dedup_threshold`. Needs no endpoint.
     Jaccard,
-    /// Sentence embeddings from the `embedding` role's endpoints, an item dropped at
-    /// cosine ≥ `method.embedding_threshold` (the original RSE's rule).
+    /// Sentence embeddings from the `embedding` role's endpoints, with the released RSE's
+    /// rule (`experience_dedup.py`): the current iteration's items first and longer items
+    /// first, an item contained in a kept one or at cosine > `method.embedding_threshold`
+    /// with one is merged into it.
     Embeddings,
+}
+
+impl RseDedup {
+    /// Whether RSE makes embeddings calls under this setting.
+    pub fn uses_embeddings(self) -> bool {
+        self == RseDedup::Embeddings
+    }
+}
+
+/// What a Self-Refine refinement sees of its chain (`method.self_refine_history`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SelfRefineHistory {
+    /// Every earlier solution of the chain with the feedback on it, oldest first, as
+    /// Madaan et al.'s released loop keeps them in its prompt.
+    Full,
+    /// Only the latest solution and its feedback.
+    Last,
 }
 
 /// `[method]`: the TMAS hyper-parameters (paper §3; released defaults).
@@ -196,6 +221,12 @@ pub struct MethodConfig {
     /// RSE with `rse_dedup = "embeddings"`: cosine similarity at or above which a new item
     /// duplicates an item already in the bank or an earlier new one.
     pub embedding_threshold: f64,
+    /// RSE: extraction calls allowed per attempt to distill, the first included: a reply
+    /// with no JSON object of the two lists is asked again until one parses or this
+    /// budget is spent (the released extractor re-asks up to 5 times).
+    pub rse_extraction_attempts: u32,
+    /// Self-Refine: what a refinement sees of its chain's history.
+    pub self_refine_history: SelfRefineHistory,
     /// Verification calls allowed per candidate, first M included: unparseable scores are
     /// re-asked until M scores parse or this budget is spent. Unset = 2 × M.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -222,8 +253,10 @@ impl Default for MethodConfig {
             use_experience: true,
             use_guideline: true,
             dedup_threshold: 0.7,
-            rse_dedup: RseDedup::Jaccard,
+            rse_dedup: RseDedup::Auto,
             embedding_threshold: 0.8,
+            rse_extraction_attempts: 6,
+            self_refine_history: SelfRefineHistory::Full,
             max_verification_attempts: None,
             max_bank_attempts: 3,
         }
@@ -234,7 +267,7 @@ impl MethodConfig {
     /// Whether the method makes embeddings calls (role `embedding`): RSE de-duplicating
     /// by embeddings.
     pub fn uses_embeddings(&self) -> bool {
-        self.name == MethodName::Rse && self.rse_dedup == RseDedup::Embeddings
+        self.name == MethodName::Rse && self.rse_dedup.uses_embeddings()
     }
 
     /// `max_verification_attempts`, or its derived default (2 × M) when unset.

@@ -37,8 +37,12 @@ pub enum TemplateKind {
     GuidelineJudge,
     /// Self-Refine: the model's feedback on its own solution.
     Critique,
-    /// Self-Refine: the refined solution from the previous one and its feedback.
+    /// Self-Refine: the refined solution from the previous one and its feedback (and,
+    /// with `method.self_refine_history = "full"`, the chain's earlier steps).
     SelfRefine,
+    /// Self-Refine: one earlier solution of the chain and the feedback on it, inside
+    /// `self_refine`.
+    SelfRefineStep,
     /// Verify-Refine: the corrector, from a solution and its verifications.
     Correction,
     /// PaCoRe: a round's trajectory, conditioned on the previous round's messages.
@@ -47,7 +51,8 @@ pub enum TemplateKind {
     PacoreMessage,
     /// RSE: one attempt distilled into propositions and pitfalls (JSON).
     Extraction,
-    /// RSE: an attempt conditioned on the experience bank.
+    /// RSE: the system prompt of an attempt conditioned on the experience bank (its
+    /// instructions and the bank; the question is the user message).
     RseSolution,
     /// Proof mode's evaluation grader: a proof against a reference solution and grading
     /// guidelines, graded 0 / 0.5 / 1.
@@ -55,7 +60,7 @@ pub enum TemplateKind {
 }
 
 impl TemplateKind {
-    pub const ALL: [TemplateKind; 26] = [
+    pub const ALL: [TemplateKind; 27] = [
         Self::Solution,
         Self::SolutionRefine,
         Self::SolutionExplore,
@@ -76,6 +81,7 @@ impl TemplateKind {
         Self::GuidelineJudge,
         Self::Critique,
         Self::SelfRefine,
+        Self::SelfRefineStep,
         Self::Correction,
         Self::PacoreRound,
         Self::PacoreMessage,
@@ -107,6 +113,7 @@ impl TemplateKind {
             Self::GuidelineJudge => "guideline_judge",
             Self::Critique => "critique",
             Self::SelfRefine => "self_refine",
+            Self::SelfRefineStep => "self_refine_step",
             Self::Correction => "correction",
             Self::PacoreRound => "pacore_round",
             Self::PacoreMessage => "pacore_message",
@@ -142,6 +149,7 @@ impl TemplateKind {
             Self::GuidelineJudge => "guideline_judge.md",
             Self::Critique => "critique.md",
             Self::SelfRefine => "self_refine.md",
+            Self::SelfRefineStep => "self_refine_step.md",
             Self::Correction => "correction.md",
             Self::PacoreRound => "pacore_round.md",
             Self::PacoreMessage => "pacore_message.md",

@@ -122,6 +122,10 @@ fn method_rules(c: &Config, s: &mut Sink) {
             format!("must be within (0, 1], got {}", m.dedup_threshold),
         );
     }
+    s.at_least_one(
+        k(&["method", "rse_extraction_attempts"]),
+        u64::from(m.rse_extraction_attempts),
+    );
     if !(m.embedding_threshold > 0.0 && m.embedding_threshold <= 1.0) {
         s.push(
             k(&["method", "embedding_threshold"]),
@@ -346,6 +350,9 @@ fn role_rules(c: &Config, s: &mut Sink) {
             );
         }
         s.at_least_one(p.key("max_tokens"), u64::from(r.max_tokens));
+        if let Some(top_k) = r.top_k {
+            s.at_least_one(p.key("top_k"), u64::from(top_k));
+        }
         if role.is_embedding() && r.prompt.is_some() {
             s.push(
                 p.key("prompt"),

@@ -16,8 +16,8 @@ use crate::method::baselines::{
     AnswerRule, BASELINE_BANK, BaselineParams, BaselineStrategy, NewMethod, method_for,
 };
 use crate::method::{
-    AppendOnlyMerge, IterationWatcher, ProblemInput, PromptSet, TmasOutcome, TmasParams,
-    TmasStrategy, tmas_merge_policies,
+    IterationWatcher, ProblemInput, PromptSet, TmasOutcome, TmasParams, TmasStrategy,
+    tmas_merge_policies,
 };
 
 /// MV's answer grouping: the evaluation's rule check.
@@ -43,6 +43,8 @@ pub fn baseline_params(config: &Config) -> BaselineParams {
         dedup_threshold: m.dedup_threshold,
         rse_dedup: m.rse_dedup,
         embedding_threshold: m.embedding_threshold,
+        rse_extraction_attempts: m.rse_extraction_attempts,
+        self_refine_history: m.self_refine_history,
         seed: config.run.seed,
         roles: t.roles,
         answers: Arc::new(RuleCheck),
@@ -116,9 +118,7 @@ impl JobFactory {
                         name: BASELINE_BANK.into(),
                         items: Vec::new(),
                         version: 0,
-                        policy: Arc::new(AppendOnlyMerge {
-                            threshold: params.rse_bank_threshold(),
-                        }),
+                        policy: params.rse_bank_policy(),
                     }]
                 } else {
                     Vec::new()

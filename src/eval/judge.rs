@@ -527,6 +527,7 @@ mod tests {
             temperature: 0.0,
             top_p: 1.0,
             max_tokens: 1024,
+            top_k: None,
         };
         let request = judge_request("p".into(), sampling, "imo-1", 3);
         assert_eq!(&*request.tags.role, "judge");

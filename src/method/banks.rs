@@ -244,8 +244,9 @@ impl MergePolicy for DedupReplaceMerge {
     }
 }
 
-/// A new item refused as a near-duplicate of `dup` by a similarity `measure` (the
-/// reason reads like the merge policies' own, so reports count it as a duplicate).
+/// A new item refused as a near-duplicate of `dup` at `similarity ≥ threshold` by a
+/// `measure`, as the analyses' tests build one.
+#[cfg(test)]
 pub fn duplicate_rejection(
     item: &str,
     dup: &str,
@@ -253,10 +254,18 @@ pub fn duplicate_rejection(
     similarity: f64,
     threshold: f64,
 ) -> Rejection {
-    reject(
+    merged_rejection(
         item,
-        format!("{REASON_DUPLICATE} {dup:?} ({measure} {similarity:.2} ≥ {threshold:.2})"),
+        dup,
+        &format!("{measure} {similarity:.2} ≥ {threshold:.2}"),
     )
+}
+
+/// An item merged into the kept entry `dup` for the reason `detail` (e.g. `cosine 0.91 >
+/// 0.80`); the reason reads like the merge policies' own, so reports count it as a
+/// duplicate.
+pub fn merged_rejection(item: &str, dup: &str, detail: &str) -> Rejection {
+    reject(item, format!("{REASON_DUPLICATE} {dup:?} ({detail})"))
 }
 
 fn reject(item: &str, reason: String) -> Rejection {

@@ -24,12 +24,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tmas_actors::strategy::{
-    BankVersion, CallKey, CallOutcome, CallSpec, Command, EmbeddingSpec, Rejection, Strategy,
+    BankVersion, CallKey, CallOutcome, CallSpec, Command, EmbeddingSpec, MergePolicy, Rejection,
+    Strategy,
 };
 use tmas_client::wire::{CallTags, ChatMessage, ChatRequest, EmbeddingRequest};
 
-use crate::config::{MethodName, RseDedup};
+use crate::config::{MethodName, RseDedup, SelfRefineHistory};
 use crate::method::answer::visible_text;
+use crate::method::banks::{AppendOnlyMerge, DedupReplaceMerge};
 use crate::method::call_key::call_key;
 use crate::method::params::{RoleCall, RoleCalls};
 use crate::method::prompts::{PromptSet, TemplateKind};
@@ -86,8 +88,13 @@ pub struct BaselineParams {
     pub dedup_threshold: f64,
     /// How RSE de-duplicates its bank: the bank's rule, or embeddings.
     pub rse_dedup: RseDedup,
-    /// RSE with embeddings: cosine at or above which a new item is a duplicate.
+    /// RSE with embeddings: cosine above which an item is merged into a kept one.
     pub embedding_threshold: f64,
+    /// RSE: extraction calls per attempt to distill, re-asks of unparseable replies
+    /// included.
+    pub rse_extraction_attempts: u32,
+    /// Self-Refine: what a refinement sees of its chain.
+    pub self_refine_history: SelfRefineHistory,
     pub seed: u64,
     pub roles: RoleCalls,
     /// MV's answer grouping.
@@ -117,8 +124,22 @@ impl BaselineParams {
     /// invariant that holds whatever the strategy proposes.
     pub fn rse_bank_threshold(&self) -> f64 {
         match self.rse_dedup {
-            RseDedup::Jaccard => self.dedup_threshold,
+            RseDedup::Auto | RseDedup::Jaccard => self.dedup_threshold,
             RseDedup::Embeddings => 1.0,
+        }
+    }
+
+    /// RSE's bank merge policy. Lexically the bank only grows (append-only, near-duplicates
+    /// refused). With embeddings the strategy proposes the whole de-duplicated bank, in
+    /// which an item of the current iteration may take an older near-duplicate's place as
+    /// in the released RSE, so the bank takes the list as proposed, minus blanks and
+    /// entries identical after normalization.
+    pub fn rse_bank_policy(&self) -> Arc<dyn MergePolicy> {
+        let threshold = self.rse_bank_threshold();
+        if self.rse_dedup.uses_embeddings() {
+            Arc::new(DedupReplaceMerge { threshold })
+        } else {
+            Arc::new(AppendOnlyMerge { threshold })
         }
     }
 }
@@ -158,7 +179,12 @@ pub struct Req {
     pub role: Role,
     pub candidate: Option<u32>,
     pub index: Option<u32>,
+    /// A system message sent before the prompt (RSE's experience bank and instructions).
+    pub system: Option<Arc<str>>,
+    /// The user message.
     pub prompt: Arc<str>,
+    /// 0 for the first ask; a re-ask of an unparseable reply counts up.
+    pub attempt: u32,
 }
 
 impl Req {
@@ -167,8 +193,27 @@ impl Req {
             role,
             candidate: Some(candidate),
             index,
+            system: None,
             prompt,
+            attempt: 0,
         }
+    }
+
+    /// The same call with `system` as its system message.
+    pub fn with_system(mut self, system: Arc<str>) -> Self {
+        self.system = Some(system);
+        self
+    }
+
+    /// The same call as re-ask number `attempt`.
+    pub fn with_attempt(mut self, attempt: u32) -> Self {
+        self.attempt = attempt;
+        self
+    }
+
+    /// Bytes of what the call sends (system message and prompt).
+    pub fn prompt_bytes(&self) -> usize {
+        self.system.as_deref().map_or(0, str::len) + self.prompt.len()
     }
 }
 
@@ -324,13 +369,17 @@ impl BaselineStrategy {
             req.role,
             req.candidate,
             req.index,
-            0,
+            req.attempt,
         );
         self.calls.count(req.role);
         let rc = self.cx.params.role_call(req.role);
-        let prompt_bytes = req.prompt.len();
+        let prompt_bytes = req.prompt_bytes();
+        let messages = match req.system {
+            Some(system) => vec![ChatMessage::system(system), ChatMessage::user(req.prompt)],
+            None => vec![ChatMessage::user(req.prompt)],
+        };
         let request = ChatRequest {
-            messages: vec![ChatMessage::user(req.prompt)],
+            messages,
             sampling: rc.sampling,
             tags: CallTags {
                 role: req.role.as_str().into(),

@@ -380,6 +380,7 @@ mod tests {
                 temperature: 1.0,
                 top_p: 0.95,
                 max_tokens: 10,
+                top_k: None,
             },
             tags: CallTags::default(),
             stream: false,

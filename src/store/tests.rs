@@ -37,6 +37,7 @@ pub(crate) fn row(
                 temperature: 1.0,
                 top_p: 0.95,
                 max_tokens: 100,
+                top_k: None,
             },
             tags: CallTags::default(),
             stream: false,
@@ -528,6 +529,7 @@ async fn transient_failures_are_not_stored_and_an_unknown_stored_kind_reads_as_u
                 temperature: 1.0,
                 top_p: 0.95,
                 max_tokens: 100,
+                top_k: None,
             },
             tags: CallTags {
                 role: kind.as_str().into(),

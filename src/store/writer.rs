@@ -312,6 +312,8 @@ fn request_summary(group: &str, r: &tmas_client::wire::ChatRequest) -> String {
         messages: Vec<Message<'a>>,
         stream: bool,
         temperature: f64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        top_k: Option<u32>,
         top_p: f64,
     }
     const HEAD_CHARS: usize = 160;
@@ -338,6 +340,7 @@ fn request_summary(group: &str, r: &tmas_client::wire::ChatRequest) -> String {
             .collect(),
         stream: r.stream,
         temperature: f64::from(r.sampling.temperature),
+        top_k: r.sampling.top_k,
         top_p: f64::from(r.sampling.top_p),
     })
 }
@@ -584,6 +587,7 @@ mod tests {
                         temperature: 0.7 + i as f32 / 10.0,
                         top_p: 0.95,
                         max_tokens: 65_536,
+                        top_k: None,
                     },
                     tags: CallTags::default(),
                     stream: i % 2 == 0,

@@ -17,7 +17,12 @@ fn tmas_config_check(file: &Path, extra: &[&str], env: &[(&str, &str)]) -> Outpu
 
 #[test]
 fn presets_pass() {
-    for preset in ["config/paper.toml", "config/demo.toml"] {
+    for preset in [
+        "config/paper.toml",
+        "config/demo.toml",
+        "config/rse-official.toml",
+        "config/pacore-official.toml",
+    ] {
         let out = tmas_config_check(Path::new(preset), &[], &[]);
         assert!(
             out.status.success(),
@@ -53,6 +58,40 @@ fn paper_preset_resolves_to_the_released_defaults() {
             stdout.lines().any(|l| l == line),
             "missing `{line}` in:\n{stdout}"
         );
+    }
+}
+
+#[test]
+fn baseline_presets_resolve_to_the_released_settings_without_warnings() {
+    for (preset, lines) in [
+        (
+            "config/rse-official.toml",
+            &[
+                "name = \"rse\"",
+                "rse_dedup = \"embeddings\"",
+                "embedding_threshold = 0.8",
+                "rse_extraction_attempts = 6",
+                "temperature = 0.6",
+                "top_k = 20",
+                "max_tokens = 38912",
+            ][..],
+        ),
+        (
+            "config/pacore-official.toml",
+            &["name = \"pacore\"", "top_p = 1.0", "max_attempts = 5"][..],
+        ),
+    ] {
+        let out = tmas_config_check(Path::new(preset), &[], &[]);
+        assert!(out.status.success(), "{preset}: {}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        assert!(!stderr.contains("warning"), "{preset}:\n{stderr}");
+        let stdout = text(&out.stdout);
+        for line in lines {
+            assert!(
+                stdout.lines().any(|l| l == *line),
+                "{preset}: missing `{line}` in:\n{stdout}"
+            );
+        }
     }
 }
 

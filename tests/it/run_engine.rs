@@ -357,6 +357,7 @@ async fn a_burst_of_5000_client_calls_never_exceeds_the_global_cap_at_the_simula
                     temperature: 1.0,
                     top_p: 0.95,
                     max_tokens: 512,
+                    top_k: None,
                 },
                 tags: CallTags {
                     role: "solution".into(),
@@ -421,6 +422,7 @@ async fn the_gradient_limit_settles_near_an_undeclared_capacity_before_the_queue
                     temperature: 1.0,
                     top_p: 0.95,
                     max_tokens: 512,
+                    top_k: None,
                 },
                 tags: CallTags {
                     role: "solution".into(),

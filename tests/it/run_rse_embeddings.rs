@@ -43,12 +43,12 @@ fn cosine(a: &str, b: &str) -> Option<f64> {
     })
 }
 
-/// Pairs of same-kind items at or above the threshold.
+/// Pairs of same-kind items above the threshold.
 fn near_pairs(bank: &[String]) -> usize {
     let mut n = 0;
     for (i, a) in bank.iter().enumerate() {
         for b in &bank[i + 1..] {
-            if cosine(a, b).is_some_and(|c| c >= THRESHOLD) {
+            if cosine(a, b).is_some_and(|c| c > THRESHOLD) {
                 n += 1;
             }
         }
@@ -138,7 +138,7 @@ async fn rse_with_embeddings_makes_the_documented_calls_and_its_bank_loses_near_
     }));
 
     // Near-duplicates left the bank: every dropped item has an item of its kind in the
-    // bank after the update at cosine ≥ 0.8; some were not exact repeats; the final banks
+    // bank after the update at cosine > 0.8 (or it is identical to or contained in a kept one); some were not exact repeats; the final banks
     // hold no such pair.
     let mut dropped = 0;
     let mut paraphrases = 0;
@@ -148,12 +148,22 @@ async fn rse_with_embeddings_makes_the_documented_calls_and_its_bank_loses_near_
                 let bank = &u.version.as_ref().expect("applied").items;
                 for d in &u.deduplicated {
                     dropped += 1;
-                    assert!(d.reason.contains("(cosine "), "{d:?}");
+                    // The released rule merges an identical text, a text contained in a
+                    // kept one, or one at cosine above the threshold.
+                    if d.reason.ends_with("(contained in it)") {
+                        let kept = d.reason.split('"').nth(1).expect("the kept entry");
+                        assert!(bank.iter().any(|b| b == kept), "{d:?}");
+                        continue;
+                    }
+                    assert!(
+                        d.reason.contains("(cosine ") || d.reason.ends_with("(identical)"),
+                        "{d:?}"
+                    );
                     let best = bank
                         .iter()
                         .filter_map(|b| cosine(&d.item, b))
                         .fold(f64::MIN, f64::max);
-                    assert!(best >= THRESHOLD - 1e-6, "{d:?}: best {best}");
+                    assert!(best > THRESHOLD - 1e-6, "{d:?}: best {best}");
                     if !bank.contains(&d.item) {
                         paraphrases += 1;
                     }

@@ -146,6 +146,64 @@ fn rse_dedup_set_for_a_method_that_ignores_it_is_warned_about() {
 }
 
 #[test]
+fn rse_dedup_auto_takes_embeddings_only_from_a_group_of_their_own() {
+    let load = |extra: &str| {
+        Config::from_toml_str(&format!("{TWO}\n[method]\nname = \"rse\"\n{extra}"), "t")
+            .expect("valid")
+    };
+    // Every role on the default group: no embeddings server, the lexical rule, and a run
+    // is told so.
+    let c = load("");
+    assert_eq!(
+        c.method.rse_dedup,
+        RseDedup::Jaccard,
+        "resolved when loaded"
+    );
+    let notice = c.rse_lexical_notice().expect("a notice");
+    assert!(
+        notice.contains("no embeddings server is configured"),
+        "{notice}"
+    );
+    assert!(
+        c.warnings(&env(&[("TEST_KEY_A", "k")]))
+            .iter()
+            .any(|i| i.path == "method.rse_dedup" && i.message == notice)
+    );
+    // The embedding role on a group of its own: the released rule, no notice.
+    let own = "[roles.embedding]\ngroup = \"fast\"";
+    let c = load(own);
+    assert_eq!(c.method.rse_dedup, RseDedup::Embeddings);
+    assert_eq!(c.rse_lexical_notice(), None);
+    // Asked for by name, the lexical rule still gets its notice, saying why.
+    let c = load(&format!("rse_dedup = \"jaccard\"\n{own}"));
+    assert_eq!(c.method.rse_dedup, RseDedup::Jaccard);
+    assert!(
+        c.rse_lexical_notice()
+            .is_some_and(|n| n.contains("method.rse_dedup = \"jaccard\""))
+    );
+    // Other methods get none.
+    let c = Config::from_toml_str(TWO, "t").expect("valid");
+    assert_eq!(c.rse_lexical_notice(), None);
+    // The stored config names the rule used, so a resume reads the same.
+    let stored = load(own).to_toml_string().expect("toml");
+    assert!(stored.contains("rse_dedup = \"embeddings\""), "{stored}");
+}
+
+#[test]
+fn role_top_k_reaches_the_wire_only_when_set() {
+    assert_eq!(two().role(Role::Solution).sampling().top_k, None);
+    let c =
+        Config::from_toml_str(&format!("{TWO}\n[roles.solution]\ntop_k = 20"), "t").expect("valid");
+    assert_eq!(c.role(Role::Solution).sampling().top_k, Some(20));
+    let err = Config::from_toml_str(&format!("{TWO}\n[roles.solution]\ntop_k = 0"), "t")
+        .expect_err("top_k 0");
+    assert!(
+        err.iter().any(|i| i.path == "roles.solution.top_k"),
+        "{err:?}"
+    );
+}
+
+#[test]
 fn role_sampling_is_the_wire_type() {
     let s = two().role(Role::Summary).sampling();
     assert_eq!((s.temperature, s.top_p, s.max_tokens), (0.6, 0.95, 128_000));

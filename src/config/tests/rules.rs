@@ -153,7 +153,19 @@ fn rse_dedup_and_embedding_threshold() {
     assert_eq!(
         c.method.rse_dedup,
         RseDedup::Jaccard,
-        "Jaccard stays the default"
+        "auto resolves to jaccard without an embeddings server"
+    );
+    assert_eq!(c.method.rse_extraction_attempts, 6);
+    assert_eq!(c.method.self_refine_history, SelfRefineHistory::Full);
+    issue_at(
+        "[method]\nrse_extraction_attempts = 0",
+        "method.rse_extraction_attempts",
+        "at least 1",
+    );
+    issue_at(
+        "[method]\nself_refine_history = \"some\"",
+        "method.self_refine_history",
+        "unknown variant `some`",
     );
     assert_eq!(c.method.embedding_threshold, 0.8);
     assert!(!c.method.uses_embeddings());

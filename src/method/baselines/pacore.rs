@@ -1,14 +1,22 @@
 //! PaCoRe (stepfun-ai/PaCoRe): rounds of N parallel trajectories. Round 0 answers the
 //! question alone; every later round's N trajectories see the question plus all of the
 //! previous round's messages. Each iteration is one round, judged as a whole (the paper
-//! aligns `num_responses_per_round = 8` with TMAS's N = 8).
+//! aligns `num_responses_per_round = 8` with TMAS's N = 8). `config/pacore-official.toml`
+//! samples as released (temperature 1.0, top_p 1.0, `pacore/batch_inference/base_exp.py`
+//! lines 22–24).
 //!
 //! Choices, following the released batch-inference code: a message is a response cut to
 //! its text after `</think>` (no extra model call compacts it); failed calls are dropped;
 //! the messages are shuffled once per round with a seeded draw, and every trajectory of
 //! the round sees the same order; if a whole round failed, the next round sees the last
-//! messages that exist. The released code's extra final round of one response is not run:
-//! per-iteration curves judge every round's N responses, as the TMAS paper does.
+//! messages that exist.
+//!
+//! The released code always appends a final round of one response (`base_exp.py` lines
+//! 97–98), conditioned on the last round's messages like any later round, and returns it
+//! as the answer (lines 178–183). It is not run: the TMAS paper's curves judge each round
+//! of N as one iteration, and that single response fits neither way a run could hold it
+//! (a ninth candidate would change the last round's Pass@1; an iteration of one response
+//! would be a curve point of one sample, not comparable with the others).
 
 use std::sync::Arc;
 

@@ -7,14 +7,13 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use tmas_actors::strategy::{
-    BankVersion, CallFailure, CallOutcome, CallSpec, Command, EmbeddingSpec, MergePolicy, Strategy,
+    BankVersion, CallFailure, CallOutcome, CallSpec, Command, EmbeddingSpec, Strategy,
 };
 use tmas_client::failure::FailureKind;
 use tmas_client::wire::{ChatResponse, Usage};
 
 use super::*;
 use crate::method::answer::last_boxed;
-use crate::method::banks::AppendOnlyMerge;
 use crate::method::rng::DecisionRng;
 use crate::sim::options::SimOptions;
 use crate::sim::rng::{SimRng, hash_str};
@@ -62,6 +61,8 @@ fn params(kind: MethodName, n: usize, m: usize, k: usize, iterations: u32) -> Ba
         dedup_threshold: 0.7,
         rse_dedup: crate::config::RseDedup::Jaccard,
         embedding_threshold: 0.8,
+        rse_extraction_attempts: 6,
+        self_refine_history: crate::config::SelfRefineHistory::Full,
         seed: 5,
         roles: crate::config::Config::default().tmas_params().roles,
         answers: Arc::new(Exact),
@@ -133,7 +134,7 @@ fn drive_with(
     reply: impl Fn(&CallSpec) -> CallOutcome,
     embed: impl Fn(&EmbeddingSpec) -> CallOutcome,
 ) -> Run {
-    let threshold = p.rse_bank_threshold();
+    let policy = p.rse_bank_policy();
     let prompts = Arc::new(PromptSet::builtin().expect("built-in prompts"));
     let problem = ProblemInput {
         id: id.into(),
@@ -176,7 +177,7 @@ fn drive_with(
                 bank_updates += 1;
                 let mut rejected = Vec::new();
                 if let Some(p) = proposed {
-                    let out = AppendOnlyMerge { threshold }.merge(&bank.0, p);
+                    let out = policy.merge(&bank.0, p);
                     bank.0 = out.items;
                     rejected = out.rejected;
                 }
@@ -412,7 +413,7 @@ fn paraphrasing(spec: &CallSpec) -> CallOutcome {
 }
 
 #[test]
-fn rse_with_embeddings_drops_near_duplicates_before_the_bank_sees_them() {
+fn rse_with_embeddings_keeps_the_longer_of_two_near_duplicates() {
     let run = drive(rse_embeddings(3, 3), 0, paraphrasing);
     // It1: one call for the six new items, each text once, without its prefix.
     let inputs: Vec<&str> = run.embeds[0].request.inputs.iter().map(|i| &**i).collect();
@@ -430,12 +431,13 @@ fn rse_with_embeddings_drops_near_duplicates_before_the_bank_sees_them() {
     let update = &it1.bank_updates[0];
     assert!(update.proposed);
     let bank = update.version.as_ref().expect("applied").items.to_vec();
+    // The rewording is the longer text: it stays, in its extraction order.
     assert_eq!(
         bank,
         [
-            "Proposition: the sum of the roots is 7",
-            "Pitfall: do not divide by zero",
-            "Proposition: the discriminant is negative"
+            "Proposition: The sum of the roots is 7.",
+            "Proposition: the discriminant is negative",
+            "Pitfall: do not divide by zero"
         ]
     );
     let dropped: Vec<(&str, &str)> = update
@@ -444,31 +446,31 @@ fn rse_with_embeddings_drops_near_duplicates_before_the_bank_sees_them() {
         .map(|r| (r.item.as_str(), r.reason.as_str()))
         .collect();
     assert_eq!(dropped.len(), 3, "{dropped:?}");
-    // In extraction order: candidate 1's rewording and pitfall, candidate 2's pitfall.
-    assert_eq!(dropped[0].0, "Proposition: The sum of the roots is 7.");
-    assert_eq!(dropped[1].0, "Pitfall: do not divide by zero");
-    assert_eq!(dropped[2].0, "Pitfall: do not divide by zero");
-    assert!(
-        dropped[0].1.starts_with(
-            "duplicates entry \"Proposition: the sum of the roots is 7\" (cosine 1.00 ≥ 0.80)"
-        ),
-        "{dropped:?}"
+    assert_eq!(dropped[0].0, "Proposition: the sum of the roots is 7");
+    assert_eq!(
+        dropped[0].1,
+        "duplicates entry \"Proposition: The sum of the roots is 7.\" (cosine 1.00 > 0.80)"
     );
     assert_eq!(
         crate::method::banks::RejectionKind::of(dropped[0].1),
         crate::method::banks::RejectionKind::Duplicate
     );
+    // The pitfall repeated by three extractions is one item.
+    assert_eq!(dropped[1].0, "Pitfall: do not divide by zero");
+    assert!(dropped[1].1.ends_with("(identical)"), "{dropped:?}");
+    assert_eq!(dropped[2].0, "Pitfall: do not divide by zero");
     assert_eq!((it1.calls.embedding, it1.calls.extraction), (1, 3));
     assert!(it1.tokens_by_role.contains_key("embedding"));
-    // It2: only the rewording is new (the rest is in the bank, vectors known): it is
-    // embedded alone and dropped against the bank's item.
+    // It2: only the short wording is new (the rest is in the bank, vectors known): it is
+    // embedded alone and merged into the bank's longer item; repeats of bank items are
+    // not refusals.
     let it2 = &run.outcome.iterations[2];
     assert_eq!(
         &*run.embeds[1].request.inputs,
-        ["The sum of the roots is 7.".into()]
+        ["the sum of the roots is 7".into()]
     );
     assert_eq!(it2.bank_updates[0].deduplicated.len(), 1);
-    assert_eq!(run.outcome.experience, bank, "the bank did not grow");
+    assert_eq!(run.outcome.experience, bank, "the bank did not change");
     assert_eq!(run.count(Role::Embedding), 2);
     assert_eq!(run.outcome.calls.embedding, 2);
     // The attempts see the de-duplicated bank.
@@ -477,8 +479,46 @@ fn rse_with_embeddings_drops_near_duplicates_before_the_bank_sees_them() {
         .iter()
         .rfind(|c| c.key.role.as_ref() == "solution")
         .expect("a solution call");
-    let prompt = last.request.messages[0].content.to_string();
-    assert!(prompt.contains("the discriminant is negative") && !prompt.contains("roots is 7."));
+    let system = last.request.messages[0].content.to_string();
+    assert!(
+        system.contains("- the discriminant is negative"),
+        "{system}"
+    );
+    assert!(system.contains("- The sum of the roots is 7."), "{system}");
+    assert!(
+        !system.contains("- the sum of the roots is 7\n"),
+        "{system}"
+    );
+}
+
+#[test]
+fn rse_with_embeddings_lets_a_current_item_replace_an_older_near_duplicate() {
+    // It1's extraction is the longer wording; It2's the shorter one, which wins because it
+    // is current (the released rule visits current items first).
+    let reply = |spec: &CallSpec| {
+        if spec.key.role.as_ref() != "extraction" {
+            return canned(spec);
+        }
+        let prop = if spec.key.iteration == 1 {
+            "The sum of the roots is 7."
+        } else {
+            "the sum of the roots is 7"
+        };
+        ok(&format!(
+            r#"{{"verified_propositions": ["{prop}"], "critical_pitfalls": []}}"#
+        ))
+    };
+    let run = drive(rse_embeddings(1, 3), 0, reply);
+    assert_eq!(
+        run.outcome.experience,
+        ["Proposition: the sum of the roots is 7"]
+    );
+    let it2 = &run.outcome.iterations[2].bank_updates[0];
+    assert_eq!(it2.deduplicated.len(), 1);
+    assert_eq!(
+        it2.deduplicated[0].item,
+        "Proposition: The sum of the roots is 7."
+    );
 }
 
 #[test]
@@ -578,7 +618,13 @@ fn sim_run(p: BaselineParams, ids: &[&str]) -> (Vec<f64>, usize) {
         let problem = Problem::derive(id, None, &opts.task);
         let reply = |spec: &CallSpec| {
             let mut rng = SimRng::new(hash_str(7, &spec.key.to_string()));
-            let prompt = spec.request.messages[0].content.flatten();
+            let prompt: Vec<String> = spec
+                .request
+                .messages
+                .iter()
+                .map(|m| m.content.flatten().to_string())
+                .collect();
+            let prompt = prompt.join("\n");
             let r = generate(
                 Role::from_label(&spec.key.role),
                 &problem,
@@ -651,5 +697,290 @@ fn on_the_simulator_rse_with_embeddings_still_learns_from_a_smaller_bank() {
     assert!(
         embedded_bank < lexical_bank,
         "{embedded_bank} vs {lexical_bank}"
+    );
+}
+
+/// A reply with the server's separate reasoning field.
+fn ok_reasoning(content: &str, reasoning: &str) -> CallOutcome {
+    let mut r = ok(content);
+    if let Ok(r) = &mut r {
+        r.reasoning = Some(reasoning.into());
+    }
+    r
+}
+
+#[test]
+fn rse_extractor_reads_the_attempts_reasoning_then_its_answer() {
+    // Candidate 0's reasoning comes in the reasoning field, candidate 1's in a think block.
+    let reply = |spec: &CallSpec| match (spec.key.role.as_ref(), spec.key.candidate) {
+        ("solution", Some(0)) => ok_reasoning("answer zero \\boxed{0}", "REASONING-ZERO"),
+        ("solution", Some(1)) => ok("<think>REASONING-ONE</think>answer one \\boxed{1}"),
+        _ => canned(spec),
+    };
+    let run = drive(params(MethodName::Rse, 2, 0, 0, 2), 0, reply);
+    let prompt_of = |c: u32| {
+        run.calls
+            .iter()
+            .find(|s| s.key.role.as_ref() == "extraction" && s.key.candidate == Some(c))
+            .expect("an extraction")
+            .request
+            .messages[0]
+            .content
+            .to_string()
+    };
+    assert!(
+        prompt_of(0).contains("REASONING-ZERO\n\nanswer zero \\boxed{0}"),
+        "{}",
+        prompt_of(0)
+    );
+    assert!(prompt_of(1).contains("REASONING-ONE\n\nanswer one \\boxed{1}"));
+    assert!(!prompt_of(1).contains("<think>"));
+    // The candidate judged is still the visible answer.
+    let it0 = &run.outcome.iterations[0];
+    assert_eq!(
+        it0.candidates[1].solution.as_deref(),
+        Some("answer one \\boxed{1}")
+    );
+}
+
+#[test]
+fn rse_attempt_text_splits_at_the_first_think_close() {
+    let text = |content: &str, reasoning: Option<&str>| {
+        let mut r = ok(content).expect("ok");
+        r.reasoning = reasoning.map(Into::into);
+        rse::attempt_text(&r).map(|t| t.to_string())
+    };
+    assert_eq!(text("a", None).as_deref(), Some("a"));
+    assert_eq!(
+        text("<think> r </think> a ", None).as_deref(),
+        Some("r\n\na")
+    );
+    assert_eq!(text("r</think>a", None).as_deref(), Some("r\n\na"));
+    assert_eq!(text("a", Some("r")).as_deref(), Some("r\n\na"));
+    assert_eq!(text("", Some("r")).as_deref(), Some("r"));
+    assert_eq!(text("  ", None), None);
+}
+
+#[test]
+fn rse_attempts_with_a_bank_get_it_in_a_system_message_and_the_question_alone() {
+    let reply = |spec: &CallSpec| {
+        if spec.key.role.as_ref() != "extraction" {
+            return canned(spec);
+        }
+        ok(
+            r#"{"verified_propositions": ["b fact", "a fact"], "critical_pitfalls": ["z trap", "y trap"]}"#,
+        )
+    };
+    let run = drive(params(MethodName::Rse, 1, 0, 0, 2), 0, reply);
+    let first = &run.calls[0].request.messages;
+    assert_eq!(first.len(), 1, "It0 has no bank: the plain solution prompt");
+    let last = run
+        .calls
+        .iter()
+        .rfind(|c| c.key.role.as_ref() == "solution")
+        .expect("a solution call");
+    let messages = &last.request.messages;
+    assert_eq!(messages.len(), 2);
+    assert_eq!(&*messages[0].role, "system");
+    assert_eq!(&*messages[1].role, "user");
+    assert_eq!(messages[1].content.to_string(), "QUESTION-TEXT: find x.");
+    let system = messages[0].content.to_string();
+    let at = |s: &str| system.find(s).unwrap_or_else(|| panic!("{s} in {system}"));
+    // Pitfalls before propositions, each list sorted.
+    assert!(at("- y trap") < at("- z trap"));
+    assert!(at("- z trap") < at("- a fact"));
+    assert!(at("- a fact") < at("- b fact"));
+    assert!(!system.contains("QUESTION-TEXT"));
+    // The candidate's prompt size counts both messages.
+    let cand = &run.outcome.iterations[1].candidates[0];
+    assert_eq!(cand.prompt_bytes, system.len() + messages[1].content.len());
+}
+
+#[test]
+fn rse_reasks_an_unparseable_extraction_up_to_its_budget() {
+    // Candidate 0's extractor answers JSON at its third call; candidate 1's never does.
+    let reply = |spec: &CallSpec| {
+        if spec.key.role.as_ref() != "extraction" {
+            return canned(spec);
+        }
+        if spec.key.candidate == Some(0) && spec.key.attempt == 2 {
+            return canned(spec);
+        }
+        ok("I cannot produce JSON today.")
+    };
+    let mut p = params(MethodName::Rse, 2, 0, 0, 2);
+    p.rse_extraction_attempts = 4;
+    let run = drive(p, 0, reply);
+    let attempts = |c: u32| -> Vec<u32> {
+        run.calls
+            .iter()
+            .filter(|s| s.key.role.as_ref() == "extraction" && s.key.candidate == Some(c))
+            .map(|s| s.key.attempt)
+            .collect()
+    };
+    assert_eq!(attempts(0), [0, 1, 2]);
+    assert_eq!(attempts(1), [0, 1, 2, 3]);
+    assert_eq!(run.outcome.iterations[1].calls.extraction, 7);
+    assert!(run.outcome.iterations[1].bank_updates[0].proposed);
+    assert!(
+        run.outcome
+            .experience
+            .iter()
+            .any(|i| i == "Proposition: x0 = 3")
+    );
+    // With one call allowed nothing is re-asked, and candidate 0's first reply gives
+    // nothing.
+    let mut p = params(MethodName::Rse, 2, 0, 0, 2);
+    p.rse_extraction_attempts = 1;
+    let run = drive(p, 0, reply);
+    assert_eq!(run.count(Role::Extraction), 2);
+    assert!(!run.outcome.iterations[1].bank_updates[0].proposed);
+    // A failed call is not re-asked (the client already retried it).
+    let run = drive(params(MethodName::Rse, 1, 0, 0, 2), 0, |spec| {
+        if spec.key.role.as_ref() == "extraction" {
+            fail()
+        } else {
+            canned(spec)
+        }
+    });
+    assert_eq!(run.count(Role::Extraction), 1);
+}
+
+#[test]
+fn self_refine_with_history_sees_every_earlier_step_of_its_chain() {
+    // Solutions and feedback name their chain and iteration.
+    let reply = |spec: &CallSpec| {
+        let (c, t) = (spec.key.candidate.unwrap_or(9), spec.key.iteration);
+        match spec.key.role.as_ref() {
+            "critique" => ok(&format!("FEEDBACK-c{c}-it{t}")),
+            _ => ok(&format!("SOLUTION-c{c}-it{t} \\boxed{{{c}}}")),
+        }
+    };
+    let refine_prompt = |history| {
+        let mut p = params(MethodName::SelfRefine, 2, 0, 0, 3);
+        p.self_refine_history = history;
+        let run = drive(p, 0, reply);
+        run.calls
+            .iter()
+            .find(|s| {
+                s.key.role.as_ref() == "solution"
+                    && s.key.iteration == 2
+                    && s.key.candidate == Some(1)
+            })
+            .expect("It2's refinement of chain 1")
+            .request
+            .messages[0]
+            .content
+            .to_string()
+    };
+    let full = refine_prompt(crate::config::SelfRefineHistory::Full);
+    let at = |s: &str| full.find(s).unwrap_or_else(|| panic!("{s} in {full}"));
+    // Oldest first: It0's solution and the feedback on it (given in It1), then the latest
+    // solution (It1's) and its feedback (It2's).
+    assert!(at("SOLUTION-c1-it0") < at("FEEDBACK-c1-it1"));
+    assert!(at("FEEDBACK-c1-it1") < at("SOLUTION-c1-it1"));
+    assert!(at("SOLUTION-c1-it1") < at("FEEDBACK-c1-it2"));
+    assert!(full.contains("### Attempt 1"));
+    assert!(!full.contains("c0-"), "chains share nothing");
+    let last = refine_prompt(crate::config::SelfRefineHistory::Last);
+    assert!(!last.contains("SOLUTION-c1-it0") && !last.contains("FEEDBACK-c1-it1"));
+    assert!(last.contains("SOLUTION-c1-it1") && last.contains("FEEDBACK-c1-it2"));
+    // At It1 there is no earlier step: both settings send the same prompt.
+    let it1 = |history| {
+        let mut p = params(MethodName::SelfRefine, 1, 0, 0, 2);
+        p.self_refine_history = history;
+        drive(p, 0, reply)
+            .calls
+            .last()
+            .expect("calls")
+            .request
+            .messages[0]
+            .content
+            .to_string()
+    };
+    assert_eq!(
+        it1(crate::config::SelfRefineHistory::Full),
+        it1(crate::config::SelfRefineHistory::Last)
+    );
+}
+
+#[test]
+fn self_refine_drops_the_oldest_half_of_a_history_that_outgrew_the_window() {
+    // The "window" holds a history of one earlier step: a refinement prompt with a second
+    // one is refused as too long, as the client refuses a prompt with no room for output.
+    let reply = |spec: &CallSpec| {
+        let (c, t) = (spec.key.candidate.unwrap_or(9), spec.key.iteration);
+        match spec.key.role.as_ref() {
+            "critique" => ok(&format!("FEEDBACK-c{c}-it{t}")),
+            _ if spec.request.messages[0]
+                .content
+                .to_string()
+                .contains("### Attempt 2") =>
+            {
+                Err(CallFailure::new(
+                    FailureKind::PromptTooLong,
+                    "prompt of 140000 tokens leaves no room in a 131072-token window",
+                ))
+            }
+            _ => ok(&format!("SOLUTION-c{c}-it{t} \\boxed{{{c}}}")),
+        }
+    };
+    let run = drive(params(MethodName::SelfRefine, 1, 0, 0, 5), 0, reply);
+    for it in &run.outcome.iterations {
+        assert!(
+            it.candidates[0].solution.is_some(),
+            "It{} lost its candidate",
+            it.iteration
+        );
+    }
+    let it3: Vec<&CallSpec> = run
+        .calls
+        .iter()
+        .filter(|s| s.key.iteration == 3 && s.key.role.as_ref() == "solution")
+        .collect();
+    assert_eq!(
+        it3.iter().map(|s| s.key.attempt).collect::<Vec<_>>(),
+        [0, 1]
+    );
+    let retried = it3[1].request.messages[0].content.to_string();
+    assert!(
+        !retried.contains("SOLUTION-c0-it0"),
+        "the oldest step is gone"
+    );
+    assert!(retried.contains("SOLUTION-c0-it1") && retried.contains("FEEDBACK-c0-it2"));
+    assert!(retried.contains("SOLUTION-c0-it2") && retried.contains("FEEDBACK-c0-it3"));
+    let it3 = &run.outcome.iterations[3];
+    assert_eq!(it3.failures.len(), 1, "the refused call is recorded");
+    assert_eq!(it3.calls.solution, 2);
+    // Once dropped, a step stays dropped: It4 starts from the shortened history.
+    let it4 = run
+        .calls
+        .iter()
+        .rfind(|s| s.key.iteration == 4 && s.key.role.as_ref() == "solution")
+        .expect("It4's refinement");
+    assert!(
+        !it4.request.messages[0]
+            .content
+            .to_string()
+            .contains("SOLUTION-c0-it0")
+    );
+}
+
+#[test]
+fn rse_reads_listed_objects_as_the_released_code_does() {
+    let items = rse::parse_extraction(
+        r#"{"verified_propositions": ["a = 1", {"content": "b = 2"}, {"other": "x"}, 3],
+            "critical_pitfalls": [{"error_location": "step 2", "reasoning_flaw": "divided by zero"},
+                                  {"content": "sign lost"}]}"#,
+    )
+    .expect("parses");
+    assert_eq!(
+        items,
+        [
+            "Proposition: a = 1",
+            "Proposition: b = 2",
+            "Pitfall: step 2: divided by zero",
+            "Pitfall: sign lost"
+        ]
     );
 }

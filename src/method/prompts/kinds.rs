@@ -35,6 +35,7 @@ impl TemplateKind {
             Self::GuidelineJudge => p!("guideline_judge.md"),
             Self::Critique => p!("critique.md"),
             Self::SelfRefine => p!("self_refine.md"),
+            Self::SelfRefineStep => p!("self_refine_step.md"),
             Self::Correction => p!("correction.md"),
             Self::PacoreRound => p!("pacore_round.md"),
             Self::PacoreMessage => p!("pacore_message.md"),
@@ -102,9 +103,11 @@ impl TemplateKind {
             Self::SelfRefine => &[
                 ("question", true),
                 ("style", true),
+                ("history", false),
                 ("solution", true),
                 ("feedback", true),
             ],
+            Self::SelfRefineStep => &[("index", false), ("solution", true), ("feedback", true)],
             Self::Correction => &[
                 ("question", true),
                 ("style", true),
@@ -114,12 +117,7 @@ impl TemplateKind {
             Self::PacoreRound => &[("question", true), ("style", true), ("messages", true)],
             Self::PacoreMessage => &[("index", false), ("message", true)],
             Self::Extraction => &[("question", true), ("solution", true)],
-            Self::RseSolution => &[
-                ("question", true),
-                ("style", true),
-                ("propositions", true),
-                ("pitfalls", true),
-            ],
+            Self::RseSolution => &[("style", true), ("pitfalls", true), ("propositions", true)],
             Self::ProofGrade => &[
                 ("question", true),
                 ("reference_solution", true),

@@ -227,6 +227,7 @@ pub fn request(content: &str, role: &str, problem: &str, iteration: u32) -> Chat
             temperature: 1.0,
             top_p: 0.95,
             max_tokens: 16,
+            top_k: None,
         },
         tags: CallTags {
             role: role.into(),

@@ -625,6 +625,7 @@ pub fn request(text: &str, stream: bool) -> ChatRequest {
             temperature: 1.0,
             top_p: 0.95,
             max_tokens: 1000,
+            top_k: None,
         },
         tags: CallTags {
             role: "solution".into(),

@@ -184,6 +184,7 @@ fn body(text: PromptText, escapes: &EscapeCache) -> Vec<u8> {
             temperature: 0.7,
             top_p: 0.95,
             max_tokens: 4096,
+            top_k: None,
         },
         tags: CallTags::default(),
         stream: true,
