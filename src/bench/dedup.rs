@@ -9,8 +9,8 @@
 //!
 //! - **lexical**: the bank's math-aware similarity ([`ItemFeatures::similarity`]) at its
 //!   threshold;
-//! - **embedding**: the cosine of the raw items' sentence embeddings at a threshold (what
-//!   RSE's released code does), when `--embeddings URL` names an embeddings server;
+//! - **embedding**: the cosine of the raw items' sentence embeddings above a threshold
+//!   (what RSE's released code does), when `--embeddings URL` names an embeddings server;
 //! - **meaning**: [`DuplicateRule`]: lexical, or the cosine of the canonical spellings'
 //!   embeddings, never when the conflict check separates the items.
 //!
@@ -192,9 +192,10 @@ pub async fn run(args: DedupBenchArgs) -> anyhow::Result<()> {
             lexical: args.lexical,
             cosine: args.cosine,
         };
+        // RSE's released rule: strictly above the threshold.
         rules.push((
-            format!("embedding cosine ≥ {}", args.cosine),
-            raw_cos.iter().map(|c| *c >= args.cosine).collect(),
+            format!("embedding cosine > {}", args.cosine),
+            raw_cos.iter().map(|c| *c > args.cosine).collect(),
         ));
         rules.push((
             format!(
