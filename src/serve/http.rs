@@ -182,11 +182,17 @@ async fn answer(app: Arc<App>, headers: HeaderMap, body: Body) -> Result<Respons
         serde_path_to_error::deserialize(de).map_err(|e| {
             let param = e.path().to_string();
             let inner = e.into_inner();
-            let param = if param == "." { String::new() } else { param };
-            ApiError::invalid(
-                param.clone(),
-                format!("invalid request body at `{param}`: {inner}"),
-            )
+            if inner.is_syntax() || inner.is_eof() {
+                ApiError::invalid("", format!("invalid request body: not JSON: {inner}"))
+            } else if param == "." || param == "?" {
+                // A missing field: serde names it in the message.
+                ApiError::invalid("", format!("invalid request body: {inner}"))
+            } else {
+                ApiError::invalid(
+                    param.clone(),
+                    format!("invalid request body at `{param}`: {inner}"),
+                )
+            }
         })?
     };
     let question = openai::question(&request.messages).ok_or_else(|| {

@@ -171,12 +171,14 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// A bad request naming the field (`param`; empty: the body as a whole).
     pub fn invalid(param: impl Into<String>, message: impl Into<String>) -> Self {
+        let param: String = param.into();
         Self {
             status: StatusCode::BAD_REQUEST,
             message: message.into(),
             kind: "invalid_request_error",
-            param: Some(param.into()),
+            param: (!param.is_empty()).then_some(param),
             code: None,
         }
     }

@@ -39,6 +39,7 @@ mod run_quality;
 mod run_rse_embeddings;
 mod run_stream_cuts;
 mod run_usage_estimate;
+mod serve_http;
 mod shard_merge;
 mod signals;
 mod sim_cli;
