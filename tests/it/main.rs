@@ -40,6 +40,7 @@ mod run_rse_embeddings;
 mod run_stream_cuts;
 mod run_usage_estimate;
 mod serve_http;
+mod serve_openai;
 mod shard_merge;
 mod signals;
 mod sim_cli;
