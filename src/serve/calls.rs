@@ -158,6 +158,16 @@ impl IterationWatcher for RequestCalls {
     }
 }
 
+/// Cancels a request's problems when dropped: when its handler (or its stream) is dropped
+/// because the client went away, or when it is done.
+pub struct CancelOnDrop(pub CancellationToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
 /// The model client behind the requests' cancellation values and budgets.
 pub struct ServeCalls {
     client: ModelClient,

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use tmas_client::wire::{CallTags, ChatMessage, ChatRequest};
 
-use super::calls::{Budget, RequestCalls};
+use super::calls::{Budget, CancelOnDrop, RequestCalls};
 use super::openai::{self, ApiError, ChatCompletionRequest, Usage};
 use super::params::{ServedConfig, Target, model_name, target};
 use super::runtime::{ServeRuntime, Ticket};
@@ -65,16 +65,6 @@ impl ApiKeys {
                     == 0;
             found | same
         })
-    }
-}
-
-/// Cancels a request's problems when dropped: when its handler (or its stream) is dropped
-/// because the client went away, or when it is done.
-pub struct CancelOnDrop(pub CancellationToken);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel();
     }
 }
 
@@ -261,7 +251,7 @@ async fn answer(app: Arc<App>, headers: HeaderMap, body: Body) -> Result<Respons
         let ticket = app
             .runtime
             .submit(&problem, &question, &asked.config, calls)
-            .map_err(|e| internal(format!("{e:#}")))?;
+            .map_err(|e| ApiError::internal(format!("{e:#}")))?;
         tickets.push(ticket);
     }
     drop(progress_tx);
@@ -307,16 +297,6 @@ async fn answer(app: Arc<App>, headers: HeaderMap, body: Body) -> Result<Respons
     .into_response())
 }
 
-pub fn internal(message: String) -> ApiError {
-    ApiError {
-        status: StatusCode::INTERNAL_SERVER_ERROR,
-        message,
-        kind: "server_error",
-        param: None,
-        code: None,
-    }
-}
-
 /// Every choice's outcome, in choice order.
 async fn whole(tickets: Vec<Ticket>) -> Result<Vec<crate::method::TmasOutcome>, ApiError> {
     let results = join_all(tickets.into_iter().map(|t| t.result)).await;
@@ -324,8 +304,10 @@ async fn whole(tickets: Vec<Ticket>) -> Result<Vec<crate::method::TmasOutcome>, 
         .into_iter()
         .map(|r| match r {
             Ok(Ok(outcome)) => Ok(outcome),
-            Ok(Err(e)) => Err(internal(format!("the method failed: {e}"))),
-            Err(_) => Err(internal("the runtime stopped before answering".into())),
+            Ok(Err(e)) => Err(ApiError::internal(format!("the method failed: {e}"))),
+            Err(_) => Err(ApiError::internal(
+                "the runtime stopped before answering".into(),
+            )),
         })
         .collect()
 }

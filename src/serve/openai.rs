@@ -183,6 +183,17 @@ impl ApiError {
         }
     }
 
+    /// Something on this side failed (the method, the runtime).
+    pub fn internal(message: String) -> Self {
+        Self {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message,
+            kind: "server_error",
+            param: None,
+            code: None,
+        }
+    }
+
     pub fn body(&self) -> Value {
         serde_json::json!({
             "error": {

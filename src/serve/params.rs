@@ -226,7 +226,9 @@ model = "sim-model"
 
     #[test]
     fn model_names_name_a_method_over_the_served_model_or_the_model_itself() {
-        let t = |m| target(m, "sim-model");
+        fn t(model: &str) -> Option<Target> {
+            target(model, "sim-model")
+        }
         assert_eq!(t("tmas/sim-model"), Some(Target::Method(MethodName::Tmas)));
         assert_eq!(
             t("majority-vote/sim-model"),

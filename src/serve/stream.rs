@@ -18,8 +18,7 @@ use futures::stream::FuturesUnordered;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::calls::{IterationSummary, Progress};
-use super::http::{CancelOnDrop, internal};
+use super::calls::{CancelOnDrop, IterationSummary, Progress};
 use super::openai::{self, ApiError, Usage};
 use super::runtime::{ProblemResult, Ticket};
 use crate::config::{Config, MethodName};
@@ -141,8 +140,8 @@ async fn produce(
                             None => error_event(&ApiError::upstream(&outcome)),
                         }
                     }
-                    Ok(Err(e)) => error_event(&internal(format!("the method failed: {e}"))),
-                    Err(_) => error_event(&internal("the runtime stopped before answering".into())),
+                    Ok(Err(e)) => error_event(&ApiError::internal(format!("the method failed: {e}"))),
+                    Err(_) => error_event(&ApiError::internal("the runtime stopped before answering".into())),
                 };
                 if !send(event).await {
                     return;
