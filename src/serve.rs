@@ -64,6 +64,7 @@ pub async fn start(
         .await
         .map_err(|e| BadInput(format!("cannot listen on {}: {e}", options.addr)))?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    crate::engine::observe::start_export(&served.config)?;
     let mut config = served.config.clone();
     let runtime = ServeRuntime::start(&mut config, &options.env).await?;
     let metrics = match tmas_observability::prometheus::recorder() {
@@ -89,6 +90,7 @@ pub async fn start(
             Ok(app) => app.runtime.shutdown().await,
             Err(_) => tracing::warn!("requests still hold the runtime; not waiting for them"),
         }
+        crate::engine::observe::flush_export().await;
         result
     });
     Ok(Started {

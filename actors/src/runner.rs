@@ -165,6 +165,10 @@ pub struct ProblemJob<O> {
     pub id: Arc<str>,
     pub strategy: Box<dyn Strategy<Output = O>>,
     pub banks: Vec<BankInit>,
+    /// The span the problem's span is a child of (a server's request, itself continuing
+    /// its caller's trace). `None`: the problem's span is the root of a trace of its own,
+    /// linked to the span the runner runs in.
+    pub parent: Option<tracing::Span>,
 }
 
 /// A problem's result as given to `on_done`.
@@ -438,8 +442,9 @@ impl Runner {
             id,
             strategy,
             banks,
+            parent,
         } = job;
-        let span = problem_span(&id);
+        let span = problem_span(&id, parent.as_ref());
         let report_tx = tx.clone();
         let args = CoordinatorArgs {
             problem: id.clone(),
@@ -543,12 +548,19 @@ fn waiting_problems(problems: &impl Iterator) -> Option<usize> {
     }
 }
 
-/// A problem's span: the root of its own trace (a run of 100 problems × 20 iterations
-/// would be one unreadable trace otherwise), linked to the caller's span (the run) by
-/// `follows_from`, which an OpenTelemetry exporter turns into a span link.
-fn problem_span(id: &Arc<str>) -> tracing::Span {
-    let span = tracing::info_span!(parent: None, "problem", problem = %id);
-    span.follows_from(tracing::Span::current());
+/// A problem's span: a child of `parent` when the job names one, else the root of its own
+/// trace (a run of 100 problems × 20 iterations would be one unreadable trace otherwise),
+/// linked to the caller's span (the run) by `follows_from`, which an OpenTelemetry
+/// exporter turns into a span link.
+fn problem_span(id: &Arc<str>, parent: Option<&tracing::Span>) -> tracing::Span {
+    let span = match parent {
+        Some(parent) => tracing::info_span!(parent: parent, "problem", problem = %id),
+        None => {
+            let span = tracing::info_span!(parent: None, "problem", problem = %id);
+            span.follows_from(tracing::Span::current());
+            span
+        }
+    };
     tmas_observability::span_ext::set_attribute(&span, "tmas.problem_id", id.clone());
     span
 }

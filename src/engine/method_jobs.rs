@@ -146,6 +146,7 @@ impl JobFactory {
             id: problem.id.as_str().into(),
             strategy,
             banks,
+            parent: None,
         }
     }
 }

@@ -239,6 +239,18 @@ async fn answer(app: Arc<App>, headers: HeaderMap, body: Body) -> Result<Respons
     }
     let model = model_name(asked.config.method.name, &app.served.model);
     let id = app.runtime.request_id();
+    // One trace per request, continuing the caller's when it sends a `traceparent`; each
+    // choice's problem span (iterations, agent calls, attempts) is a child of it.
+    let span = tracing::info_span!(parent: None, "chat_completion", request = %id, model = %model);
+    if let Some(parent) = headers.get("traceparent").and_then(|v| v.to_str().ok()) {
+        tmas_observability::span_ext::continue_trace(&span, parent);
+    }
+    tmas_observability::span_ext::set_attribute(&span, "gen_ai.request.model", model.clone());
+    tmas_observability::span_ext::set_attribute(
+        &span,
+        "tmas.method",
+        asked.config.method.name.as_str(),
+    );
     let cancel = CancellationToken::new();
     let guard = CancelOnDrop(cancel.clone());
     let budget = Budget::new(cap);
@@ -250,7 +262,7 @@ async fn answer(app: Arc<App>, headers: HeaderMap, body: Body) -> Result<Respons
         let problem = format!("{id}-c{index}");
         let ticket = app
             .runtime
-            .submit(&problem, &question, &asked.config, calls)
+            .submit(&problem, &question, &asked.config, calls, &span)
             .map_err(|e| ApiError::internal(format!("{e:#}")))?;
         tickets.push(ticket);
     }

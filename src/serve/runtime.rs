@@ -113,12 +113,14 @@ impl ServeRuntime {
 
     /// Admits `question` as problem `id`, run by `config`'s method, its calls under
     /// `calls` (cancellation, budget, progress).
+    /// The problem's span is a child of `span` (the request's).
     pub fn submit(
         &self,
         id: &str,
         question: &str,
         config: &Config,
         calls: Arc<RequestCalls>,
+        span: &tracing::Span,
     ) -> anyhow::Result<Ticket> {
         let id: Arc<str> = id.into();
         let problem = Problem {
@@ -129,8 +131,9 @@ impl ServeRuntime {
             grading_guidelines: None,
         };
         let watcher: Arc<dyn IterationWatcher> = calls.clone();
-        let job =
+        let mut job =
             JobFactory::keeping_texts(config, self.prompts.clone()).job(&problem, Some(&watcher));
+        job.parent = Some(span.clone());
         let (tx, rx) = oneshot::channel();
         self.waiting
             .lock()

@@ -41,6 +41,7 @@ fn jobs(n: usize, plan: ToyPlan) -> impl Iterator<Item = ProblemJob<ToyOutput>> 
                 version: 0,
                 policy: Arc::new(AppendOnly),
             }],
+            parent: None,
         }
     })
 }
@@ -480,6 +481,7 @@ async fn stalled_strategies_and_unknown_banks_fail_their_problem_with_a_clear_er
         id: id.into(),
         strategy: Box::new(Scripted(cmds)) as Box<dyn Strategy<Output = ToyOutput>>,
         banks: vec![],
+        parent: None,
     });
     let (summary, results) = run(
         settings(Admission::Fixed {

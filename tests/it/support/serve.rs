@@ -93,6 +93,19 @@ impl Server {
             .unwrap_or_default()
     }
 
+    /// Stops the server as Ctrl-C does (the requests in progress finish, spans are
+    /// flushed); its exit status and everything it wrote on stderr.
+    pub fn interrupt(mut self) -> (std::process::ExitStatus, String) {
+        super::cli::signal(&self.child, libc::SIGINT);
+        let status = self.child.wait().expect("tmas serve exits");
+        let stderr = self
+            .stderr
+            .take()
+            .map(StderrLines::finish)
+            .unwrap_or_default();
+        (status, stderr)
+    }
+
     /// The server's `/health` body.
     pub fn health(&self) -> Value {
         self.get("/health").json()
