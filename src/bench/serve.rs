@@ -283,8 +283,7 @@ async fn drive_requests(
                     Some(calls) => {
                         counts[0].fetch_add(1, Ordering::Relaxed);
                         counts[1].fetch_add(calls, Ordering::Relaxed);
-                        counts[3]
-                            .fetch_add(sent.elapsed().as_micros() as u64, Ordering::Relaxed);
+                        counts[3].fetch_add(sent.elapsed().as_micros() as u64, Ordering::Relaxed);
                     }
                     None => {
                         counts[2].fetch_add(1, Ordering::Relaxed);

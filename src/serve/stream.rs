@@ -240,7 +240,7 @@ impl Lines {
                     // A line per candidate's worth of verifications, not per call.
                     Role::Verification
                         if self.solutions > 0
-                            && (*n % self.solutions == 0 || *n == self.verifications) =>
+                            && (n.is_multiple_of(self.solutions) || *n == self.verifications) =>
                     {
                         Some(format!(
                             "Iteration {t}: {n} of {} verifications done.\n",
