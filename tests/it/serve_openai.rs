@@ -2,52 +2,22 @@
 //! models, an answer with usage, a stream with progress and usage, and a refused request,
 //! as that client parses them.
 //!
-//! Needs a Python with `openai`: `TMAS_TEST_OPENAI_PYTHON` names it (`.ci/run` installs the
-//! client into a virtual environment and sets it, with `TMAS_TEST_OPENAI_REQUIRED=1`, so
-//! CI cannot skip it); otherwise `python3`, and the test is skipped, saying so on stderr,
-//! when that has no `openai`.
+//! Needs a Python with `openai` (`support::python`: `$TMAS_PYTHON`, which `.ci/run` points
+//! at a virtual environment with the client, or `python3`); skipped loudly without one,
+//! unless `TMAS_REQUIRE_PYTHON=1` (set by `.ci/run`) makes that a failure.
 
 use std::process::Command;
 
 use serde_json::Value;
 
 use crate::support::cli::{Sim, repo};
+use crate::support::python::python_with;
 use crate::support::serve::{Server, write_serve_config};
-
-/// A Python that can `import openai`, or why there is none.
-fn python() -> Result<String, String> {
-    let named = std::env::var("TMAS_TEST_OPENAI_PYTHON").ok();
-    let python = named.clone().unwrap_or_else(|| "python3".into());
-    let works = Command::new(&python)
-        .args(["-c", "import openai"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if works {
-        Ok(python)
-    } else {
-        Err(format!(
-            "`{python}` cannot import openai ({})",
-            match named {
-                Some(_) => "TMAS_TEST_OPENAI_PYTHON names it",
-                None => "set TMAS_TEST_OPENAI_PYTHON to a Python with `pip install openai`",
-            }
-        ))
-    }
-}
 
 #[test]
 fn the_official_openai_client_reads_answers_streams_usage_and_errors() {
-    let python = match python() {
-        Ok(p) => p,
-        Err(why) if std::env::var("TMAS_TEST_OPENAI_REQUIRED").is_ok_and(|v| v == "1") => {
-            panic!("TMAS_TEST_OPENAI_REQUIRED=1 but {why}")
-        }
-        Err(why) => {
-            eprintln!(
-                "\n*** SKIPPED serve_openai: {why}. `.ci/run` installs the client and runs it. ***\n"
-            );
-            return;
-        }
+    let Some(python) = python_with(&["openai"], "the openai client test of tmas serve") else {
+        return;
     };
     let sim = Sim::start(0, 2);
     let dir = tempfile::tempdir().unwrap();
