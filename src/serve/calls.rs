@@ -320,3 +320,36 @@ impl CallExecutor for ServeCalls {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_gives_exactly_its_cap_of_calls_to_all_its_takers() {
+        let budget = Budget::new(50);
+        let taken = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..40 {
+                        if budget.take() {
+                            taken.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(taken.load(Ordering::Relaxed), 50);
+        assert!(!budget.take(), "spent");
+    }
+
+    #[test]
+    fn a_requests_cancellation_guard_cancels_when_dropped() {
+        let token = CancellationToken::new();
+        let guard = CancelOnDrop(token.clone());
+        assert!(!token.is_cancelled());
+        drop(guard);
+        assert!(token.is_cancelled());
+    }
+}

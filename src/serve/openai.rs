@@ -131,10 +131,11 @@ pub struct Usage {
 /// What the tokens paid for.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct UsageDetail {
-    /// Model calls made, by role (re-asks included).
+    /// Model calls the method issued, by role (re-asks included).
     pub calls_by_role: BTreeMap<&'static str, u32>,
     pub calls: u32,
-    /// Calls that failed after the client's retries.
+    /// Calls that failed after the client's retries, or were not sent (the request
+    /// cancelled, its call budget spent).
     pub calls_failed: u32,
     /// Iterations completed, summed over the choices.
     pub iterations: u32,
