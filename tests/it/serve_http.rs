@@ -142,6 +142,24 @@ fn an_answer_carries_the_methods_selection_and_usage_summed_over_every_internal_
         body["usage"]["tmas"]["calls_by_role"],
         json!({"solution": 12})
     );
+
+    // The plain model: the conversation goes to the endpoint as it is, one call.
+    let before = sim.requests();
+    let reply = server.post(&json!({
+        "model": "tmas-sim",
+        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}],
+    }));
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let body = reply.json();
+    assert_eq!(body["model"], "tmas-sim");
+    assert!(
+        !body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .is_empty()
+    );
+    assert!(body["usage"]["total_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(sim.requests(), before + 1);
 }
 
 #[test]
