@@ -3,7 +3,7 @@
 //!
 //! The layers, lowest first (a module may use its own layer and those below):
 //! `role` → `resources` → `sim` → `config` → `method` → `eval` → `record` → `store` →
-//! `engine` → `bench`, `rl` → `cli`. The runtime (`tmas-actors`) and `tmas-observability` are other
+//! `engine` → `serve` → `bench`, `rl` → `cli`. The runtime (`tmas-actors`) and `tmas-observability` are other
 //! crates below all of them, so they cannot import this one at all.
 //!
 //! Paths are read from the code with comments removed: every `crate::…` path, every
@@ -30,6 +30,9 @@ const LAYERS: &[&[&str]] = &[
     &["record"],
     &["store"],
     &["engine"],
+    // `tmas serve` runs requests on the engine's endpoints and method jobs; a benchmark
+    // may measure it.
+    &["serve"],
     &["bench", "rl"],
     &["cli"],
 ];

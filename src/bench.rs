@@ -7,6 +7,7 @@ pub(crate) mod client;
 pub(crate) mod dedup;
 pub(crate) mod eval;
 pub(crate) mod schedule;
+pub(crate) mod serve;
 pub(crate) mod sim_process;
 pub(crate) mod soak;
 

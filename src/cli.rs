@@ -22,6 +22,7 @@ pub(crate) mod rl_score;
 pub(crate) mod rl_serve;
 pub(crate) mod run;
 pub(crate) mod select_hard;
+pub(crate) mod serve;
 pub(crate) mod sim_server;
 pub(crate) mod vocabulary;
 /// Runs TMAS and related test-time-compute methods against OpenAI-compatible endpoints.
@@ -61,6 +62,9 @@ pub enum Command {
     SelectHard(select_hard::Args),
     /// Serve the simulated OpenAI-compatible endpoint.
     SimServer(sim_server::Args),
+    /// Serve TMAS and the baselines as an OpenAI-compatible model (POST
+    /// /v1/chat/completions, model `METHOD/MODEL`).
+    Serve(serve::Args),
     /// Build Hybrid-RL training data for verl (parquet) from stored runs.
     RlData(rl_data::Args),
     /// Sample a rollout batch for RL instances of stored runs from the solution role.
@@ -117,6 +121,7 @@ pub fn main() -> ExitCode {
             Command::Judge(args) => judge::run(args).await,
             Command::SelectHard(args) => select_hard::run(args).await,
             Command::SimServer(args) => sim_server::run(args).await,
+            Command::Serve(args) => serve::run(args).await,
             Command::RlData(args) => rl_data::run(args).await,
             Command::RlRollouts(args) => rl_rollouts::run(args).await,
             Command::RlScore(args) => rl_score::run(args).await,

@@ -39,10 +39,11 @@ pub use args::{ConfigArgs, ShardArgs, shard_override};
 pub use endpoints::{DEFAULT_GROUP, EMBEDDED_SIM, EndpointConfig, RoleConfig, Roles};
 pub use error::{BadInput, ConfigErrors, ConfigIssue, KeyIssue, KeyPath};
 pub use layers::{CliOverride, ENV_PREFIX};
-pub use loader::{load, load_str, load_with};
+pub use loader::{load, load_str, load_str_in, load_with};
 pub use schema::{
     AdmissionKind, CallPriority, FailedCandidates, JudgeConfig, JudgeInput, LlmJudgePolicy,
     MethodConfig, MethodName, ResilienceConfig, RseDedup, RunConfig, SelfRefineHistory,
+    ServeConfig,
 };
 pub use shard::{Shard, ShardSource, shard_from_env};
 pub use templates::TemplateKind;
@@ -79,6 +80,9 @@ pub struct Config {
     /// the standard `OTEL_*` variables override the OTLP keys).
     #[serde(default)]
     pub observability: tmas_observability::ObservabilityConfig,
+    /// What `tmas serve` allows a caller (API keys, limits per request).
+    #[serde(default)]
+    pub serve: ServeConfig,
 }
 
 impl Config {

@@ -18,13 +18,15 @@
 //! - [`role`]: the agent roles ([`role::Role`]) and a value per role ([`role::PerRole`]).
 //! - [`store`]: the run store (SQLite) behind crash-safe resume and `tmas export`, and
 //!   the run directory's bank files.
+//! - [`serve`]: `tmas serve`, the methods as an OpenAI-compatible model on one
+//!   long-lived runtime.
 //! - [`bench`]: benchmarks (`tmas bench …`).
 //! - [`rl`]: Hybrid-RL rewards, verl training data and rollout scoring (`tmas rl-*`).
 //! - [`cli`]: one module per subcommand.
 //! - [`text`]: counted nouns (`1 problem`, `3 problems`) for every line a person reads.
 //!
-//! Layers point one way (checked by `architecture_tests`): cli → bench/rl → engine → store →
-//! record → eval → method → config → sim → resources → role, text.
+//! Layers point one way (checked by `architecture_tests`): cli → bench/rl → serve → engine →
+//! store → record → eval → method → config → sim → resources → role, text.
 //!
 //! The runtime (coordinators, role pools, bank actors) lives in the `tmas-actors` crate
 //! and the model client with the wire types in `tmas-client`; neither knows anything
@@ -41,6 +43,7 @@ pub(crate) mod record;
 pub(crate) mod resources;
 pub(crate) mod rl;
 pub mod role;
+pub mod serve;
 pub mod sim;
 pub mod store;
 pub mod text;

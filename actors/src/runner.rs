@@ -165,6 +165,10 @@ pub struct ProblemJob<O> {
     pub id: Arc<str>,
     pub strategy: Box<dyn Strategy<Output = O>>,
     pub banks: Vec<BankInit>,
+    /// The span the problem's span is a child of (a server's request, itself continuing
+    /// its caller's trace). `None`: the problem's span is the root of a trace of its own,
+    /// linked to the span the runner runs in.
+    pub parent: Option<tracing::Span>,
 }
 
 /// A problem's result as given to `on_done`.
@@ -242,10 +246,46 @@ impl Runner {
     }
 
     /// Runs every problem (until cancelled) and returns when all admitted ones are done.
-    pub async fn run<O, I, F>(self, problems: I, mut on_done: F) -> Result<RunSummary, RuntimeError>
+    pub async fn run<O, I, F>(self, problems: I, on_done: F) -> Result<RunSummary, RuntimeError>
     where
         O: Send + 'static,
         I: IntoIterator<Item = ProblemJob<O>>,
+        F: FnMut(ProblemReport<O>),
+    {
+        self.drive(Problems::Listed(problems.into_iter()), on_done)
+            .await
+    }
+
+    /// Runs problems as they arrive on `incoming`, for as long as it is open: one
+    /// long-lived runtime whose pools, admission and call order every arriving problem
+    /// shares (a server admits each request this way). Returns once the last sender is
+    /// dropped (or the run is cancelled) and every admitted problem is done. The
+    /// end-of-run rule of work-conserving admission never applies: how many problems
+    /// are still to come is unknown.
+    pub async fn run_incoming<O, F>(
+        self,
+        incoming: mpsc::UnboundedReceiver<ProblemJob<O>>,
+        on_done: F,
+    ) -> Result<RunSummary, RuntimeError>
+    where
+        O: Send + 'static,
+        F: FnMut(ProblemReport<O>),
+    {
+        self.drive(
+            Problems::<std::iter::Empty<ProblemJob<O>>, O>::Incoming(incoming),
+            on_done,
+        )
+        .await
+    }
+
+    async fn drive<O, I, F>(
+        self,
+        mut problems: Problems<I, O>,
+        mut on_done: F,
+    ) -> Result<RunSummary, RuntimeError>
+    where
+        O: Send + 'static,
+        I: Iterator<Item = ProblemJob<O>>,
         F: FnMut(ProblemReport<O>),
     {
         let pools = self.start_pools().await?;
@@ -270,11 +310,11 @@ impl Runner {
         let (tx, mut rx) = mpsc::unbounded_channel::<Event<O>>();
         let cancel = self.settings.cancel.clone();
         let admission = self.settings.admission;
-        let mut problems = problems.into_iter();
         let mut exhausted = false;
-        // seq → (problem id, reported yet)
-        let mut live: HashMap<u64, (Arc<str>, bool, tracing::Span)> = HashMap::new();
+        let mut live: Live = HashMap::new();
         let mut next_seq = 0u64;
+        // A problem taken from an incoming channel, admitted at the next chance.
+        let mut arrived: Option<ProblemJob<O>> = None;
 
         loop {
             while !exhausted
@@ -282,12 +322,19 @@ impl Runner {
                 && admission.admits(
                     live.len(),
                     self.stats.outstanding_calls(),
-                    waiting_problems(&problems),
+                    problems.waiting(),
                 )
             {
-                let Some(job) = problems.next() else {
-                    exhausted = true;
-                    break;
+                let job = match arrived.take() {
+                    Some(job) => job,
+                    None => match problems.next_now() {
+                        Next::Job(job) => job,
+                        Next::Later => break,
+                        Next::End => {
+                            exhausted = true;
+                            break;
+                        }
+                    },
                 };
                 let seq = next_seq;
                 next_seq += 1;
@@ -309,6 +356,17 @@ impl Runner {
             if live.is_empty() && (exhausted || cancel.is_cancelled()) {
                 break;
             }
+            // A channel is listened to only while a problem could be admitted; otherwise
+            // arrivals wait in it.
+            let listen = arrived.is_none()
+                && !exhausted
+                && !cancel.is_cancelled()
+                && problems.is_incoming()
+                && admission.admits(
+                    live.len(),
+                    self.stats.outstanding_calls(),
+                    problems.waiting(),
+                );
             tokio::select! {
                 event = rx.recv() => match event {
                     Some(Event::Report { seq, result }) => {
@@ -332,6 +390,10 @@ impl Runner {
                     }
                     // Unreachable while `tx` lives; treat like "nothing left to wait for".
                     None => break,
+                },
+                job = problems.arrival(), if listen => match job {
+                    Some(job) => arrived = Some(job),
+                    None => exhausted = true,
                 },
                 _ = self.stats.calls_changed().notified(), if admission.depends_on_calls() => {}
                 _ = cancel.cancelled(), if !cancel.is_cancelled() => {
@@ -380,8 +442,9 @@ impl Runner {
             id,
             strategy,
             banks,
+            parent,
         } = job;
-        let span = problem_span(&id);
+        let span = problem_span(&id, parent.as_ref());
         let report_tx = tx.clone();
         let args = CoordinatorArgs {
             problem: id.clone(),
@@ -423,6 +486,59 @@ impl Runner {
     }
 }
 
+/// Admitted problems not yet exited: seq → (problem id, reported yet, its span).
+type Live = HashMap<u64, (Arc<str>, bool, tracing::Span)>;
+
+/// Where the runner takes its problems from: a list known up front, or a channel problems
+/// arrive on while the runtime lives.
+enum Problems<I, O> {
+    Listed(I),
+    Incoming(mpsc::UnboundedReceiver<ProblemJob<O>>),
+}
+
+/// What a source has now.
+enum Next<O> {
+    Job(ProblemJob<O>),
+    /// Nothing now; more may arrive.
+    Later,
+    /// Nothing more will come.
+    End,
+}
+
+impl<I: Iterator<Item = ProblemJob<O>>, O> Problems<I, O> {
+    fn next_now(&mut self) -> Next<O> {
+        match self {
+            Problems::Listed(problems) => problems.next().map_or(Next::End, Next::Job),
+            Problems::Incoming(rx) => match rx.try_recv() {
+                Ok(job) => Next::Job(job),
+                Err(mpsc::error::TryRecvError::Empty) => Next::Later,
+                Err(mpsc::error::TryRecvError::Disconnected) => Next::End,
+            },
+        }
+    }
+
+    /// Problems not yet admitted, when known (never for a channel: more may come).
+    fn waiting(&self) -> Option<usize> {
+        match self {
+            Problems::Listed(problems) => waiting_problems(problems),
+            Problems::Incoming(_) => None,
+        }
+    }
+
+    fn is_incoming(&self) -> bool {
+        matches!(self, Problems::Incoming(_))
+    }
+
+    /// The next problem to arrive (`None`: the channel closed); a list never has one
+    /// arriving.
+    async fn arrival(&mut self) -> Option<ProblemJob<O>> {
+        match self {
+            Problems::Listed(_) => std::future::pending().await,
+            Problems::Incoming(rx) => rx.recv().await,
+        }
+    }
+}
+
 /// Problems not yet admitted, when the iterator knows exactly (a `Vec`'s does; a lazy
 /// source that cannot tell gets no end-of-run admission, see [`Admission::admits`]).
 fn waiting_problems(problems: &impl Iterator) -> Option<usize> {
@@ -432,12 +548,19 @@ fn waiting_problems(problems: &impl Iterator) -> Option<usize> {
     }
 }
 
-/// A problem's span: the root of its own trace (a run of 100 problems × 20 iterations
-/// would be one unreadable trace otherwise), linked to the caller's span (the run) by
-/// `follows_from`, which an OpenTelemetry exporter turns into a span link.
-fn problem_span(id: &Arc<str>) -> tracing::Span {
-    let span = tracing::info_span!(parent: None, "problem", problem = %id);
-    span.follows_from(tracing::Span::current());
+/// A problem's span: a child of `parent` when the job names one, else the root of its own
+/// trace (a run of 100 problems × 20 iterations would be one unreadable trace otherwise),
+/// linked to the caller's span (the run) by `follows_from`, which an OpenTelemetry
+/// exporter turns into a span link.
+fn problem_span(id: &Arc<str>, parent: Option<&tracing::Span>) -> tracing::Span {
+    let span = match parent {
+        Some(parent) => tracing::info_span!(parent: parent, "problem", problem = %id),
+        None => {
+            let span = tracing::info_span!(parent: None, "problem", problem = %id);
+            span.follows_from(tracing::Span::current());
+            span
+        }
+    };
     tmas_observability::span_ext::set_attribute(&span, "tmas.problem_id", id.clone());
     span
 }

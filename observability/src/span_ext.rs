@@ -60,6 +60,50 @@ pub fn traceparent(span: &tracing::Span) -> Option<String> {
     ))
 }
 
+/// Makes `span` a child of the remote span a W3C `traceparent` header names
+/// (`00-<32 hex trace id>-<16 hex span id>-<2 hex flags>`), so a caller's trace goes on
+/// in this process. Call it before the span is entered. False (and nothing changed) when
+/// not exporting, when the header is not a valid `traceparent`, or when the span has
+/// started already.
+pub fn continue_trace(span: &tracing::Span, traceparent: &str) -> bool {
+    if !exporting() || span.is_disabled() {
+        return false;
+    }
+    let Some(sc) = parse_traceparent(traceparent) else {
+        return false;
+    };
+    let cx = opentelemetry::Context::new().with_remote_span_context(sc);
+    span.set_parent(cx).is_ok()
+}
+
+/// The span context a `traceparent` value names (version `00`; ids not all zero).
+fn parse_traceparent(value: &str) -> Option<opentelemetry::trace::SpanContext> {
+    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+    let mut parts = value.trim().split('-');
+    let (version, trace, span, flags) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let hex = |s: &str, len: usize| s.len() == len && s.bytes().all(|b| b.is_ascii_hexdigit());
+    if parts.next().is_some()
+        || version != "00"
+        || !hex(trace, 32)
+        || !hex(span, 16)
+        || !hex(flags, 2)
+    {
+        return None;
+    }
+    let trace_id = TraceId::from_hex(trace).ok()?;
+    let span_id = SpanId::from_hex(span).ok()?;
+    let flags = u8::from_str_radix(flags, 16).ok()?;
+    let sc = SpanContext::new(
+        trace_id,
+        span_id,
+        TraceFlags::new(flags),
+        true,
+        TraceState::default(),
+    );
+    sc.is_valid().then_some(sc)
+}
+
 /// Sets an OpenTelemetry attribute on `span` (no-op when not exporting).
 pub fn set_attribute(span: &tracing::Span, key: &'static str, value: impl Into<Value>) {
     if exporting() && !span.is_disabled() {
@@ -116,6 +160,31 @@ pub fn clip(text: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn traceparent_values_are_read_by_the_w3c_rules() {
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let sc = parse_traceparent(good).expect("valid");
+        assert_eq!(
+            sc.trace_id().to_string(),
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
+        assert_eq!(sc.span_id().to_string(), "00f067aa0ba902b7");
+        assert!(sc.is_sampled() && sc.is_remote());
+        for bad in [
+            "",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-xx",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902bz-01",
+        ] {
+            assert!(parse_traceparent(bad).is_none(), "{bad}");
+        }
+        // Without an exporter nothing is continued.
+        assert!(!continue_trace(&tracing::Span::none(), good));
+    }
 
     #[test]
     fn without_an_exporter_there_is_no_traceparent() {

@@ -206,7 +206,7 @@ fn print_result(r: &ClientBenchResult) {
     }
 }
 
-fn client_config(base_url: &str, in_flight: usize) -> ClientConfig {
+pub(crate) fn client_config(base_url: &str, in_flight: usize) -> ClientConfig {
     super::one_endpoint_client(
         "sim",
         base_url,

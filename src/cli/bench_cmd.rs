@@ -7,6 +7,7 @@ use crate::bench::client::{self, ClientBenchArgs};
 use crate::bench::dedup::{self, DedupBenchArgs};
 use crate::bench::eval::{self, EvalBenchArgs};
 use crate::bench::schedule::{self, ScheduleBenchArgs};
+use crate::bench::serve::{self, ServeBenchArgs};
 use crate::bench::soak::{self, SoakArgs};
 
 #[derive(Debug, clap::Subcommand)]
@@ -29,6 +30,10 @@ pub enum BenchCommand {
     /// How each bank de-duplication rule (lexical, embedding, meaning) tells paraphrased
     /// duplicates from distinct items on labelled pairs; embeddings from `--embeddings URL`.
     Dedup(DedupBenchArgs),
+    /// Requests per second through `tmas serve` against a separate simulator process,
+    /// against the method's chain of latencies, and the server's CPU per internal call
+    /// beside the same calls made directly.
+    Serve(ServeBenchArgs),
 }
 
 pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
@@ -45,6 +50,15 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Dedup(args) => {
             dedup::run(args).await?;
             Ok(ExitCode::SUCCESS)
+        }
+        BenchCommand::Serve(args) => {
+            let result = serve::run(args).await?;
+            // A failed request is a correctness failure, not a performance figure.
+            Ok(if result.errors > 0 {
+                ExitCode::from(super::exit::FAILED)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         BenchCommand::Schedule(args) => {
             schedule::run(args)?;

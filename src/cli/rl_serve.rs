@@ -122,8 +122,8 @@ async fn serve(
         .context("serving")
 }
 
-/// SIGINT or SIGTERM: stop accepting, finish the batches being scored, exit.
-async fn shutdown_signal() {
+/// SIGINT or SIGTERM: stop accepting, finish the requests being served, exit.
+pub(crate) async fn shutdown_signal() {
     let terminate = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut s) => {

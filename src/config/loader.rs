@@ -62,6 +62,19 @@ pub fn load_str(
     load_text(text, label, None, env, overrides)
 }
 
+/// [`load_str`] for the text of a file read from directory `base` earlier: its relative
+/// paths are relative to `base`, as [`load_with`] makes them. A server loads its file once
+/// and its config again for each request that sets method keys, from the same text.
+pub fn load_str_in(
+    text: &str,
+    label: &str,
+    base: &Path,
+    env: &[(String, String)],
+    overrides: &[CliOverride],
+) -> Result<Config, ConfigErrors> {
+    load_text(text, label, Some(base), env, overrides)
+}
+
 /// [`load_str`] for the text of a file in `base`: the file's relative paths are relative
 /// to `base` ([`super::relative`]).
 fn load_text(

@@ -506,3 +506,31 @@ pub enum JudgeInput {
     #[default]
     Final,
 }
+
+/// `[serve]`: what `tmas serve` allows a caller (docs/serve.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServeConfig {
+    /// Environment variables each holding one accepted API key (`Authorization: Bearer
+    /// KEY`); empty: no key is asked for. Only the names are in the config.
+    pub api_key_envs: Vec<String>,
+    /// Most model calls one request may cost (its choices together): a request whose
+    /// method and parameters would make more is refused with HTTP 400, and a request that
+    /// gets there anyway (re-asks after unusable replies) makes no further call.
+    pub max_calls_per_request: u32,
+    /// Largest request body accepted (bytes); a larger one gets HTTP 413.
+    pub max_body_bytes: usize,
+    /// Most choices (`n`) one request may ask for.
+    pub max_choices: u32,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            api_key_envs: Vec::new(),
+            max_calls_per_request: 5_000,
+            max_body_bytes: 4 << 20,
+            max_choices: 8,
+        }
+    }
+}

@@ -53,6 +53,7 @@ pub fn validate_values(c: &Config) -> Vec<KeyIssue> {
     role_rules(c, &mut s);
     resilience_rules(c, &mut s);
     prompt_rules(c, &mut s);
+    serve_rules(c, &mut s);
     // The simulator's own rules (its error names the field inside `[simulator]`).
     if let Err(e) = c.simulator.validate() {
         s.push(sub_path(k(&["simulator"]), &e.field), e.message);
@@ -152,6 +153,25 @@ fn method_rules(c: &Config, s: &mut Sink) {
             format!("must be at least method.m ({}), got {a}", m.m),
         );
     }
+}
+
+fn serve_rules(c: &Config, s: &mut Sink) {
+    let v = &c.serve;
+    for (i, name) in v.api_key_envs.iter().enumerate() {
+        if !is_env_name(name) {
+            // Never echoed: it may be a pasted key.
+            s.push(
+                k(&["serve", "api_key_envs"]).index(i),
+                "must be the name of an environment variable (letters, digits and `_`), not a key",
+            );
+        }
+    }
+    s.at_least_one(
+        k(&["serve", "max_calls_per_request"]),
+        u64::from(v.max_calls_per_request),
+    );
+    s.at_least_one(k(&["serve", "max_body_bytes"]), v.max_body_bytes as u64);
+    s.at_least_one(k(&["serve", "max_choices"]), u64::from(v.max_choices));
 }
 
 fn prompt_rules(c: &Config, s: &mut Sink) {

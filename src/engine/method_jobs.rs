@@ -60,13 +60,23 @@ pub enum JobFactory {
 
 impl JobFactory {
     pub fn new(config: &Config, prompts: Arc<PromptSet>) -> Self {
+        // The run store keeps every reply, and the results writer puts released texts
+        // back before writing the record (each iteration is judged as it completes, while
+        // its texts are still held).
+        Self::with_texts(config, prompts, true)
+    }
+
+    /// [`JobFactory::new`] for a caller that reads every text from the outcome itself
+    /// (`tmas serve` answers with the selected candidate's solution): TMAS keeps them.
+    pub fn keeping_texts(config: &Config, prompts: Arc<PromptSet>) -> Self {
+        Self::with_texts(config, prompts, false)
+    }
+
+    fn with_texts(config: &Config, prompts: Arc<PromptSet>, release_texts: bool) -> Self {
         match method_for(config.method.name) {
             None => JobFactory::Tmas(
-                // The run store keeps every reply, and the results writer puts released
-                // texts back before writing the record (each iteration is judged as it
-                // completes, while its texts are still held).
                 Arc::new(TmasParams {
-                    release_texts: true,
+                    release_texts,
                     ..config.tmas_params()
                 }),
                 prompts,
@@ -136,6 +146,7 @@ impl JobFactory {
             id: problem.id.as_str().into(),
             strategy,
             banks,
+            parent: None,
         }
     }
 }

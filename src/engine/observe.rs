@@ -139,7 +139,7 @@ pub fn trace_content(config: &Config, opts: &ObserveOptions) -> bool {
 }
 
 /// Starts OTLP export when an endpoint is configured (first run of the process only).
-fn start_export(config: &Config) -> anyhow::Result<()> {
+pub(crate) fn start_export(config: &Config) -> anyhow::Result<()> {
     if EXPORTER.get().is_some() {
         return Ok(());
     }
@@ -160,6 +160,14 @@ fn start_export(config: &Config) -> anyhow::Result<()> {
             Ok(())
         }
         Err(e) => Err(e).context(format!("OTLP export ({})", settings.source)),
+    }
+}
+
+/// Sends the spans the exporter still holds (bounded: an unreachable collector costs at
+/// most a few seconds); nothing without an exporter.
+pub(crate) async fn flush_export() {
+    if let Some(guard) = EXPORTER.get() {
+        guard.flush().await;
     }
 }
 

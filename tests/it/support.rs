@@ -6,6 +6,8 @@
 //!   synthetic dataset, one engine run (in process or as a `tmas run` child process), and
 //!   readers for the run directory.
 //! - [`sim`]: raw HTTP requests to an in-process simulator.
+//! - [`serve`]: `tmas serve` child processes, their config, and a raw HTTP client
+//!   (whole replies and server-sent events as they arrive).
 //! - [`otlp`]: an in-process OTLP receiver and span-attribute access.
 //! - [`python`]: a Python interpreter with given modules, or a loud skip.
 //! - [`rl`]: a small demo run and `tmas rl-serve` on loopback, for the Hybrid-RL tests.
@@ -16,5 +18,6 @@ pub mod engine;
 pub mod otlp;
 pub mod python;
 pub mod rl;
+pub mod serve;
 pub mod sim;
 pub mod store_v3;

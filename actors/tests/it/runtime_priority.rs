@@ -210,6 +210,7 @@ async fn released_order(priority: CallPriority) -> Vec<String> {
             iteration: 0,
         }) as Box<dyn Strategy<Output = ()>>,
         banks: Vec::new(),
+        parent: None,
     });
     let mut failures = Vec::new();
     let run = runner.run(jobs, |r| {

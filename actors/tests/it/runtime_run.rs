@@ -41,6 +41,7 @@ fn jobs(n: usize, plan: ToyPlan) -> impl Iterator<Item = ProblemJob<ToyOutput>> 
                 version: 0,
                 policy: Arc::new(AppendOnly),
             }],
+            parent: None,
         }
     })
 }
@@ -480,6 +481,7 @@ async fn stalled_strategies_and_unknown_banks_fail_their_problem_with_a_clear_er
         id: id.into(),
         strategy: Box::new(Scripted(cmds)) as Box<dyn Strategy<Output = ToyOutput>>,
         banks: vec![],
+        parent: None,
     });
     let (summary, results) = run(
         settings(Admission::Fixed {
@@ -504,4 +506,55 @@ async fn stalled_strategies_and_unknown_banks_fail_their_problem_with_a_clear_er
     let err = results["nobank"].as_ref().err().unwrap().to_string();
     assert!(err.contains("unknown bank `nope`"), "{err}");
     assert_eq!(summary.stats.problems_failed, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn problems_arriving_on_a_channel_share_one_runtime_and_the_run_ends_when_it_closes() {
+    let fake = delayed(5);
+    let live = Arc::new(Gauge::default());
+    let plan = ToyPlan {
+        live: Some(live.clone()),
+        ..plan()
+    };
+    let settings = settings(Admission::Fixed {
+        max_concurrent_problems: 2,
+    });
+    let runner = Runner::new(settings, Arc::new(Shared(fake.clone())), Arc::new(NoopSink)).unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
+    let run = tokio::spawn(runner.run_incoming(rx, move |report| {
+        let _ = done_tx.send((report.problem.to_string(), report.result.is_ok()));
+    }));
+    // One problem, answered while the runtime waits for more; then five at once, two at
+    // a time; then the channel closes and the run ends.
+    let mut problems = jobs(6, plan);
+    tx.send(problems.next().unwrap()).unwrap();
+    let first = tokio::time::timeout(TEST_TIMEOUT, done_rx.recv())
+        .await
+        .expect("the first problem was answered")
+        .unwrap();
+    assert_eq!(first, (problem_id(0), true));
+    assert!(
+        !run.is_finished(),
+        "an open channel keeps the runtime alive"
+    );
+    for job in problems {
+        tx.send(job).unwrap();
+    }
+    drop(tx);
+    let summary = tokio::time::timeout(TEST_TIMEOUT, run)
+        .await
+        .expect("the run ends once the channel is closed")
+        .unwrap()
+        .unwrap();
+    let mut rest = Vec::new();
+    while let Ok(done) = done_rx.try_recv() {
+        rest.push(done);
+    }
+    assert_eq!(rest.len(), 5);
+    assert!(rest.iter().all(|(_, ok)| *ok));
+    assert_eq!(summary.stats.problems_started, 6);
+    assert!(!summary.stopped_early);
+    assert!(live.max() <= 2, "the admission policy holds for arrivals");
+    assert_eq!(summary.stats.max_active_problems, 2);
 }

@@ -77,6 +77,7 @@ async fn run_one_problem() {
             version: 0,
             policy: Arc::new(AppendOnly),
         }],
+        parent: None,
     };
     let mut ok = 0;
     let run = runner.run([job], |r| ok += usize::from(r.result.is_ok()));

@@ -1,0 +1,149 @@
+//! `tmas serve`: the methods as an OpenAI-compatible model (`docs/serve.md`).
+//!
+//! One long-lived runtime ([`runtime`]) carries every request: each choice of a request is
+//! one problem admitted into it, so concurrent requests share the in-flight caps, routing,
+//! limits and fair call order of the served config. Each request owns its cancellation
+//! value ([`calls`]): its client going away (the response future or stream dropped)
+//! cancels that request's calls only.
+//!
+//! - [`params`]: the method and its keys from the model name and the `tmas` extension,
+//!   checked by the config loader per request.
+//! - [`calls`]: the runtime's call executor: cancellation, call budget, progress.
+//! - [`runtime`]: the runtime and each request's admission.
+//! - [`openai`]: the wire format, the answer (the method's final selection) and usage.
+//! - [`http`]: routes, API keys, limits; [`stream`]: `stream: true` as server-sent events.
+
+pub(crate) mod calls;
+pub(crate) mod http;
+pub(crate) mod openai;
+pub(crate) mod params;
+pub(crate) mod runtime;
+pub(crate) mod stream;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::config::{BadInput, CliOverride, load_str_in};
+use crate::role::Role;
+use http::{ApiKeys, App};
+use params::ServedConfig;
+use runtime::ServeRuntime;
+
+/// What `tmas serve` serves and where.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub config: PathBuf,
+    pub overrides: Vec<CliOverride>,
+    pub addr: SocketAddr,
+    pub env: Vec<(String, String)>,
+}
+
+/// A server started: its address, and the task serving until `stop` completes.
+pub struct Started {
+    pub addr: SocketAddr,
+    /// The model names requests may use.
+    pub models: Vec<String>,
+    /// How many API keys are accepted (0: none asked for).
+    pub api_keys: usize,
+    pub served: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+/// Loads the config, starts the runtime and binds `options.addr`; serves until `stop`
+/// completes, then lets the requests in progress finish and stops the runtime.
+pub async fn start(
+    options: ServeOptions,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<Started> {
+    let served = load(&options)?;
+    let keys = api_keys(&served)?;
+    let (models, api_keys) = (http::model_ids(&served.model), keys.0.len());
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|e| BadInput(format!("cannot listen on {}: {e}", options.addr)))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    crate::engine::observe::start_export(&served.config)?;
+    let mut config = served.config.clone();
+    let runtime = ServeRuntime::start(&mut config, &options.env).await?;
+    let metrics = match tmas_observability::prometheus::recorder() {
+        Ok(handle) => Some(handle),
+        Err(e) => {
+            tracing::warn!("no /metrics: {e}");
+            None
+        }
+    };
+    let app = Arc::new(App {
+        served,
+        runtime,
+        keys,
+        metrics,
+    });
+    let router = http::router(app.clone());
+    let served = tokio::spawn(async move {
+        let result = axum::serve(listener, router)
+            .with_graceful_shutdown(stop)
+            .await
+            .context("serving");
+        match Arc::try_unwrap(app) {
+            Ok(app) => app.runtime.shutdown().await,
+            Err(_) => tracing::warn!("requests still hold the runtime; not waiting for them"),
+        }
+        crate::engine::observe::flush_export().await;
+        result
+    });
+    Ok(Started {
+        addr,
+        models,
+        api_keys,
+        served,
+    })
+}
+
+/// The served config: the file's text, loaded with the server's environment and flags.
+fn load(options: &ServeOptions) -> anyhow::Result<ServedConfig> {
+    let label = options.config.display().to_string();
+    let text = std::fs::read_to_string(&options.config)
+        .map_err(|e| BadInput(format!("{label}: cannot read the config file: {e}")))?;
+    let base = options
+        .config
+        .parent()
+        .unwrap_or(Path::new(""))
+        .to_path_buf();
+    let config = load_str_in(&text, &label, &base, &options.env, &options.overrides)?;
+    let model = config
+        .role_endpoints(Role::Solution)
+        .first()
+        .and_then(|e| config.endpoints.get(e))
+        .map(|e| e.model.clone())
+        .ok_or_else(|| BadInput(format!("{label}: the solution role has no endpoint")))?;
+    Ok(ServedConfig {
+        text,
+        label,
+        base,
+        env: options.env.clone(),
+        overrides: options.overrides.clone(),
+        config,
+        model,
+    })
+}
+
+/// The accepted API keys, read from the variables `serve.api_key_envs` names.
+fn api_keys(served: &ServedConfig) -> anyhow::Result<ApiKeys> {
+    let mut keys = Vec::new();
+    for name in &served.config.serve.api_key_envs {
+        match served.env.iter().rev().find(|(k, _)| k == name) {
+            Some((_, v)) if !v.is_empty() => keys.push(v.clone()),
+            _ => {
+                return Err(BadInput(format!(
+                    "{}: serve.api_key_envs names {name}, which is not set (or empty) in the \
+                     environment",
+                    served.label
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(ApiKeys(keys))
+}

@@ -1,0 +1,238 @@
+//! One long-lived runtime for every request: the model client (and the embedded simulator
+//! when the config names it), one role pool per role any method calls, and the runner's
+//! admission loop ([`Runner::run_incoming`]). Each choice of each request is one problem
+//! admitted into it, so all requests share the in-flight caps, routing, rate limits and
+//! the fair call order of the config's `[run]` section.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use tmas_actors::bank::NoopSink;
+use tmas_actors::coordinator::ProblemError;
+use tmas_actors::runner::{
+    Admission, AdmissionBounds, ProblemJob, RoleSettings, RunSummary, Runner, RunnerSettings,
+    RuntimeError, RuntimeStats,
+};
+
+use super::calls::{RequestCalls, ServeCalls};
+use crate::config::{Config, MethodConfig, MethodName, RseDedup};
+use crate::engine::endpoints::Endpoints;
+use crate::engine::method_jobs::JobFactory;
+use crate::eval::dataset::Problem;
+use crate::method::{IterationWatcher, PromptSet, TmasOutcome};
+use crate::role::Role;
+
+/// How one problem ended.
+pub type ProblemResult = Result<TmasOutcome, ProblemError>;
+
+type Waiting = Arc<Mutex<HashMap<Arc<str>, oneshot::Sender<ProblemResult>>>>;
+
+/// The runtime every request's problems run in.
+pub struct ServeRuntime {
+    jobs: mpsc::UnboundedSender<ProblemJob<TmasOutcome>>,
+    waiting: Waiting,
+    calls: Arc<ServeCalls>,
+    prompts: Arc<PromptSet>,
+    next: AtomicU64,
+    stats: RuntimeStats,
+    runner: JoinHandle<Result<RunSummary, RuntimeError>>,
+    endpoints: Endpoints,
+}
+
+/// Where an admitted problem's result arrives.
+pub struct Ticket {
+    pub result: oneshot::Receiver<ProblemResult>,
+}
+
+impl ServeRuntime {
+    /// Starts the endpoints (pointing `config`'s `embedded-sim` endpoints at the simulator
+    /// it starts) and the runtime.
+    pub async fn start(config: &mut Config, env: &[(String, String)]) -> anyhow::Result<Self> {
+        let prompts = Arc::new(
+            PromptSet::load(&config.prompt_overrides()).context("loading prompt templates")?,
+        );
+        let endpoints = Endpoints::start(config, env, None).await?;
+        let calls = Arc::new(ServeCalls::new(endpoints.client.clone()));
+        let runner = match Runner::new(settings(config), calls.clone(), Arc::new(NoopSink)) {
+            Ok(runner) => runner,
+            Err(e) => {
+                endpoints.shutdown().await;
+                return Err(e).context("starting the runtime");
+            }
+        };
+        let stats = runner.stats();
+        let (jobs, incoming) = mpsc::unbounded_channel();
+        let waiting: Waiting = Arc::default();
+        let (done_waiting, done_calls) = (waiting.clone(), calls.clone());
+        let runner = tokio::spawn(runner.run_incoming(incoming, move |report| {
+            done_calls.unregister(&report.problem);
+            let sender = done_waiting
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&report.problem);
+            if let Some(sender) = sender {
+                // The request may be gone (its client left): nobody reads the result then.
+                let _ = sender.send(report.result);
+            }
+        }));
+        Ok(Self {
+            jobs,
+            waiting,
+            calls,
+            prompts,
+            next: AtomicU64::new(0),
+            stats,
+            runner,
+            endpoints,
+        })
+    }
+
+    pub fn client(&self) -> &tmas_client::ModelClient {
+        self.calls.client()
+    }
+
+    /// The runtime's live counters (problems, calls in flight by role).
+    pub fn stats(&self) -> &RuntimeStats {
+        &self.stats
+    }
+
+    /// Problems admitted or waiting for admission.
+    pub fn problems_open(&self) -> usize {
+        self.calls.registered()
+    }
+
+    /// A fresh request id (`req-N`).
+    pub fn request_id(&self) -> String {
+        format!("req-{}", self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Admits `question` as problem `id`, run by `config`'s method, its calls under
+    /// `calls` (cancellation, budget, progress).
+    /// The problem's span is a child of `span` (the request's).
+    pub fn submit(
+        &self,
+        id: &str,
+        question: &str,
+        config: &Config,
+        calls: Arc<RequestCalls>,
+        span: &tracing::Span,
+    ) -> anyhow::Result<Ticket> {
+        let id: Arc<str> = id.into();
+        let problem = Problem {
+            id: id.to_string(),
+            question: question.to_string(),
+            answer: String::new(),
+            reference_solution: None,
+            grading_guidelines: None,
+        };
+        let watcher: Arc<dyn IterationWatcher> = calls.clone();
+        let mut job =
+            JobFactory::keeping_texts(config, self.prompts.clone()).job(&problem, Some(&watcher));
+        job.parent = Some(span.clone());
+        let (tx, rx) = oneshot::channel();
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), tx);
+        self.calls.register(id.clone(), calls);
+        if self.jobs.send(job).is_err() {
+            self.calls.unregister(&id);
+            self.waiting
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            anyhow::bail!("the runtime has stopped");
+        }
+        Ok(Ticket { result: rx })
+    }
+
+    /// Stops admitting, lets the problems admitted finish, then stops the endpoints.
+    pub async fn shutdown(self) {
+        drop(self.jobs);
+        match self.runner.await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!("the runtime ended with an error: {e}"),
+            Err(e) => tracing::warn!("the runtime's task failed: {e}"),
+        }
+        self.endpoints.shutdown().await;
+    }
+}
+
+/// The runner's settings for a server: a pool for every role any method calls (a request
+/// may ask for any method), with the config's admission and call order.
+fn settings(config: &Config) -> RunnerSettings {
+    let mut used = [false; Role::COUNT];
+    for name in MethodName::ALL {
+        for rse_dedup in [RseDedup::Jaccard, RseDedup::Embeddings] {
+            let m = MethodConfig {
+                name,
+                rse_dedup,
+                ..config.method.clone()
+            };
+            for role in m.roles() {
+                used[role.index()] = true;
+            }
+        }
+    }
+    let roles = Role::ALL
+        .into_iter()
+        .filter(|r| used[r.index()])
+        .map(|role| {
+            let workers = config
+                .role(role)
+                .pool_size
+                .unwrap_or(config.run.max_in_flight);
+            let settings =
+                RoleSettings::new(role.as_str(), Config::client_group(role), workers.max(1));
+            if role.runs_beside_previous() {
+                settings.beside_previous()
+            } else {
+                settings
+            }
+        })
+        .collect();
+    let admission = Admission::of_kind(
+        config.run.admission,
+        AdmissionBounds {
+            max_concurrent_problems: config.run.max_concurrent_problems,
+            max_active_problems: config.run.effective_max_active_problems(),
+            target_in_flight: config.run.max_in_flight,
+        },
+    );
+    let mut settings = RunnerSettings::new(roles)
+        .with_admission(admission)
+        .with_priority(config.run.call_priority)
+        .with_iterations(config.method.iterations);
+    settings.trace_content = config.observability.trace_content;
+    settings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_has_a_pool_for_every_role_of_every_method_and_no_judge() {
+        let s = settings(&Config::default());
+        let labels: Vec<&str> = s.roles.iter().map(|r| &*r.role).collect();
+        assert_eq!(
+            labels,
+            [
+                "solution",
+                "verification",
+                "summary",
+                "experience",
+                "guideline",
+                "critique",
+                "extraction",
+                "embedding"
+            ]
+        );
+        s.validate().expect("valid runner settings");
+    }
+}
