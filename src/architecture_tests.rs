@@ -3,7 +3,7 @@
 //!
 //! The layers, lowest first (a module may use its own layer and those below):
 //! `role` → `resources` → `sim` → `config` → `method` → `eval` → `record` → `store` →
-//! `engine` → `serve` → `bench`, `rl` → `cli`. The runtime (`tmas-actors`) and `tmas-observability` are other
+//! `engine` → `serve` → `bench`, `rl`, `view` → `cli`. The runtime (`tmas-actors`) and `tmas-observability` are other
 //! crates below all of them, so they cannot import this one at all.
 //!
 //! Paths are read from the code with comments removed: every `crate::…` path, every
@@ -33,7 +33,8 @@ const LAYERS: &[&[&str]] = &[
     // `tmas serve` runs requests on the engine's endpoints and method jobs; a benchmark
     // may measure it.
     &["serve"],
-    &["bench", "rl"],
+    // `view` reads stores and the engine's accounting; it runs no model call.
+    &["bench", "rl", "view"],
     &["cli"],
 ];
 

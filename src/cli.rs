@@ -24,6 +24,7 @@ pub(crate) mod run;
 pub(crate) mod select_hard;
 pub(crate) mod serve;
 pub(crate) mod sim_server;
+pub(crate) mod view;
 pub(crate) mod vocabulary;
 /// Runs TMAS and related test-time-compute methods against OpenAI-compatible endpoints.
 #[derive(Debug, Parser)]
@@ -50,6 +51,9 @@ pub enum Command {
     Experiment(experiment::Args),
     /// Print a finished run's Pass@1 table and write its chart (PNG and SVG).
     Report(report::Args),
+    /// Browse runs, experiments and their problems, candidates, banks and calls in a
+    /// browser (read-only, loopback by default, live while a run goes on).
+    View(view::Args),
     /// Export a run's store: JSONL (one line per problem) or the Pass@1 table as CSV.
     Export(export::Args),
     /// Join the shard runs of one run (`tmas run --shard I/N`) into one run directory.
@@ -116,6 +120,7 @@ pub fn main() -> ExitCode {
                 stop_quietly_on_closed_stdout();
                 report::run(args).await
             }
+            Command::View(args) => view::run(args).await,
             Command::Export(args) => export::run(args).await,
             Command::Merge(args) => merge::run(args).await,
             Command::Judge(args) => judge::run(args).await,

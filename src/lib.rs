@@ -47,6 +47,7 @@ pub mod serve;
 pub mod sim;
 pub mod store;
 pub mod text;
+pub mod view;
 
 #[cfg(test)]
 mod architecture_tests;

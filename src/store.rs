@@ -12,13 +12,15 @@
 //! - [`read`]: queries; [`executor`]: the replaying/recording call executor;
 //!   [`sink`]: bank versions (into the store and, through [`bank_files`], the run
 //!   directory's `banks/` JSON files); [`resume`]: which config changes a resume accepts;
-//!   [`export`]: `tmas export`.
+//!   [`export`]: `tmas export`; [`browse`]: the pages of `tmas view` (small, bounded
+//!   queries).
 //!
 //! Writes go through one thread that owns the read-write connection, so the async
 //! runtime never blocks on SQLite and transactions never interleave. Reads (replay
 //! lookups) use a second connection; WAL lets them run while the writer commits.
 
 pub mod bank_files;
+pub mod browse;
 mod by_allocation;
 pub mod chunks;
 pub(crate) mod executor;

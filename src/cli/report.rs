@@ -10,7 +10,7 @@ use anyhow::Context;
 use crate::engine::accounting::Accounting;
 use crate::engine::run_dir::{ProblemRecord, RunDir, write_atomic};
 use crate::eval::analyses::{Analyses, ProblemRun};
-use crate::eval::chart::{ChartError, Series, n_label, write_line_chart, write_pass_at_1_chart};
+use crate::eval::chart::{ChartError, Series, write_line_chart, write_pass_at_1_chart};
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
 use crate::store::export::{stored_table, unfinished_problems};
 use crate::store::{DB_FILE, StoreReader};
@@ -74,25 +74,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
         _ => title,
     };
-    // An iteration no problem has finished has no point.
-    let rows: Vec<_> = table.rows.iter().filter(|r| r.problems > 0).collect();
-    let series = [Series {
-        label: format!(
-            "{} ({} problems)",
-            method_label(&dir),
-            n_label(rows.iter().map(|r| r.problems))
-        ),
-        points: rows
-            .iter()
-            .map(|r| (r.iteration as u32, r.pass_at_1))
-            .collect(),
-        intervals: rows
-            .iter()
-            .filter_map(|r| Some((r.iteration as u32, r.interval_95()?)))
-            .collect(),
-        reference: None,
-    }];
-    if rows.is_empty() {
+    let series = [Series::of_table(&table, &method_label(&dir))];
+    if series[0].points.is_empty() {
         // Nothing to draw yet (a run interrupted, or still in, its first iteration): the
         // table above says so; a chart without a point would be an empty frame.
         println!("chart: none yet: no problem has finished an iteration");

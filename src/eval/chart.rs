@@ -34,6 +34,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{FontStyle, register_font};
 
 pub use super::interval::Interval;
+use super::pass_at_1::PassAt1Table;
 
 mod style;
 mod text;
@@ -74,6 +75,30 @@ impl Series {
             label: label.into(),
             points,
             ..Self::default()
+        }
+    }
+}
+
+impl Series {
+    /// A run's Pass@1 table as one series labelled "METHOD (n = … problems)": its
+    /// iterations that some problem finished, with their intervals.
+    pub fn of_table(table: &PassAt1Table, method: &str) -> Self {
+        // An iteration no problem has finished has no point.
+        let rows: Vec<_> = table.rows.iter().filter(|r| r.problems > 0).collect();
+        Self {
+            label: format!(
+                "{method} ({} problems)",
+                n_label(rows.iter().map(|r| r.problems))
+            ),
+            points: rows
+                .iter()
+                .map(|r| (r.iteration as u32, r.pass_at_1))
+                .collect(),
+            intervals: rows
+                .iter()
+                .filter_map(|r| Some((r.iteration as u32, r.interval_95()?)))
+                .collect(),
+            reference: None,
         }
     }
 }
@@ -221,6 +246,24 @@ pub fn write_line_chart(
 ) -> Result<(), ChartError> {
     let prepared = prepare_axis(series, y)?;
     render(title, &prepared, &ITERATION_AXIS, png_path, svg_path)
+}
+
+/// Pass@1 (in %) against iteration as SVG text: the drawing [`write_pass_at_1_chart`]
+/// writes to its SVG file, for a page that embeds it (plotters escapes its texts).
+pub fn pass_at_1_svg(title: &str, series: &[Series]) -> Result<String, ChartError> {
+    let prepared = prepare_axis(series, &YAxis::pass_at_1())?;
+    embedded_font()?;
+    let render_err = |e: String| ChartError::Render {
+        path: PathBuf::from("(SVG text)"),
+        message: e,
+    };
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, CHART_SIZE).into_drawing_area();
+        draw(&root, title, &prepared, &ITERATION_AXIS).map_err(|e| render_err(e.to_string()))?;
+        root.present().map_err(|e| render_err(e.to_string()))?;
+    }
+    Ok(out)
 }
 
 /// One line of a chart whose x axis is a quantity (cumulative tokens, a swept parameter).

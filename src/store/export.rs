@@ -111,7 +111,7 @@ pub fn unfinished_problems(reader: &StoreReader) -> anyhow::Result<(Vec<String>,
     Ok((unfinished, problems.len()))
 }
 
-fn stored_iterations(reader: &StoreReader) -> anyhow::Result<usize> {
+pub fn stored_iterations(reader: &StoreReader) -> anyhow::Result<usize> {
     let text = reader
         .meta(META_ITERATIONS)?
         .context("the run store has no `iterations` entry in meta")?;
@@ -174,13 +174,13 @@ pub fn write_jsonl(
 
 /// The per-iteration Pass@1 table of the whole store, each row over the problems that
 /// finished its iteration, with the calls lost per iteration; one record in memory at a
-/// time.
+/// time, read without its texts (the table needs only the verdicts).
 pub fn stored_table(reader: &StoreReader) -> anyhow::Result<PassAt1Table> {
     let problems = reader.problems()?;
     let iterations = stored_iterations(reader)?;
     let records = problems.iter().filter_map(|p| {
         reader
-            .done_record(&p.problem_id)
+            .done_record_without_texts(&p.problem_id)
             .map_err(anyhow::Error::from)
             .transpose()
     });

@@ -317,6 +317,29 @@ impl StoreReader {
             .transpose()
     }
 
+    /// The judged record of one problem if it is `done`, without the texts the store
+    /// keeps in `calls` (solutions, verification texts and summaries read as `None` in a
+    /// store of schema version 4; older stores' records are whole): for tables of scores
+    /// and verdicts, which then skip reading every reply of the problem.
+    pub fn done_record_without_texts(
+        &self,
+        problem_id: &str,
+    ) -> Result<Option<ProblemRecord>, StoreError> {
+        let row = self
+            .conn
+            .prepare_cached(
+                "SELECT record_json FROM problems \
+                 WHERE problem_id = ?1 AND status = 'done' AND record_json IS NOT NULL",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row([problem_id], |r| r.get::<_, String>(0))
+                    .optional()
+            })
+            .map_err(|e| self.err("reading a problem record", e))?;
+        row.map(|text| self.parse_record(problem_id, &text, None))
+            .transpose()
+    }
+
     /// A stored record, with the texts `record_texts` names put back from the calls.
     fn parse_record(
         &self,

@@ -1,0 +1,83 @@
+//! `tmas view [DIR…] [--addr 127.0.0.1:PORT]`: a read-only browser over run directories,
+//! experiment directories and folders of them (`crate::view`); `--out DIR` writes one
+//! run's pages as a static folder instead of serving them.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::view::{Viewer, is_loopback};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Run directories, experiment directories or folders holding them (default: the
+    /// current directory).
+    #[arg(value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Address to listen on (port 0 picks a free port; the chosen address is printed).
+    /// The default is reachable from this machine only.
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    pub addr: SocketAddr,
+    /// Write the run's pages as a static folder here (created; it must be new or
+    /// empty) instead of serving them: one run directory only.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let dirs = if args.dirs.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.dirs.clone()
+    };
+    let viewer = Viewer::open(&dirs)?;
+    if let Some(out) = args.out {
+        let written = tokio::task::block_in_place(|| viewer.export(&out))?;
+        println!(
+            "wrote {} to {} (open {})",
+            crate::text::count(written.pages as u64, "page"),
+            out.display(),
+            out.join("index.html").display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.addr))?;
+    let local = listener.local_addr().context("reading the bound address")?;
+    let reach = if is_loopback(&local) {
+        "loopback only: reachable from this machine alone"
+    } else {
+        "NOT loopback: anyone who reaches this address can read these runs"
+    };
+    println!(
+        "tmas view: http://{local}/ ({reach}; {}, read-only; Ctrl-C stops)",
+        crate::text::count(viewer.runs() as u64, "run")
+    );
+    // A test or script reads the address from the first line as soon as it is there.
+    let _ = std::io::stdout().flush();
+    viewer.serve(listener, shutdown_signal()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// SIGINT or SIGTERM: stop serving.
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!("cannot watch SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}

@@ -1,0 +1,486 @@
+//! Read-only queries behind `tmas view`'s pages. Each one is bounded: it reads one
+//! problem's rows (by primary key), one candidate's calls (a range of `calls.call_key`),
+//! a page of calls (a range of `calls.rowid`), or the small per-candidate tables; none
+//! reads every call's text. Each statement is its own short read transaction, so a run
+//! writing the store is never held up.
+
+use rusqlite::{OptionalExtension, params};
+use serde::Deserialize;
+use serde::de::IntoDeserializer;
+
+use super::StoreError;
+use super::read::StoreReader;
+use crate::method::result::{Branch, CandidateStatus, VerificationStatus};
+
+/// Changes whenever something is committed that a page shows: the last call's rowid,
+/// the problems' latest update and the number of bank versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ChangeToken {
+    pub last_call: i64,
+    pub problems_updated: i64,
+    pub bank_versions: i64,
+}
+
+/// A judged candidate's score (one `judge_verdicts` row, without its texts).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerdictScore {
+    pub problem_id: String,
+    pub iteration: u32,
+    pub candidate: u32,
+    pub score: f64,
+}
+
+/// Which way a stored candidate went and whether its solution call failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateMark {
+    pub problem_id: String,
+    pub iteration: u32,
+    pub branch: Branch,
+    pub status: CandidateStatus,
+}
+
+/// How the judge saw one candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerdictView {
+    pub answer: Option<String>,
+    /// The rule check's verdict as stored (`equivalent`, `not_equivalent`, …).
+    pub rule_outcome: String,
+    /// One entry per judge repeat (`null`: unparseable), as stored.
+    pub llm_json: String,
+    pub score: f64,
+    pub undecided: bool,
+    pub disagreement: bool,
+}
+
+/// One stored candidate of a judged problem, with its summary and verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateView {
+    pub iteration: u32,
+    pub candidate: u32,
+    pub branch: Branch,
+    /// The solution prompt it got (`fresh`, `refine`, `explore`).
+    pub mode: String,
+    pub status: CandidateStatus,
+    pub scores: Vec<f64>,
+    pub average_score: Option<f64>,
+    pub fully_verified: bool,
+    pub summary: Option<String>,
+    pub verdict: Option<VerdictView>,
+}
+
+/// One of a candidate's M verification slots.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerificationView {
+    pub idx: u32,
+    pub status: VerificationStatus,
+    pub score: Option<f64>,
+    pub attempts: u32,
+    pub text: Option<String>,
+}
+
+/// A stored call without its texts (a row of the calls table).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallSummary {
+    pub rowid: i64,
+    pub call_key: String,
+    pub problem_id: String,
+    pub iteration: u32,
+    pub role: String,
+    pub candidate: Option<u32>,
+    pub idx: Option<u32>,
+    pub attempt: u32,
+    pub ok: bool,
+    pub prompt_tokens: Option<i64>,
+    pub completion_tokens: Option<i64>,
+    pub latency_ms: Option<i64>,
+    pub endpoint: Option<String>,
+    /// HTTP attempts of the client (retries + 1).
+    pub attempts: Option<i64>,
+    pub finish_reason: Option<String>,
+    pub error_kind: Option<String>,
+    pub error_message: Option<String>,
+    pub completed_at_ms: i64,
+}
+
+/// A stored call's texts: its prompt's id, the reply and the reasoning text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallTexts {
+    pub prompt_id: String,
+    pub content: Option<String>,
+    pub reasoning: Option<String>,
+}
+
+/// Which calls a page of the calls table shows (`None`: any).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallFilter {
+    /// A role's stored name ([`crate::role::Role::as_str`]).
+    pub role: Option<&'static str>,
+    pub ok: Option<bool>,
+    pub endpoint: Option<String>,
+    pub problem_id: Option<String>,
+}
+
+const CALL_COLUMNS: &str = "rowid, call_key, problem_id, iteration, role, candidate, idx, \
+     attempt, ok, prompt_tokens, completion_tokens, latency_ms, endpoint, attempts, \
+     finish_reason, error_kind, error_message, completed_at_ms";
+
+fn call_summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<CallSummary> {
+    Ok(CallSummary {
+        rowid: r.get(0)?,
+        call_key: r.get(1)?,
+        problem_id: r.get(2)?,
+        iteration: r.get(3)?,
+        role: r.get(4)?,
+        candidate: r.get(5)?,
+        idx: r.get(6)?,
+        attempt: r.get(7)?,
+        ok: r.get(8)?,
+        prompt_tokens: r.get(9)?,
+        completion_tokens: r.get(10)?,
+        latency_ms: r.get(11)?,
+        endpoint: r.get(12)?,
+        attempts: r.get(13)?,
+        finish_reason: r.get(14)?,
+        error_kind: r.get(15)?,
+        error_message: r.get(16)?,
+        completed_at_ms: r.get(17)?,
+    })
+}
+
+/// A stored enum name (`explore`, `complete`, …) read as the type it was written from.
+fn stored_name<T: for<'de> Deserialize<'de>>(column: usize, text: String) -> rusqlite::Result<T> {
+    let de: serde::de::value::StringDeserializer<serde::de::value::Error> =
+        text.into_deserializer();
+    T::deserialize(de).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+/// The first and last-plus-one `call_key` of the calls of `problem`'s iteration `t`
+/// (`PROBLEM/itT/…`): a range of the key's index.
+fn iteration_key_range(problem: &str, t: u32) -> (String, String) {
+    // '0' is the character after '/', so every key starting with the prefix sorts
+    // before the prefix with its '/' replaced by '0'.
+    (format!("{problem}/it{t}/"), format!("{problem}/it{t}0"))
+}
+
+impl StoreReader {
+    /// See [`ChangeToken`]; three lookups that read an index's end or a small table.
+    pub fn change_token(&self) -> Result<ChangeToken, StoreError> {
+        let what = "reading the store's change token";
+        let conn = self.connection();
+        let last_call = conn
+            .query_row("SELECT COALESCE(MAX(rowid), 0) FROM calls", [], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.sql_error(what, e))?;
+        let problems_updated = conn
+            .query_row(
+                "SELECT COALESCE(MAX(updated_at_ms), 0) + COUNT(*) FROM problems",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sql_error(what, e))?;
+        let bank_versions = conn
+            .query_row("SELECT COUNT(*) FROM bank_versions", [], |r| r.get(0))
+            .map_err(|e| self.sql_error(what, e))?;
+        Ok(ChangeToken {
+            last_call,
+            problems_updated,
+            bank_versions,
+        })
+    }
+
+    /// Every judged candidate's score (one small row per candidate of a judged problem).
+    pub fn verdict_scores(&self) -> Result<Vec<VerdictScore>, StoreError> {
+        let what = "reading judge scores";
+        let mut stmt = self
+            .conn()
+            .prepare("SELECT problem_id, iteration, candidate, score FROM judge_verdicts")
+            .map_err(|e| self.sql_error(what, e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(VerdictScore {
+                    problem_id: r.get(0)?,
+                    iteration: r.get(1)?,
+                    candidate: r.get(2)?,
+                    score: r.get(3)?,
+                })
+            })
+            .map_err(|e| self.sql_error(what, e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.sql_error(what, e))
+    }
+
+    /// Every stored candidate's branch and status.
+    pub fn candidate_marks(&self) -> Result<Vec<CandidateMark>, StoreError> {
+        let what = "reading candidates";
+        let mut stmt = self
+            .conn()
+            .prepare("SELECT problem_id, iteration, branch, status FROM candidates")
+            .map_err(|e| self.sql_error(what, e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(CandidateMark {
+                    problem_id: r.get(0)?,
+                    iteration: r.get(1)?,
+                    branch: stored_name(2, r.get(2)?)?,
+                    status: stored_name(3, r.get(3)?)?,
+                })
+            })
+            .map_err(|e| self.sql_error(what, e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.sql_error(what, e))
+    }
+
+    /// The stored candidates of one judged problem, by iteration and candidate.
+    pub fn problem_candidates(&self, problem: &str) -> Result<Vec<CandidateView>, StoreError> {
+        let what = "reading a problem's candidates";
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT c.iteration, c.candidate, c.branch, c.mode, c.status, c.scores_json, \
+                 c.average_score, c.fully_verified, s.text, j.answer, j.rule_outcome, \
+                 j.llm_json, j.score, j.undecided, j.disagreement \
+                 FROM candidates c \
+                 LEFT JOIN summaries s ON s.problem_id = c.problem_id \
+                   AND s.iteration = c.iteration AND s.candidate = c.candidate \
+                 LEFT JOIN judge_verdicts j ON j.problem_id = c.problem_id \
+                   AND j.iteration = c.iteration AND j.candidate = c.candidate \
+                 WHERE c.problem_id = ?1 ORDER BY c.iteration, c.candidate",
+            )
+            .map_err(|e| self.sql_error(what, e))?;
+        let rows = stmt
+            .query_map([problem], |r| {
+                let scores: String = r.get(5)?;
+                let scores: Vec<f64> = serde_json::from_str(&scores).map_err(|e| {
+                    rusqlite::Error::FromSqlConversionFailure(
+                        5,
+                        rusqlite::types::Type::Text,
+                        Box::new(e),
+                    )
+                })?;
+                let verdict = match r.get::<_, Option<String>>(10)? {
+                    Some(rule_outcome) => Some(VerdictView {
+                        answer: r.get(9)?,
+                        rule_outcome,
+                        llm_json: r.get(11)?,
+                        score: r.get(12)?,
+                        undecided: r.get(13)?,
+                        disagreement: r.get(14)?,
+                    }),
+                    None => None,
+                };
+                Ok(CandidateView {
+                    iteration: r.get(0)?,
+                    candidate: r.get(1)?,
+                    branch: stored_name(2, r.get(2)?)?,
+                    mode: r.get(3)?,
+                    status: stored_name(4, r.get(4)?)?,
+                    scores,
+                    average_score: r.get(6)?,
+                    fully_verified: r.get(7)?,
+                    summary: r.get(8)?,
+                    verdict,
+                })
+            })
+            .map_err(|e| self.sql_error(what, e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.sql_error(what, e))
+    }
+
+    /// The M verification slots of one candidate, with their texts.
+    pub fn candidate_verifications(
+        &self,
+        problem: &str,
+        iteration: u32,
+        candidate: u32,
+    ) -> Result<Vec<VerificationView>, StoreError> {
+        let what = "reading a candidate's verifications";
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT idx, status, score, attempts, text FROM verifications \
+                 WHERE problem_id = ?1 AND iteration = ?2 AND candidate = ?3 ORDER BY idx",
+            )
+            .map_err(|e| self.sql_error(what, e))?;
+        let rows = stmt
+            .query_map(params![problem, iteration, candidate], |r| {
+                Ok(VerificationView {
+                    idx: r.get(0)?,
+                    status: stored_name(1, r.get(1)?)?,
+                    score: r.get(2)?,
+                    attempts: r.get(3)?,
+                    text: r.get(4)?,
+                })
+            })
+            .map_err(|e| self.sql_error(what, e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.sql_error(what, e))
+    }
+
+    /// The calls of `problem`'s iteration `iteration` (all of them, or one candidate's),
+    /// in key order: a range of the key's index, not a scan of the table.
+    pub fn iteration_calls(
+        &self,
+        problem: &str,
+        iteration: u32,
+        candidate: Option<u32>,
+    ) -> Result<Vec<CallSummary>, StoreError> {
+        let what = "reading an iteration's calls";
+        let (from, to) = iteration_key_range(problem, iteration);
+        let mut stmt = self
+            .conn()
+            .prepare_cached(&format!(
+                "SELECT {CALL_COLUMNS} FROM calls WHERE call_key >= ?1 AND call_key < ?2 \
+                 AND problem_id = ?3 AND iteration = ?4 \
+                 AND (?5 IS NULL OR candidate = ?5) ORDER BY call_key"
+            ))
+            .map_err(|e| self.sql_error(what, e))?;
+        let rows = stmt
+            .query_map(
+                params![from, to, problem, iteration, candidate],
+                call_summary,
+            )
+            .map_err(|e| self.sql_error(what, e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.sql_error(what, e))
+    }
+
+    /// One call by key, with its texts.
+    pub fn call_with_texts(
+        &self,
+        key: &str,
+    ) -> Result<Option<(CallSummary, CallTexts)>, StoreError> {
+        self.connection()
+            .prepare_cached(&format!(
+                "SELECT {CALL_COLUMNS}, prompt_id, content, reasoning FROM calls \
+                 WHERE call_key = ?1"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_row([key], |r| {
+                    Ok((
+                        call_summary(r)?,
+                        CallTexts {
+                            prompt_id: r.get(18)?,
+                            content: r.get(19)?,
+                            reasoning: r.get(20)?,
+                        },
+                    ))
+                })
+                .optional()
+            })
+            .map_err(|e| self.sql_error("reading a call", e))
+    }
+
+    /// Up to `limit` calls after rowid `after` that pass `filter`, in the order they were
+    /// stored. A page reads rows from `after` on until it has `limit` of them.
+    pub fn calls_page(
+        &self,
+        filter: &CallFilter,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<CallSummary>, StoreError> {
+        let what = "listing calls";
+        let mut stmt = self
+            .conn()
+            .prepare_cached(&format!(
+                "SELECT {CALL_COLUMNS} FROM calls WHERE rowid > ?1 \
+                 AND (?2 IS NULL OR role = ?2) AND (?3 IS NULL OR ok = ?3) \
+                 AND (?4 IS NULL OR endpoint = ?4) AND (?5 IS NULL OR problem_id = ?5) \
+                 ORDER BY rowid LIMIT ?6"
+            ))
+            .map_err(|e| self.sql_error(what, e))?;
+        let rows = stmt
+            .query_map(
+                params![
+                    after,
+                    filter.role,
+                    filter.ok,
+                    filter.endpoint,
+                    filter.problem_id,
+                    limit as i64
+                ],
+                call_summary,
+            )
+            .map_err(|e| self.sql_error(what, e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.sql_error(what, e))
+    }
+
+    /// (rowid, problem, iteration) of up to `limit` calls stored after rowid `after`: what
+    /// a live view reads to follow a run's progress without reading a call twice.
+    pub fn call_progress_since(
+        &self,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, String, u32)>, StoreError> {
+        let what = "reading new calls";
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT rowid, problem_id, iteration FROM calls WHERE rowid > ?1 \
+                 ORDER BY rowid LIMIT ?2",
+            )
+            .map_err(|e| self.sql_error(what, e))?;
+        let rows = stmt
+            .query_map(params![after, limit as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(|e| self.sql_error(what, e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.sql_error(what, e))
+    }
+
+    /// Problems per status (`pending`, `done`, `failed`).
+    pub fn problem_status_counts(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let what = "counting problems";
+        let mut stmt = self
+            .conn()
+            .prepare_cached("SELECT status, COUNT(*) FROM problems GROUP BY status ORDER BY status")
+            .map_err(|e| self.sql_error(what, e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64)))
+            .map_err(|e| self.sql_error(what, e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.sql_error(what, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_iteration_key_range_holds_exactly_that_iterations_keys() {
+        let (from, to) = iteration_key_range("p/1", 2);
+        let inside = ["p/1/it2/solution/c0/a0", "p/1/it2/judge/c7/v1/a0"];
+        let outside = [
+            "p/1/it20/solution/c0/a0",
+            "p/1/it1/x",
+            "p/1/it3/",
+            "p/10/it2/x",
+        ];
+        for key in inside {
+            assert!(
+                from.as_str() <= key && key < to.as_str(),
+                "{key} should be inside"
+            );
+        }
+        for key in outside {
+            assert!(
+                !(from.as_str() <= key && key < to.as_str()),
+                "{key} should be outside"
+            );
+        }
+    }
+
+    #[test]
+    fn a_stored_name_reads_as_its_type_and_an_unknown_one_is_an_error() {
+        assert_eq!(
+            stored_name::<Branch>(0, "explore".into()).unwrap(),
+            Branch::Explore
+        );
+        assert!(stored_name::<Branch>(0, "sideways".into()).is_err());
+    }
+}

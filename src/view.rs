@@ -1,0 +1,85 @@
+//! `tmas view`: a read-only browser over run and experiment directories, served by axum
+//! as server-rendered HTML (askama templates in `view/templates/`, embedded in the
+//! binary), or written as a static folder of one run's pages.
+//!
+//! - [`catalog`]: which runs the given directories hold, and their link-safe names;
+//! - `run`: one run's read-only store, its cached run-wide figures, its live progress;
+//! - `paths`: a run's page names; `pages`: each page from the store; `reply`: a reply's
+//!   think block apart;
+//! - `server`: the routes; `export`: the static folder.
+//!
+//! It never writes a store and never sends a model call: every read is a short
+//! read-only transaction on a connection of its own, beside the run's writer (WAL).
+
+pub mod catalog;
+mod export;
+mod pages;
+mod paths;
+mod reply;
+mod run;
+mod server;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use export::Written;
+pub use run::LiveStatus;
+
+/// The runs in `dirs`, ready to serve or export.
+pub struct Viewer {
+    catalog: Arc<server::Catalog>,
+}
+
+impl Viewer {
+    pub fn open(dirs: &[PathBuf]) -> anyhow::Result<Self> {
+        let entries = catalog::discover(dirs)?;
+        Ok(Self {
+            catalog: Arc::new(server::Catalog::new(
+                entries.into_iter().map(run::Run::new).collect(),
+            )),
+        })
+    }
+
+    /// How many runs were found.
+    pub fn runs(&self) -> usize {
+        self.catalog.runs.len()
+    }
+
+    /// Serves the pages on `listener` until `shutdown` completes.
+    pub async fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        axum::serve(listener, server::router(self.catalog.clone()))
+            .with_graceful_shutdown(shutdown)
+            .await?;
+        Ok(())
+    }
+
+    /// Writes the only run's pages into `out` (a new or empty directory).
+    pub fn export(&self, out: &Path) -> anyhow::Result<Written> {
+        match self.catalog.runs.as_slice() {
+            [run] => export::write_static(run, out),
+            runs => Err(crate::config::BadInput(format!(
+                "a static export holds one run, and the directories given hold {} ({}); \
+                 give one run directory",
+                runs.len(),
+                crate::text::name_first(
+                    &runs
+                        .iter()
+                        .map(|r| r.entry.label.clone())
+                        .collect::<Vec<_>>(),
+                    5
+                )
+            ))
+            .into()),
+        }
+    }
+}
+
+/// Whether `addr` is reachable from this machine only.
+pub fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
