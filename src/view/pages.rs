@@ -700,7 +700,15 @@ pub fn candidate_page(
             .problem_candidates(&id)?
             .into_iter()
             .find(|c| c.iteration == iteration && c.candidate == candidate);
-        let summaries = r.iteration_calls(&id, iteration, Some(candidate))?;
+        let mut summaries = r.iteration_calls(&id, iteration, Some(candidate))?;
+        // In the order the method makes them: solution, verifications, summary, judge.
+        summaries.sort_by_key(|c| {
+            (
+                Role::from_label(&c.role).map_or(usize::MAX, Role::index),
+                c.idx,
+                c.attempt,
+            )
+        });
         let mut seen_prompts: BTreeSet<String> = BTreeSet::new();
         let mut calls = Vec::new();
         for c in summaries {

@@ -53,3 +53,5 @@ mod sim_throughput;
 mod store_errors;
 mod store_versions;
 mod verl_hybrid;
+mod view_browser;
+mod view_pages;

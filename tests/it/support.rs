@@ -12,6 +12,7 @@
 //! - [`python`]: a Python interpreter with given modules, or a loud skip.
 //! - [`rl`]: a small demo run and `tmas rl-serve` on loopback, for the Hybrid-RL tests.
 //! - [`store_v3`]: run stores as the version-3 and version-4 store schemas left them.
+//! - [`view`]: `tmas view` as a child process, raw GETs, headless Chromium.
 
 pub mod cli;
 pub mod engine;
@@ -21,3 +22,4 @@ pub mod rl;
 pub mod serve;
 pub mod sim;
 pub mod store_v3;
+pub mod view;

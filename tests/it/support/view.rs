@@ -1,0 +1,175 @@
+//! `tmas view` as a child process over 127.0.0.1, raw GETs against it, and headless
+//! Chromium driven from the command line (`--dump-dom`, `--screenshot`).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::cli::{command, path_arg};
+
+/// A `tmas view` child process; killed when dropped.
+pub struct Viewer {
+    pub child: Child,
+    /// `http://127.0.0.1:PORT/`
+    pub root: String,
+}
+
+impl Viewer {
+    /// `tmas view DIR… --addr 127.0.0.1:0`, once it printed its address.
+    pub fn start(dirs: &[&Path]) -> Viewer {
+        let mut args = vec!["view", "--addr", "127.0.0.1:0"];
+        args.extend(dirs.iter().map(|d| path_arg(d)));
+        let mut child = command(&args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("tmas view starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let root = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://127.0.0.1:"))
+            .unwrap_or_else(|| panic!("no loopback address in `{line}`"))
+            .to_string();
+        assert!(line.contains("loopback only"), "{line}");
+        Viewer { child, root }
+    }
+
+    /// (status, body) of GET `path` (sent as written: nothing is normalised).
+    pub fn get(&self, path: &str) -> (u16, String) {
+        raw_get(&self.root, path)
+    }
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// (status, body) of `GET path` on the server at `root`, the path sent byte for byte.
+pub fn raw_get(root: &str, path: &str) -> (u16, String) {
+    let host = root
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let mut stream = TcpStream::connect(&host).expect("the viewer accepts");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout set");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n"
+    )
+    .expect("request sent");
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).expect("response read");
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {text:.200}"));
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, b)| b.to_string());
+    (status, body)
+}
+
+/// The environment variable that makes a missing Chromium a failure, not a skip (set by
+/// `.ci/run`, which installs it).
+pub const BROWSER_REQUIRED: &str = "TMAS_BROWSER_TESTS";
+
+/// Debian's Chromium, or `None` after saying loudly that the browser tests are skipped
+/// (a panic instead when [`BROWSER_REQUIRED`] is `required`).
+pub fn chromium() -> Option<PathBuf> {
+    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file());
+    if found.is_none() {
+        let required = std::env::var(BROWSER_REQUIRED).is_ok_and(|v| v == "required");
+        assert!(
+            !required,
+            "{BROWSER_REQUIRED}=required but Chromium is not installed (apt-get install chromium)"
+        );
+        eprintln!(
+            "\n**************************************************************\n\
+             SKIPPED: browser tests of tmas view need Chromium\n\
+             (apt-get install -y chromium; .ci/run installs it and sets\n\
+             {BROWSER_REQUIRED}=required)\n\
+             **************************************************************\n"
+        );
+    }
+    found
+}
+
+/// Headless Chromium with the flags a closed network and a root user need, and a
+/// fresh profile.
+fn browser(chromium: &Path, profile: &Path) -> Command {
+    let mut cmd = Command::new(chromium);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .stdin(Stdio::null())
+    .stderr(Stdio::null());
+    cmd
+}
+
+/// The DOM of `url` after its scripts ran for `budget_ms` of virtual time.
+pub fn dump_dom(chromium: &Path, url: &str, budget_ms: u64) -> String {
+    let profile = tempfile::tempdir().expect("profile dir");
+    let out = browser(chromium, profile.path())
+        .arg(format!("--virtual-time-budget={budget_ms}"))
+        .arg("--dump-dom")
+        .arg(url)
+        .output()
+        .expect("chromium runs");
+    assert!(
+        out.status.success(),
+        "chromium failed on {url}: {:?}",
+        out.status
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A screenshot of `url` (1280 × `height`) written to `png`.
+pub fn screenshot(chromium: &Path, url: &str, png: &Path, height: u32) {
+    let profile = tempfile::tempdir().expect("profile dir");
+    let out = browser(chromium, profile.path())
+        .arg("--virtual-time-budget=3000")
+        .arg(format!("--window-size=1280,{height}"))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(url)
+        .output()
+        .expect("chromium runs");
+    assert!(
+        out.status.success() && png.is_file(),
+        "chromium took no screenshot of {url}: {:?}",
+        out.status
+    );
+}
+
+/// Where a test keeps its artefacts: `target/view-screenshots/`.
+pub fn artefacts() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| super::cli::repo().join("target"));
+    let dir = target.join("view-screenshots");
+    std::fs::create_dir_all(&dir).expect("artefact dir");
+    dir
+}

@@ -1,0 +1,110 @@
+//! `tmas view` in headless Chromium: the pages a reader walks through show the store's
+//! texts, a script in a reply stays text (the page's title is untouched), and the run
+//! page of a run in progress follows it (its poll raises the iteration count). A
+//! screenshot of every page is kept in `target/view-screenshots/`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::support::cli::{spawn_fresh, stored_calls, write_config};
+use crate::support::view::{Viewer, artefacts, chromium, dump_dom, screenshot};
+use crate::view_pages::{SCRIPT, finished_run};
+
+/// The number in the element with id `id` of a dumped DOM.
+fn number_in(dom: &str, id: &str) -> u64 {
+    let marker = format!("id=\"{id}\">");
+    let at = dom
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no #{id} in the page"))
+        + marker.len();
+    dom[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or_else(|_| panic!("#{id} holds no number"))
+}
+
+#[test]
+fn the_browser_shows_a_runs_pages_with_a_script_reply_as_text() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let run = finished_run(dir.path());
+    let view = Viewer::start(&[&run, &run]);
+    let url = |page: &str| format!("{}{page}", view.root);
+
+    let candidate = dump_dom(&chromium, &url("r/run/p0-t0-c0.html"), 1000);
+    let as_text = SCRIPT.replace('<', "&lt;").replace('>', "&gt;");
+    assert!(
+        candidate.contains(&as_text),
+        "the reply's script shows as text"
+    );
+    assert!(
+        !candidate.contains("<title>PWNED</title>"),
+        "the reply's script ran"
+    );
+    assert!(
+        candidate.contains("weighing the cases"),
+        "the think block is on the page"
+    );
+
+    let problem = dump_dom(&chromium, &url("r/run/p0.html"), 1000);
+    assert!(
+        problem.contains("iteration 1"),
+        "the problem's iterations are listed"
+    );
+    let banks = dump_dom(&chromium, &url("r/run/p0-banks.html"), 1000);
+    assert!(banks.contains("experience bank") && banks.contains("guideline bank"));
+
+    let shots = artefacts();
+    for (page, name, height) in [
+        ("", "runs", 500),
+        ("r/run/", "run", 1400),
+        ("r/run/problems.html", "problems", 500),
+        ("r/run/p0.html", "problem", 900),
+        ("r/run/p0-t0-c0.html", "candidate", 900),
+        ("r/run/p0-banks.html", "banks", 700),
+        ("r/run/calls.html", "calls", 700),
+        ("compare.html?a=run&b=run-2", "compare", 500),
+    ] {
+        screenshot(
+            &chromium,
+            &url(page),
+            &shots.join(format!("{name}.png")),
+            height,
+        );
+    }
+}
+
+#[test]
+fn the_run_page_follows_a_run_in_progress() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "embedded-sim", 2, 30);
+    let run_dir = dir.path().join("live");
+    let mut run = spawn_fresh(&config, &run_dir);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while stored_calls(&run_dir) < 10 {
+        assert!(Instant::now() < deadline, "the run stored no calls");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let view = Viewer::start(&[Path::new(&run_dir)]);
+    let page = format!("{}r/live/", view.root);
+    let first = dump_dom(&chromium, &page, 2500);
+    assert!(first.contains("data-polled=\""), "the page's poll ran");
+    assert!(
+        first.contains("id=\"live-status\">running<"),
+        "the run is in progress"
+    );
+    let before = number_in(&first, "live-iterations");
+    std::thread::sleep(Duration::from_secs(3));
+    let second = dump_dom(&chromium, &page, 2500);
+    let after = number_in(&second, "live-iterations");
+    assert!(
+        after > before,
+        "iterations {before} → {after}: the page did not follow the run"
+    );
+    screenshot(&chromium, &page, &artefacts().join("run-live.png"), 500);
+    let _ = run.kill();
+    let _ = run.wait();
+}

@@ -1,0 +1,200 @@
+//! `tmas view` over HTTP: the pages show the store's texts, escape every model text, name
+//! runs and pages only from the catalog (no path reaches outside the named directories),
+//! and a static export links its pages relatively.
+
+use std::path::Path;
+
+use crate::support::cli::{ok, path_arg, run_fresh, tmas, write_config};
+use crate::support::view::Viewer;
+
+/// A script a model could reply with: it must show as text, never run.
+pub const SCRIPT: &str = "<script>document.title='PWNED'</script>";
+
+/// Text as the pages' templates escape it.
+pub fn escape(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&#38;"),
+            '<' => out.push_str("&#60;"),
+            '>' => out.push_str("&#62;"),
+            '"' => out.push_str("&#34;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A finished simulator run (3 problems, T = 2) whose first solution reply (problem 0,
+/// iteration 0, candidate 0) was given a think block and a script, as a model could.
+pub fn finished_run(dir: &Path) -> std::path::PathBuf {
+    let config = write_config(dir, "embedded-sim", 3, 2);
+    let run = dir.join("run");
+    ok(run_fresh(&config, &run), "tmas run");
+    let conn = rusqlite::Connection::open(run.join("run.sqlite")).expect("store opens");
+    let first: String = conn
+        .query_row(
+            "SELECT problem_id FROM problems ORDER BY ordinal LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .expect("a problem");
+    let changed = conn
+        .execute(
+            "UPDATE calls SET content = '<think>weighing the cases</think>' || content || ?1 \
+             WHERE call_key = ?2",
+            rusqlite::params![SCRIPT, format!("{first}/it0/solution/c0/a0")],
+        )
+        .expect("reply updated");
+    assert_eq!(changed, 1);
+    run
+}
+
+fn query_text(run: &Path, sql: &str) -> String {
+    let conn = rusqlite::Connection::open(run.join("run.sqlite")).expect("store opens");
+    conn.query_row(sql, [], |r| r.get(0)).expect("a row")
+}
+
+#[test]
+fn a_runs_pages_show_the_stores_texts_with_model_text_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = finished_run(dir.path());
+    let view = Viewer::start(&[&run]);
+    let (status, list) = view.get("/");
+    assert_eq!(status, 200, "{list}");
+    assert!(list.contains("href=\"r/run/\""), "{list}");
+
+    let (status, page) = view.get("/r/run/");
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("<svg"),
+        "the run page embeds the Pass@1 chart"
+    );
+    assert!(page.contains("id=\"pass-at-1\""));
+
+    let question = query_text(&run, "SELECT question FROM problems WHERE ordinal = 0");
+    let (status, problem) = view.get("/r/run/p0.html");
+    assert_eq!(status, 200, "{problem}");
+    assert!(
+        problem.contains(&escape(&question)),
+        "the question as stored"
+    );
+
+    let (status, candidate) = view.get("/r/run/p0-t0-c0.html");
+    assert_eq!(status, 200, "{candidate}");
+    assert!(
+        candidate.contains(&escape(SCRIPT)),
+        "the script shows as text"
+    );
+    assert!(
+        !candidate.contains(SCRIPT),
+        "a model's script reached the page unescaped"
+    );
+    assert!(
+        candidate.contains("<details class=\"think\"><summary>thinking"),
+        "the think block is collapsed"
+    );
+    let verification = query_text(
+        &run,
+        "SELECT v.text FROM verifications v JOIN problems p USING (problem_id) \
+         WHERE p.ordinal = 0 AND v.iteration = 0 AND v.candidate = 0 AND v.idx = 0",
+    );
+    assert!(
+        candidate.contains(&escape(&verification)),
+        "the verification text as stored"
+    );
+
+    for page in [
+        "/r/run/problems.html",
+        "/r/run/p0-banks.html",
+        "/r/run/calls.html",
+    ] {
+        let (status, body) = view.get(page);
+        assert_eq!(status, 200, "{page}: {body}");
+    }
+    let (status, json) = view.get("/r/run/status.json");
+    assert_eq!(status, 200);
+    let live: serde_json::Value = serde_json::from_str(&json).expect("status JSON");
+    assert_eq!(live["status"], "completed");
+    assert_eq!(live["iterations_reached"], 6);
+}
+
+#[test]
+fn no_request_reaches_a_file_outside_the_served_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = finished_run(dir.path());
+    std::fs::write(dir.path().join("secret.txt"), "SECRET-OUTSIDE").unwrap();
+    let view = Viewer::start(&[&run]);
+    for path in [
+        "/r/..%2Fsecret.txt/",
+        "/r/..%2F..%2Fetc%2Fpasswd/",
+        "/r/%2Fetc%2Fpasswd/index.html",
+        "/r/run/..%2Fsecret.txt",
+        "/r/run/..%2F..%2Fsecret.txt",
+        "/r/run/%2Fetc%2Fpasswd",
+        "/r/run/../../secret.txt",
+        "/r/run/run.sqlite",
+        "/r/run/config.toml",
+        "/r/run/p-1.html",
+        "/r/run/p99.html",
+        "/r/run/p0-t9-c9.html",
+        "/r/nosuchrun/",
+        "/secret.txt",
+        "/../secret.txt",
+    ] {
+        let (status, body) = view.get(path);
+        assert_eq!(status, 404, "{path}: {body:.300}");
+        assert!(
+            body.contains("id=\"message\""),
+            "{path}: a page saying what is missing"
+        );
+        for leaked in ["SECRET-OUTSIDE", "SQLite format", "root:x:0"] {
+            assert!(!body.contains(leaked), "{path} leaked {leaked}");
+        }
+    }
+    let (_, body) = view.get("/r/nosuchrun/");
+    assert!(body.contains("no run named `nosuchrun`"), "{body}");
+    let (_, body) = view.get("/r/run/p99.html");
+    assert!(body.contains("no problem number 99"), "{body}");
+}
+
+#[test]
+fn a_static_export_writes_the_runs_pages_linked_relatively() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = finished_run(dir.path());
+    let out = dir.path().join("site");
+    let stdout = ok(
+        tmas(&["view", path_arg(&run), "--out", path_arg(&out)]),
+        "tmas view --out",
+    );
+    assert!(stdout.contains("wrote"), "{stdout}");
+    for page in [
+        "index.html",
+        "problems.html",
+        "calls.html",
+        "p0.html",
+        "p0-banks.html",
+        "p0-t0-c0.html",
+        "p2-t1-c1.html",
+    ] {
+        assert!(out.join(page).is_file(), "{page} missing");
+    }
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let path = entry.unwrap().path();
+        let html = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !html.contains("href=\"/") && !html.contains("href=\"../"),
+            "{} links outside its folder",
+            path.display()
+        );
+        assert!(
+            !html.contains(SCRIPT),
+            "{} holds the script unescaped",
+            path.display()
+        );
+    }
+    // The export's folder must be new or empty.
+    let again = tmas(&["view", path_arg(&run), "--out", path_arg(&out)]);
+    assert_eq!(again.status.code(), Some(2));
+}
