@@ -15,7 +15,7 @@ use crate::store::DB_FILE;
 pub struct RunEntry {
     /// The run's name in links: ASCII letters, digits, `-`, `_`, `.` and `~` only, unique.
     pub name: String,
-    /// What the runs list shows: the directory as given, or `EXPERIMENT / VARIANT`.
+    /// What the pages call it: the directory's name, or `EXPERIMENT / VARIANT`.
     pub label: String,
     /// The experiment (or parent folder) it was found in, if any.
     pub group: Option<String>,
@@ -41,7 +41,7 @@ pub fn discover(dirs: &[PathBuf]) -> anyhow::Result<Vec<RunEntry>> {
             .into());
         }
         let before = found.len();
-        collect(dir, &display(dir), None, 0, &mut found)?;
+        collect(dir, &short_label(dir), None, 0, &mut found)?;
         if found.len() == before {
             return Err(crate::config::BadInput(format!(
                 "{}: no run in it (a run directory holds {DB_FILE}; an experiment directory \
@@ -66,14 +66,15 @@ pub fn discover(dirs: &[PathBuf]) -> anyhow::Result<Vec<RunEntry>> {
         .collect())
 }
 
-fn display(dir: &Path) -> String {
-    let text = dir.display().to_string();
-    let trimmed = text.trim_end_matches('/');
-    if trimmed.is_empty() {
-        text
-    } else {
-        trimmed.to_string()
+/// A directory's own name (`runs/demo` → `demo`; `.` → the working directory's name).
+fn short_label(dir: &Path) -> String {
+    if let Some(name) = dir.file_name() {
+        return name.to_string_lossy().into_owned();
     }
+    dir.canonicalize()
+        .ok()
+        .and_then(|c| c.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| dir.display().to_string())
 }
 
 /// How deep below a given folder runs are looked for (a folder of experiments of runs).
@@ -128,8 +129,7 @@ fn collect(
         let Some(name) = sub.file_name().map(|n| n.to_string_lossy().into_owned()) else {
             continue;
         };
-        let sub_label = format!("{label}/{name}");
-        collect(&sub, &sub_label, Some(label), depth + 1, out)?;
+        collect(&sub, &name, Some(label), depth + 1, out)?;
     }
     Ok(())
 }

@@ -224,6 +224,14 @@ pub struct ProblemsQuery {
     pub page: Option<usize>,
 }
 
+impl ProblemsQuery {
+    /// Whether the filter compares with another run (which is read only then).
+    pub fn compares(&self) -> bool {
+        parse_choice(&FILTERS, self.filter.as_deref(), "filter")
+            .is_ok_and(|f| f == ProblemFilter::Differs)
+    }
+}
+
 /// Which problems the grid shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ProblemFilter {
@@ -828,6 +836,7 @@ struct BankVersionView {
     added: Vec<String>,
     removed: Vec<String>,
     kept: usize,
+    items: Vec<String>,
     rejected: Vec<(String, String)>,
 }
 
@@ -865,6 +874,7 @@ pub fn banks_page(run: &Run, mode: Mode, ordinal: i64) -> anyhow::Result<String>
                 .cloned()
                 .collect(),
             kept: v.items.iter().filter(|i| before.contains(i)).count(),
+            items: v.items.to_vec(),
             rejected: v
                 .rejected
                 .iter()

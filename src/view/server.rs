@@ -157,7 +157,8 @@ async fn serve_page(catalog: Arc<Catalog>, run: String, page: String, uri: Uri) 
             RunPage::Status => Ok(serde_json::to_string(&r.live()?)?),
             RunPage::Problems => {
                 let q: ProblemsQuery = query(&uri)?;
-                let other = match q.other.as_deref().filter(|o| !o.is_empty()) {
+                // Another run is read only for the filter that compares with it.
+                let other = match q.other.as_deref().filter(|o| !o.is_empty() && q.compares()) {
                     Some(name) => Some(catalog.get(name)?.summary()?),
                     None => None,
                 };
