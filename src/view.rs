@@ -4,6 +4,7 @@
 //!
 //! - [`catalog`]: which runs the given directories hold, and their link-safe names;
 //! - `run`: one run's read-only store, its cached run-wide figures, its live progress;
+//!   `tally`: the call figures, summed from the calls stored since the last look;
 //! - `paths`: a run's page names; `pages`: each page from the store; `reply`: a reply's
 //!   think block apart;
 //! - `server`: the routes; `export`: the static folder.
@@ -18,6 +19,7 @@ mod paths;
 mod reply;
 mod run;
 mod server;
+mod tally;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -52,6 +54,22 @@ impl Viewer {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
+        // Each run's figures are computed before the first visitor asks for them: on a
+        // large store the first pass over the calls takes seconds, later ones only read
+        // what was stored since.
+        let runs = self.catalog.runs.clone();
+        tokio::task::spawn_blocking(move || {
+            for run in runs {
+                let _ = run.summary();
+                let mut seen = None;
+                while let Ok(live) = run.live() {
+                    if seen == Some(live.calls_stored) {
+                        break;
+                    }
+                    seen = Some(live.calls_stored);
+                }
+            }
+        });
         axum::serve(listener, server::router(self.catalog.clone()))
             .with_graceful_shutdown(shutdown)
             .await?;

@@ -110,6 +110,23 @@ pub struct CallTexts {
     pub reasoning: Option<String>,
 }
 
+/// Calls of one (problem, iteration, role, endpoint, answered or not, error kind):
+/// how many, their tokens, and one of their error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallGroup {
+    pub problem_id: String,
+    pub iteration: u32,
+    pub role: String,
+    pub endpoint: Option<String>,
+    pub ok: bool,
+    pub error_kind: Option<String>,
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// The largest of their error messages by text order (empty when answered).
+    pub example: String,
+}
+
 /// Which calls a page of the calls table shows (`None`: any).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallFilter {
@@ -430,6 +447,42 @@ impl StoreReader {
             .map_err(|e| self.sql_error(what, e))?;
         rows.collect::<Result<_, _>>()
             .map_err(|e| self.sql_error(what, e))
+    }
+
+    /// The calls stored after rowid `after` up to rowid `upto`, grouped as [`CallGroup`]:
+    /// what the run-wide figures (calls lost, answered per problem, tokens per role) are
+    /// summed from, so that following a run reads each call once.
+    pub fn call_groups(&self, after: i64, upto: i64) -> Result<Vec<CallGroup>, StoreError> {
+        let what = "grouping calls";
+        let mut stmt = self
+            .conn()
+            .prepare_cached(
+                "SELECT problem_id, iteration, role, endpoint, ok, error_kind, COUNT(*), \
+                 COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), \
+                 COALESCE(MAX(error_message), '') FROM calls \
+                 WHERE rowid > ?1 AND rowid <= ?2 \
+                 GROUP BY problem_id, iteration, role, endpoint, ok, error_kind",
+            )
+            .map_err(|e| self.err(what, e))?;
+        let n = |v: i64| v.max(0) as u64;
+        let rows = stmt
+            .query_map(params![after, upto], |r| {
+                Ok(CallGroup {
+                    problem_id: r.get(0)?,
+                    iteration: r.get(1)?,
+                    role: r.get(2)?,
+                    endpoint: r.get(3)?,
+                    ok: r.get(4)?,
+                    error_kind: r.get(5)?,
+                    calls: n(r.get(6)?),
+                    prompt_tokens: n(r.get(7)?),
+                    completion_tokens: n(r.get(8)?),
+                    example: r.get(9)?,
+                })
+            })
+            .map_err(|e| self.err(what, e))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.err(what, e))
     }
 
     /// Problems per status (`pending`, `done`, `failed`).

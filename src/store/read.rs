@@ -629,6 +629,12 @@ impl StoreReader {
                 |r| r.get(0),
             )
             .map_err(|e| self.err("counting judge calls", e))?;
+        Ok((calls.max(0) as u64, self.judge_verdicts()?))
+    }
+
+    /// The verdicts the stored candidates hold (the second half of
+    /// [`StoreReader::judge_use`]; a small table, not the calls).
+    pub fn judge_verdicts(&self) -> Result<u64, StoreError> {
         let verdicts: i64 = self
             .conn
             .query_row(
@@ -637,7 +643,7 @@ impl StoreReader {
                 |r| r.get(0),
             )
             .map_err(|e| self.err("counting judge verdicts", e))?;
-        Ok((calls.max(0) as u64, verdicts.max(0) as u64))
+        Ok(verdicts.max(0) as u64)
     }
 
     /// Calls, failed calls, prompt and completion tokens per role, over every stored call.

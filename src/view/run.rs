@@ -9,6 +9,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use super::catalog::RunEntry;
+use super::tally::CallTally;
 use crate::engine::accounting::{Accounting, JudgeUse, ProblemState};
 use crate::eval::chart::{Series, pass_at_1_svg};
 use crate::eval::judge::is_correct;
@@ -113,6 +114,7 @@ pub struct Run {
     reader: Mutex<Option<StoreReader>>,
     summary: Mutex<Option<(ChangeToken, Arc<RunSummary>)>>,
     progress: Mutex<Progress>,
+    tally: Mutex<CallTally>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -127,6 +129,7 @@ impl Run {
             reader: Mutex::new(None),
             summary: Mutex::new(None),
             progress: Mutex::new(Progress::default()),
+            tally: Mutex::new(CallTally::default()),
         }
     }
 
@@ -155,7 +158,11 @@ impl Run {
         {
             return Ok(summary.clone());
         }
-        let summary = Arc::new(self.with_reader(|r| build_summary(r, &self.entry.label))?);
+        let summary = Arc::new(self.with_reader(|r| {
+            let mut tally = lock(&self.tally);
+            tally.update(r, token.last_call)?;
+            build_summary(r, &tally, &self.entry.label)
+        })?);
         *lock(&self.summary) = Some((token, summary.clone()));
         Ok(summary)
     }
@@ -247,13 +254,19 @@ fn cell_at<'a>(
     row.get_mut(t)
 }
 
-fn build_summary(reader: &StoreReader, label: &str) -> anyhow::Result<RunSummary> {
+fn build_summary(
+    reader: &StoreReader,
+    tally: &CallTally,
+    label: &str,
+) -> anyhow::Result<RunSummary> {
     let iterations = stored_iterations(reader)?;
     let problems = reader.problems()?;
-    let lost = reader.lost_calls()?;
-    let mut accounting = Accounting::build(&problems, &lost, &reader.answered_calls()?, iterations);
-    let (calls, verdicts) = reader.judge_use()?;
-    accounting.judge = JudgeUse { calls, verdicts };
+    let lost = tally.lost();
+    let mut accounting = Accounting::build(&problems, &lost, &tally.answered(), iterations);
+    accounting.judge = JudgeUse {
+        calls: tally.judge_calls(),
+        verdicts: reader.judge_verdicts()?,
+    };
     let table = stored_table(reader)?;
 
     let mut cells: BTreeMap<&str, Vec<Cell>> = problems
@@ -332,7 +345,7 @@ fn build_summary(reader: &StoreReader, label: &str) -> anyhow::Result<RunSummary
         problems: summaries,
         accounting,
         table,
-        usage: reader.usage_by_role()?,
+        usage: tally.usage(),
         chart_svg,
     })
 }
