@@ -198,3 +198,69 @@ fn a_static_export_writes_the_runs_pages_linked_relatively() {
     let again = tmas(&["view", path_arg(&run), "--out", path_arg(&out)]);
     assert_eq!(again.status.code(), Some(2));
 }
+
+#[test]
+fn an_experiment_directory_lists_its_variants_and_compares_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("table1");
+    ok(
+        tmas(&[
+            "experiment",
+            "experiments/table1.toml",
+            "--out",
+            path_arg(&out),
+            "--quiet",
+            "--set",
+            "endpoints.local.base_url=\"embedded-sim\"",
+            "--set",
+            "endpoints.judge.base_url=\"embedded-sim\"",
+            "--set",
+            "simulator.latency=\"fixed:2ms\"",
+            "--set",
+            "run.dataset=data/imo-answerbench-sample.jsonl",
+            "--set",
+            "run.limit=3",
+            "--set",
+            "method.iterations=2",
+            "--set",
+            "method.n=2",
+            "--set",
+            "method.m=2",
+            "--set",
+            "judge.repeats=1",
+        ]),
+        "tmas experiment",
+    );
+    let view = Viewer::start(&[&out]);
+    let (status, list) = view.get("/");
+    assert_eq!(status, 200, "{list}");
+    for variant in [
+        "TMAS",
+        "MV_64",
+        "Self-Refine",
+        "Verify-Refine",
+        "PaCoRe",
+        "RSE",
+    ] {
+        let name = format!("table1~{variant}");
+        assert!(
+            list.contains(&format!("href=\"r/{name}/\"")),
+            "{variant}: {list}"
+        );
+        for page in [
+            "",
+            "problems.html",
+            "p0.html",
+            "p0-banks.html",
+            "calls.html",
+        ] {
+            let (status, body) = view.get(&format!("/r/{name}/{page}"));
+            assert_eq!(status, 200, "{name}/{page}: {body:.400}");
+        }
+    }
+    let (status, compare) = view.get("/compare.html?a=table1~TMAS&b=table1~MV_64");
+    assert_eq!(status, 200, "{compare}");
+    assert!(compare.contains("3 problems"), "{compare}");
+    let (status, differ) = view.get("/compare.html?a=table1~TMAS&b=table1~MV_64&differ=1");
+    assert_eq!(status, 200, "{differ}");
+}
