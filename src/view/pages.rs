@@ -8,7 +8,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::paths::{RunPage, encode_query};
-use super::reply::split_think;
+use super::reply::{Section, prompt_sections, split_think};
 use super::run::{Cell, ProblemSummary, Run, RunSummary};
 use crate::engine::accounting::ProblemState;
 use crate::role::Role;
@@ -661,7 +661,7 @@ struct CallView {
     role: String,
     key: String,
     meta: String,
-    prompt: Option<String>,
+    prompt: Option<Vec<Section>>,
     prompt_bytes: usize,
     prompt_note: String,
     think: Option<String>,
@@ -746,7 +746,7 @@ pub fn candidate_page(
                 key: c.call_key.clone(),
                 meta: call_meta(&c),
                 prompt_bytes: prompt.as_ref().map_or(0, String::len),
-                prompt,
+                prompt: prompt.as_deref().map(prompt_sections),
                 prompt_note,
                 think,
                 reply,

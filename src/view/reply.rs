@@ -1,5 +1,38 @@
-//! A reply as the pages show it: the model's `<think>…</think>` block apart (shown
-//! collapsed), the rest as the answer.
+//! Texts as the pages show them: a reply with the model's `<think>…</think>` block apart
+//! (shown collapsed) from the answer, a prompt cut into its Markdown sections (the
+//! problem, each quoted attempt, the bank sections) to open one at a time.
+
+/// One section of a prompt: its heading line (none for the text before the first) and
+/// its text, heading included.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    pub heading: String,
+    pub text: String,
+}
+
+/// `prompt` cut before each line that starts a `##` or `###` heading; the sections
+/// together are the prompt, byte for byte.
+pub fn prompt_sections(prompt: &str) -> Vec<Section> {
+    let mut sections: Vec<Section> = Vec::new();
+    for line in prompt.split_inclusive('\n') {
+        let heading = ["## ", "### "]
+            .iter()
+            .any(|h| line.starts_with(h))
+            .then(|| line.trim().trim_start_matches('#').trim().to_string());
+        match (heading, sections.last_mut()) {
+            (Some(heading), _) => sections.push(Section {
+                heading,
+                text: line.to_string(),
+            }),
+            (None, Some(last)) => last.text.push_str(line),
+            (None, None) => sections.push(Section {
+                heading: "(start)".into(),
+                text: line.to_string(),
+            }),
+        }
+    }
+    sections
+}
 
 /// (the think block's text, the rest). A reply without a complete `<think>` block is all
 /// rest; text before the block stays in the rest.
@@ -27,6 +60,19 @@ pub fn split_think(reply: &str) -> (Option<&str>, std::borrow::Cow<'_, str>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_is_cut_at_its_headings_and_nothing_is_lost() {
+        let prompt = "Solve it.\n\n## Problem\nx + 1 = 2\n## Earlier attempts\n### Attempt 1\nA\n";
+        let sections = prompt_sections(prompt);
+        let headings: Vec<&str> = sections.iter().map(|s| s.heading.as_str()).collect();
+        assert_eq!(
+            headings,
+            ["(start)", "Problem", "Earlier attempts", "Attempt 1"]
+        );
+        let joined: String = sections.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(joined, prompt);
+    }
 
     #[test]
     fn the_think_block_is_taken_apart_from_the_answer() {
