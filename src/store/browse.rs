@@ -250,8 +250,13 @@ impl StoreReader {
             .map_err(|e| self.sql_error(what, e))
     }
 
-    /// The stored candidates of one judged problem, by iteration and candidate.
-    pub fn problem_candidates(&self, problem: &str) -> Result<Vec<CandidateView>, StoreError> {
+    /// The stored candidates of one judged problem, by iteration and candidate (`only`:
+    /// just the one of that iteration and index).
+    pub fn problem_candidates(
+        &self,
+        problem: &str,
+        only: Option<(u32, u32)>,
+    ) -> Result<Vec<CandidateView>, StoreError> {
         let what = "reading a problem's candidates";
         let mut stmt = self
             .conn()
@@ -264,43 +269,47 @@ impl StoreReader {
                    AND s.iteration = c.iteration AND s.candidate = c.candidate \
                  LEFT JOIN judge_verdicts j ON j.problem_id = c.problem_id \
                    AND j.iteration = c.iteration AND j.candidate = c.candidate \
-                 WHERE c.problem_id = ?1 ORDER BY c.iteration, c.candidate",
+                 WHERE c.problem_id = ?1 AND (?2 IS NULL OR c.iteration = ?2) \
+                 AND (?3 IS NULL OR c.candidate = ?3) ORDER BY c.iteration, c.candidate",
             )
             .map_err(|e| self.sql_error(what, e))?;
         let rows = stmt
-            .query_map([problem], |r| {
-                let scores: String = r.get(5)?;
-                let scores: Vec<f64> = serde_json::from_str(&scores).map_err(|e| {
-                    rusqlite::Error::FromSqlConversionFailure(
-                        5,
-                        rusqlite::types::Type::Text,
-                        Box::new(e),
-                    )
-                })?;
-                let verdict = match r.get::<_, Option<String>>(10)? {
-                    Some(rule_outcome) => Some(VerdictView {
-                        answer: r.get(9)?,
-                        rule_outcome,
-                        llm_json: r.get(11)?,
-                        score: r.get(12)?,
-                        undecided: r.get(13)?,
-                        disagreement: r.get(14)?,
-                    }),
-                    None => None,
-                };
-                Ok(CandidateView {
-                    iteration: r.get(0)?,
-                    candidate: r.get(1)?,
-                    branch: stored_name(2, r.get(2)?)?,
-                    mode: r.get(3)?,
-                    status: stored_name(4, r.get(4)?)?,
-                    scores,
-                    average_score: r.get(6)?,
-                    fully_verified: r.get(7)?,
-                    summary: r.get(8)?,
-                    verdict,
-                })
-            })
+            .query_map(
+                params![problem, only.map(|o| o.0), only.map(|o| o.1)],
+                |r| {
+                    let scores: String = r.get(5)?;
+                    let scores: Vec<f64> = serde_json::from_str(&scores).map_err(|e| {
+                        rusqlite::Error::FromSqlConversionFailure(
+                            5,
+                            rusqlite::types::Type::Text,
+                            Box::new(e),
+                        )
+                    })?;
+                    let verdict = match r.get::<_, Option<String>>(10)? {
+                        Some(rule_outcome) => Some(VerdictView {
+                            answer: r.get(9)?,
+                            rule_outcome,
+                            llm_json: r.get(11)?,
+                            score: r.get(12)?,
+                            undecided: r.get(13)?,
+                            disagreement: r.get(14)?,
+                        }),
+                        None => None,
+                    };
+                    Ok(CandidateView {
+                        iteration: r.get(0)?,
+                        candidate: r.get(1)?,
+                        branch: stored_name(2, r.get(2)?)?,
+                        mode: r.get(3)?,
+                        status: stored_name(4, r.get(4)?)?,
+                        scores,
+                        average_score: r.get(6)?,
+                        fully_verified: r.get(7)?,
+                        summary: r.get(8)?,
+                        verdict,
+                    })
+                },
+            )
             .map_err(|e| self.sql_error(what, e))?;
         rows.collect::<Result<_, _>>()
             .map_err(|e| self.sql_error(what, e))
@@ -463,7 +472,7 @@ impl StoreReader {
                  WHERE rowid > ?1 AND rowid <= ?2 \
                  GROUP BY problem_id, iteration, role, endpoint, ok, error_kind",
             )
-            .map_err(|e| self.err(what, e))?;
+            .map_err(|e| self.sql_error(what, e))?;
         let n = |v: i64| v.max(0) as u64;
         let rows = stmt
             .query_map(params![after, upto], |r| {
@@ -480,9 +489,9 @@ impl StoreReader {
                     example: r.get(9)?,
                 })
             })
-            .map_err(|e| self.err(what, e))?;
+            .map_err(|e| self.sql_error(what, e))?;
         rows.collect::<Result<_, _>>()
-            .map_err(|e| self.err(what, e))
+            .map_err(|e| self.sql_error(what, e))
     }
 
     /// Problems per status (`pending`, `done`, `failed`).

@@ -76,7 +76,8 @@ pub fn write_static(run: &Run, out: &Path) -> anyhow::Result<Written> {
             RunPage::Banks(ordinal).file_name(),
             pages::banks_page(run, STATIC, ordinal)?,
         )?;
-        let candidates = run.with_reader(|r| Ok(r.problem_candidates(&p.problem.problem_id)?))?;
+        let candidates =
+            run.with_reader(|r| Ok(r.problem_candidates(&p.problem.problem_id, None)?))?;
         for c in candidates {
             let page = RunPage::Candidate {
                 problem: ordinal,

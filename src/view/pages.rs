@@ -557,7 +557,7 @@ pub fn problem_page(run: &Run, mode: Mode, ordinal: i64) -> anyhow::Result<Strin
     let s = run.summary()?;
     let p = lookup_problem(&s, ordinal)?;
     let id = p.problem.problem_id.clone();
-    let candidates = run.with_reader(|r| Ok(r.problem_candidates(&id)?))?;
+    let candidates = run.with_reader(|r| Ok(r.problem_candidates(&id, None)?))?;
     let mut iterations: Vec<IterationView> = Vec::new();
     for c in candidates {
         if iterations.last().is_none_or(|it| it.t != c.iteration) {
@@ -705,9 +705,9 @@ pub fn candidate_page(
     let id = p.problem.problem_id.clone();
     let (view, calls, verifications) = run.with_reader(|r| {
         let view = r
-            .problem_candidates(&id)?
+            .problem_candidates(&id, Some((iteration, candidate)))?
             .into_iter()
-            .find(|c| c.iteration == iteration && c.candidate == candidate);
+            .next();
         let mut summaries = r.iteration_calls(&id, iteration, Some(candidate))?;
         // In the order the method makes them: solution, verifications, summary, judge.
         summaries.sort_by_key(|c| {
