@@ -212,7 +212,7 @@ impl StoreReader {
     pub fn verdict_scores(&self) -> Result<Vec<VerdictScore>, StoreError> {
         let what = "reading judge scores";
         let mut stmt = self
-            .conn()
+            .connection()
             .prepare("SELECT problem_id, iteration, candidate, score FROM judge_verdicts")
             .map_err(|e| self.sql_error(what, e))?;
         let rows = stmt
@@ -233,7 +233,7 @@ impl StoreReader {
     pub fn candidate_marks(&self) -> Result<Vec<CandidateMark>, StoreError> {
         let what = "reading candidates";
         let mut stmt = self
-            .conn()
+            .connection()
             .prepare("SELECT problem_id, iteration, branch, status FROM candidates")
             .map_err(|e| self.sql_error(what, e))?;
         let rows = stmt
@@ -259,7 +259,7 @@ impl StoreReader {
     ) -> Result<Vec<CandidateView>, StoreError> {
         let what = "reading a problem's candidates";
         let mut stmt = self
-            .conn()
+            .connection()
             .prepare_cached(
                 "SELECT c.iteration, c.candidate, c.branch, c.mode, c.status, c.scores_json, \
                  c.average_score, c.fully_verified, s.text, j.answer, j.rule_outcome, \
@@ -324,7 +324,7 @@ impl StoreReader {
     ) -> Result<Vec<VerificationView>, StoreError> {
         let what = "reading a candidate's verifications";
         let mut stmt = self
-            .conn()
+            .connection()
             .prepare_cached(
                 "SELECT idx, status, score, attempts, text FROM verifications \
                  WHERE problem_id = ?1 AND iteration = ?2 AND candidate = ?3 ORDER BY idx",
@@ -356,7 +356,7 @@ impl StoreReader {
         let what = "reading an iteration's calls";
         let (from, to) = iteration_key_range(problem, iteration);
         let mut stmt = self
-            .conn()
+            .connection()
             .prepare_cached(&format!(
                 "SELECT {CALL_COLUMNS} FROM calls WHERE call_key >= ?1 AND call_key < ?2 \
                  AND problem_id = ?3 AND iteration = ?4 \
@@ -409,7 +409,7 @@ impl StoreReader {
     ) -> Result<Vec<CallSummary>, StoreError> {
         let what = "listing calls";
         let mut stmt = self
-            .conn()
+            .connection()
             .prepare_cached(&format!(
                 "SELECT {CALL_COLUMNS} FROM calls WHERE rowid > ?1 \
                  AND (?2 IS NULL OR role = ?2) AND (?3 IS NULL OR ok = ?3) \
@@ -443,7 +443,7 @@ impl StoreReader {
     ) -> Result<Vec<(i64, String, u32)>, StoreError> {
         let what = "reading new calls";
         let mut stmt = self
-            .conn()
+            .connection()
             .prepare_cached(
                 "SELECT rowid, problem_id, iteration FROM calls WHERE rowid > ?1 \
                  ORDER BY rowid LIMIT ?2",
@@ -464,7 +464,7 @@ impl StoreReader {
     pub fn call_groups(&self, after: i64, upto: i64) -> Result<Vec<CallGroup>, StoreError> {
         let what = "grouping calls";
         let mut stmt = self
-            .conn()
+            .connection()
             .prepare_cached(
                 "SELECT problem_id, iteration, role, endpoint, ok, error_kind, COUNT(*), \
                  COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), \
@@ -498,7 +498,7 @@ impl StoreReader {
     pub fn problem_status_counts(&self) -> Result<Vec<(String, u64)>, StoreError> {
         let what = "counting problems";
         let mut stmt = self
-            .conn()
+            .connection()
             .prepare_cached("SELECT status, COUNT(*) FROM problems GROUP BY status ORDER BY status")
             .map_err(|e| self.sql_error(what, e))?;
         let rows = stmt

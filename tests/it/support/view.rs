@@ -83,14 +83,14 @@ pub fn raw_get(root: &str, path: &str) -> (u16, String) {
 
 /// The environment variable that makes a missing Chromium a failure, not a skip (set by
 /// `.ci/run`, which installs it).
-pub const BROWSER_REQUIRED: &str = "TMAS_BROWSER_TESTS";
+pub const BROWSER_REQUIRED: &str = "TMAS_REQUIRE_BROWSER";
 
 /// Names the browser binary instead of Debian's paths.
 pub const CHROMIUM_PATH: &str = "TMAS_CHROMIUM";
 
 /// Debian's Chromium (or the one [`CHROMIUM_PATH`] names), or `None` after saying loudly
 /// that the browser tests are skipped (a panic instead when [`BROWSER_REQUIRED`] is
-/// `required`).
+/// `1`).
 pub fn chromium() -> Option<PathBuf> {
     let candidates: Vec<PathBuf> = match std::env::var_os(CHROMIUM_PATH) {
         Some(path) => vec![PathBuf::from(path)],
@@ -101,10 +101,10 @@ pub fn chromium() -> Option<PathBuf> {
     };
     let found = candidates.into_iter().find(|p| p.is_file());
     if found.is_none() {
-        let required = std::env::var(BROWSER_REQUIRED).is_ok_and(|v| v == "required");
+        let required = std::env::var(BROWSER_REQUIRED).is_ok_and(|v| v == "1");
         assert!(
             !required,
-            "{BROWSER_REQUIRED}=required but Chromium is not installed (apt-get install chromium)"
+            "{BROWSER_REQUIRED}=1 but Chromium is not installed (apt-get install chromium)"
         );
         // Straight to the process's stderr: the test harness captures `eprintln!` of a
         // passing test, and a skip must be seen.
@@ -113,7 +113,7 @@ pub fn chromium() -> Option<PathBuf> {
             "\n**************************************************************\n\
              SKIPPED: browser tests of tmas view need Chromium\n\
              (apt-get install -y chromium; .ci/run installs it and sets\n\
-             {BROWSER_REQUIRED}=required)\n\
+             {BROWSER_REQUIRED}=1)\n\
              **************************************************************\n"
         );
     }
