@@ -408,13 +408,28 @@ impl StoreReader {
         limit: usize,
     ) -> Result<Vec<CallSummary>, StoreError> {
         let what = "listing calls";
+        // One problem's calls are a range of the key's index (`PROBLEM/…`); without a
+        // problem the rows are read in rowid order until the page is full.
+        let (range, from, to) = match &filter.problem_id {
+            Some(p) => (
+                "AND call_key >= ?7 AND call_key < ?8",
+                format!("{p}/"),
+                format!("{p}0"),
+            ),
+            None => (
+                "AND ?7 IS NULL AND ?8 IS NULL",
+                String::new(),
+                String::new(),
+            ),
+        };
+        let bounds = filter.problem_id.as_ref().map(|_| (from, to));
         let mut stmt = self
             .connection()
             .prepare_cached(&format!(
                 "SELECT {CALL_COLUMNS} FROM calls WHERE rowid > ?1 \
                  AND (?2 IS NULL OR role = ?2) AND (?3 IS NULL OR ok = ?3) \
                  AND (?4 IS NULL OR endpoint = ?4) AND (?5 IS NULL OR problem_id = ?5) \
-                 ORDER BY rowid LIMIT ?6"
+                 {range} ORDER BY rowid LIMIT ?6"
             ))
             .map_err(|e| self.sql_error(what, e))?;
         let rows = stmt
@@ -425,7 +440,9 @@ impl StoreReader {
                     filter.ok,
                     filter.endpoint,
                     filter.problem_id,
-                    limit as i64
+                    limit as i64,
+                    bounds.as_ref().map(|b| b.0.as_str()),
+                    bounds.as_ref().map(|b| b.1.as_str()),
                 ],
                 call_summary,
             )

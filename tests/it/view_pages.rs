@@ -113,6 +113,27 @@ fn a_runs_pages_show_the_stores_texts_with_model_text_escaped() {
         let (status, body) = view.get(page);
         assert_eq!(status, 200, "{page}: {body}");
     }
+    // One problem's calls, and only its.
+    let first = query_text(&run, "SELECT problem_id FROM problems WHERE ordinal = 0");
+    let (status, calls) = view.get(&format!("/r/run/calls.html?problem={first}"));
+    assert_eq!(status, 200, "{calls}");
+    let rows = calls.matches("<code>tmas.problem_id=").count();
+    let its = calls
+        .matches(&format!("<code>tmas.problem_id={first}</code>"))
+        .count();
+    let stored: i64 = rusqlite::Connection::open(run.join("run.sqlite"))
+        .unwrap()
+        .query_row(
+            "SELECT COUNT(*) FROM calls WHERE problem_id = ?1",
+            [&first],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        (rows, its),
+        (stored as usize, stored as usize),
+        "{calls:.2000}"
+    );
     let (status, json) = view.get("/r/run/status.json");
     assert_eq!(status, 200);
     let live: serde_json::Value = serde_json::from_str(&json).expect("status JSON");
