@@ -25,8 +25,8 @@
 //! - [`cli`]: one module per subcommand.
 //! - [`text`]: counted nouns (`1 problem`, `3 problems`) for every line a person reads.
 //!
-//! Layers point one way (checked by `architecture_tests`): cli → bench/rl → serve → engine →
-//! store → record → eval → method → config → sim → resources → role, text.
+//! Layers point one way (checked by `architecture_tests`): cli → bench/rl/view → serve →
+//! engine → store → record → eval → method → config → sim → resources → role, text.
 //!
 //! The runtime (coordinators, role pools, bank actors) lives in the `tmas-actors` crate
 //! and the model client with the wire types in `tmas-client`; neither knows anything
