@@ -5,8 +5,9 @@
 //! - [`catalog`]: which runs the given directories hold, and their link-safe names;
 //! - `run`: one run's read-only store, its cached run-wide figures, its live progress;
 //!   `tally`: the call figures, summed from the calls stored since the last look;
-//! - `paths`: a run's page names; `pages`: each page from the store; `reply`: a reply's
-//!   think block apart;
+//! - `paths`: a run's page names; `pages`: each page from the store (the runs list and a
+//!   run's overview, the problems grid, a problem with its candidates and banks, the
+//!   calls, two runs compared); `reply`: a reply's think block and a prompt's sections;
 //! - `server`: the routes; `export`: the static folder.
 //!
 //! It never writes a store and never sends a model call: every read is a short

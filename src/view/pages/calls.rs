@@ -1,0 +1,170 @@
+//! The calls table: paged by rowid, filtered by role, status, endpoint and problem.
+
+use askama::Template;
+use serde::Deserialize;
+
+use super::super::paths::{RunPage, encode_query};
+use super::super::run::Run;
+use super::{Head, Mode, NotFound, PAGE_ROWS, head_of, problem_href};
+use crate::role::Role;
+use crate::store::browse::{CallFilter, CallSummary};
+
+// ----------------------------------------------------------------------------- calls
+
+/// The calls page's query.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CallsQuery {
+    #[serde(default)]
+    pub role: Option<String>,
+    /// `ok`, `failed` or empty.
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    #[serde(default)]
+    pub problem: Option<String>,
+    /// Show calls stored after this row.
+    #[serde(default)]
+    pub after: Option<i64>,
+}
+
+#[derive(Template)]
+#[template(path = "calls.html")]
+struct CallsPage {
+    head: Head,
+    static_export: bool,
+    roles: Vec<(&'static str, bool)>,
+    statuses: Vec<(&'static str, &'static str, bool)>,
+    endpoint: String,
+    problem: String,
+    shown: String,
+    rows: Vec<CallRow>,
+    first: Option<String>,
+    next: Option<String>,
+}
+
+struct CallRow {
+    rowid: i64,
+    key: String,
+    href: String,
+    role: String,
+    ok: &'static str,
+    ok_class: &'static str,
+    endpoint: String,
+    latency: String,
+    prompt_tokens: String,
+    completion_tokens: String,
+    attempts: String,
+    error: String,
+    problem: String,
+}
+
+fn non_empty(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// The calls after `query.after` passing its filter, one page; `next_name` names the
+/// next page's link (the server's query string, or the export's next file).
+pub fn calls_page(
+    run: &Run,
+    mode: Mode,
+    query: &CallsQuery,
+    next_name: &dyn Fn(i64) -> String,
+) -> anyhow::Result<(String, Option<i64>)> {
+    let s = run.summary()?;
+    let role = match non_empty(&query.role) {
+        None => None,
+        Some(name) => Some(
+            Role::from_label(name)
+                .ok_or_else(|| {
+                    NotFound(format!("unknown role `{name}` (one of: {})", Role::names()))
+                })?
+                .as_str(),
+        ),
+    };
+    let ok = match non_empty(&query.status) {
+        None => None,
+        Some("ok") => Some(true),
+        Some("failed") => Some(false),
+        Some(other) => {
+            return Err(NotFound(format!("unknown status `{other}` (ok or failed)")).into());
+        }
+    };
+    let filter = CallFilter {
+        role,
+        ok,
+        endpoint: non_empty(&query.endpoint).map(String::from),
+        problem_id: non_empty(&query.problem).map(String::from),
+    };
+    let after = query.after.unwrap_or(0);
+    let mut calls = run.with_reader(|r| Ok(r.calls_page(&filter, after, PAGE_ROWS + 1)?))?;
+    let more = calls.len() > PAGE_ROWS;
+    calls.truncate(PAGE_ROWS);
+    let last = calls.last().map(|c| c.rowid);
+    let href_of = |c: &CallSummary| match s.problem_by_id(&c.problem_id) {
+        Some(p) => match c.candidate {
+            Some(candidate) => format!(
+                "{}#{}",
+                RunPage::Candidate {
+                    problem: p.problem.ordinal,
+                    iteration: c.iteration,
+                    candidate,
+                }
+                .file_name(),
+                encode_query(&c.call_key)
+            ),
+            None => problem_href(p),
+        },
+        None => "problems.html".into(),
+    };
+    let rows = calls
+        .iter()
+        .map(|c| CallRow {
+            rowid: c.rowid,
+            key: c.call_key.clone(),
+            href: href_of(c),
+            role: c.role.clone(),
+            ok: if c.ok { "ok" } else { "failed" },
+            ok_class: if c.ok { "ok" } else { "bad" },
+            endpoint: c.endpoint.clone().unwrap_or_default(),
+            latency: c.latency_ms.map(|v| v.to_string()).unwrap_or_default(),
+            prompt_tokens: c.prompt_tokens.map(|v| v.to_string()).unwrap_or_default(),
+            completion_tokens: c
+                .completion_tokens
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
+            attempts: c.attempts.map(|v| v.to_string()).unwrap_or_default(),
+            error: match (&c.error_kind, &c.error_message) {
+                (Some(k), Some(m)) => format!("{k}: {}", head_of(m, 120)),
+                (Some(k), None) => k.clone(),
+                _ => String::new(),
+            },
+            problem: c.problem_id.clone(),
+        })
+        .collect();
+    let next_after = last.filter(|_| more);
+    let page = CallsPage {
+        head: Head::of_run(run, mode, "calls".into(), Vec::new()),
+        static_export: mode.static_export,
+        roles: Role::ALL
+            .iter()
+            .map(|r| (r.as_str(), Some(r.as_str()) == role))
+            .collect(),
+        statuses: vec![
+            ("", "any", ok.is_none()),
+            ("ok", "answered", ok == Some(true)),
+            ("failed", "failed", ok == Some(false)),
+        ],
+        endpoint: query.endpoint.clone().unwrap_or_default(),
+        problem: query.problem.clone().unwrap_or_default(),
+        shown: format!(
+            "{} call(s) stored after row {after}{}.",
+            calls.len(),
+            if more { ", more on the next page" } else { "" }
+        ),
+        rows,
+        first: (after > 0).then(|| next_name(0)),
+        next: next_after.map(next_name),
+    };
+    Ok((page.render()?, next_after))
+}

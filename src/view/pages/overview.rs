@@ -1,0 +1,153 @@
+//! The runs list and a run's page: status, accounting, Pass@1 and its chart, tokens per role.
+
+use askama::Template;
+
+use super::super::run::Run;
+use super::{Head, Mode, percent, problem_href};
+use crate::engine::accounting::ProblemState;
+use crate::role::Role;
+
+// ---------------------------------------------------------------------------- runs list
+
+#[derive(Template)]
+#[template(path = "runs.html")]
+struct RunsPage {
+    head: Head,
+    runs: Vec<RunRow>,
+}
+
+struct RunRow {
+    name: String,
+    label: String,
+    dir: String,
+    status: String,
+    method: String,
+    problems: usize,
+    done: usize,
+    iterations: String,
+}
+
+pub fn runs_list(runs: &[std::sync::Arc<Run>]) -> anyhow::Result<String> {
+    let rows = runs
+        .iter()
+        .map(|run| {
+            let (status, method, problems, done, iterations) = match run.summary() {
+                Ok(s) => (
+                    s.status.clone(),
+                    s.method.clone(),
+                    s.problems.len(),
+                    s.problems
+                        .iter()
+                        .filter(|p| p.problem.status == "done")
+                        .count(),
+                    s.iterations.to_string(),
+                ),
+                Err(e) => (format!("{e:#}"), String::new(), 0, 0, String::new()),
+            };
+            RunRow {
+                name: run.entry.name.clone(),
+                label: run.entry.label.clone(),
+                dir: run.entry.root.display().to_string(),
+                status,
+                method,
+                problems,
+                done,
+                iterations,
+            }
+        })
+        .collect();
+    Ok(RunsPage {
+        head: Head {
+            title: "runs".into(),
+            crumbs: Vec::new(),
+        },
+        runs: rows,
+    }
+    .render()?)
+}
+
+// ------------------------------------------------------------------------------ a run
+
+#[derive(Template)]
+#[template(path = "run.html")]
+struct RunPageT {
+    head: Head,
+    live: bool,
+    status: String,
+    done: u64,
+    total: u64,
+    iterations_reached: u64,
+    iterations_total: u64,
+    calls: u64,
+    accounting: String,
+    degraded: Vec<(String, String)>,
+    table: Vec<(usize, String, String, usize, usize, usize, u64)>,
+    chart: Option<String>,
+    usage: Vec<(String, u64, u64, u64, u64, String)>,
+}
+
+pub fn run_page(run: &Run, mode: Mode) -> anyhow::Result<String> {
+    let s = run.summary()?;
+    let live = run.live()?;
+    let degraded = s
+        .problems
+        .iter()
+        .filter(|p| p.state == ProblemState::Degraded)
+        .map(|p| (problem_href(p), p.problem.problem_id.clone()))
+        .collect();
+    let table = s
+        .table
+        .rows
+        .iter()
+        .map(|r| {
+            let ci = r
+                .interval_95()
+                .map(|i| format!("{}–{}", percent(i.lo), percent(i.hi)))
+                .unwrap_or_default();
+            (
+                r.iteration,
+                percent(r.pass_at_1),
+                ci,
+                r.problems,
+                r.candidates,
+                r.no_answer,
+                r.calls_lost,
+            )
+        })
+        .collect();
+    let usage = s
+        .usage
+        .iter()
+        .map(|u| {
+            let href = match (mode.static_export, Role::from_label(&u.role)) {
+                (false, Some(role)) => format!("calls.html?role={}", role.as_str()),
+                _ => "calls.html".to_string(),
+            };
+            (
+                u.role.clone(),
+                u.calls,
+                u.failed,
+                u.prompt_tokens,
+                u.completion_tokens,
+                href,
+            )
+        })
+        .collect();
+    Ok(RunPageT {
+        head: Head::of_run(run, mode, run.entry.label.clone(), Vec::new()),
+        // A static export is a snapshot: nothing to poll.
+        live: !mode.static_export && live.status == "running",
+        status: live.status,
+        done: live.problems_done,
+        total: live.problems_total,
+        iterations_reached: live.iterations_reached,
+        iterations_total: live.iterations_total,
+        calls: live.calls_stored,
+        accounting: s.accounting.render_text(),
+        degraded,
+        table,
+        chart: s.chart_svg.clone(),
+        usage,
+    }
+    .render()?)
+}
