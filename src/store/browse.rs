@@ -123,6 +123,8 @@ pub struct CallGroup {
     pub calls: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Answered calls whose token counts are the client's estimate.
+    pub estimated_calls: u64,
     /// The largest of their error messages by text order (empty when answered).
     pub example: String,
 }
@@ -480,15 +482,16 @@ impl StoreReader {
     /// summed from, so that following a run reads each call once.
     pub fn call_groups(&self, after: i64, upto: i64) -> Result<Vec<CallGroup>, StoreError> {
         let what = "grouping calls";
+        let estimated = self.tokens_estimated_column()?;
         let mut stmt = self
             .connection()
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT problem_id, iteration, role, endpoint, ok, error_kind, COUNT(*), \
                  COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), \
-                 COALESCE(MAX(error_message), '') FROM calls \
-                 WHERE rowid > ?1 AND rowid <= ?2 \
-                 GROUP BY problem_id, iteration, role, endpoint, ok, error_kind",
-            )
+                 COALESCE(MAX(error_message), ''), COALESCE(SUM({estimated} = 1), 0) \
+                 FROM calls WHERE rowid > ?1 AND rowid <= ?2 \
+                 GROUP BY problem_id, iteration, role, endpoint, ok, error_kind"
+            ))
             .map_err(|e| self.sql_error(what, e))?;
         let n = |v: i64| v.max(0) as u64;
         let rows = stmt
@@ -504,6 +507,7 @@ impl StoreReader {
                     prompt_tokens: n(r.get(7)?),
                     completion_tokens: n(r.get(8)?),
                     example: r.get(9)?,
+                    estimated_calls: n(r.get(10)?),
                 })
             })
             .map_err(|e| self.sql_error(what, e))?;

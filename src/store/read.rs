@@ -246,7 +246,7 @@ impl StoreReader {
 
     /// The column saying whether a call's token counts are estimates, or `0` in a store
     /// from before schema version 5 (which recorded the server's counts only).
-    fn tokens_estimated_column(&self) -> Result<&'static str, StoreError> {
+    pub(super) fn tokens_estimated_column(&self) -> Result<&'static str, StoreError> {
         let has = match self.tokens_estimated.get() {
             Some(has) => *has,
             None => {

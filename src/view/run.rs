@@ -10,9 +10,10 @@ use serde::Serialize;
 
 use super::catalog::RunEntry;
 use super::tally::CallTally;
+use crate::config::FailedCandidates;
 use crate::engine::accounting::{Accounting, JudgeUse, ProblemState};
 use crate::eval::chart::{Series, pass_at_1_svg};
-use crate::eval::judge::is_correct;
+use crate::eval::judge::{counted_score, is_correct};
 use crate::eval::pass_at_1::PassAt1Table;
 use crate::method::result::{Branch, CandidateStatus};
 use crate::store::StoreReader;
@@ -27,7 +28,7 @@ pub struct Cell {
     /// Judged candidates, and how many of them are correct ([`is_correct`]).
     pub judged: u32,
     pub correct: u32,
-    /// Mean judge score of the judged candidates (the problem's Pass@1 at the iteration).
+    /// Sum of the judged candidates' scores.
     pub score_sum: f64,
     pub candidates: u32,
     pub explore: u32,
@@ -35,11 +36,15 @@ pub struct Cell {
     pub solution_failed: u32,
     /// Calls lost at this iteration.
     pub lost: u64,
+    /// The candidates Pass@1 counts: the judged ones, and those whose solution call
+    /// failed when the run's `judge.failed_candidates` counts them as wrong.
+    pub counted: u32,
 }
 
 impl Cell {
+    /// The problem's Pass@1 at this iteration ([`counted_score`] of each candidate).
     pub fn share(&self) -> Option<f64> {
-        (self.judged > 0).then(|| self.score_sum / f64::from(self.judged))
+        (self.counted > 0).then(|| self.score_sum / f64::from(self.counted))
     }
 }
 
@@ -291,6 +296,16 @@ fn build_summary(
         if let Some(c) = cell_at(&mut cells, &row.problem_id, row.iteration) {
             c.lost += row.calls;
         }
+    }
+    let failed_rule = match reader.meta(META_CONFIG)? {
+        Some(text) => FailedCandidates::of_config_toml(&text)
+            .map_err(|e| anyhow::anyhow!("run {label}: {e}"))?,
+        None => FailedCandidates::default(),
+    };
+    for c in cells.values_mut().flatten() {
+        // A failed candidate has no judgment: its counted score is 0 or nothing.
+        let failed = counted_score(None, failed_rule).map_or(0, |_| c.solution_failed);
+        c.counted = c.judged + failed;
     }
     let degraded: BTreeSet<&str> = accounting
         .problems_degraded

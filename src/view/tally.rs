@@ -56,6 +56,7 @@ impl CallTally {
                     old.calls += g.calls;
                     old.prompt_tokens += g.prompt_tokens;
                     old.completion_tokens += g.completion_tokens;
+                    old.estimated_calls += g.estimated_calls;
                     if g.example > old.example {
                         old.example = g.example;
                     }
@@ -121,11 +122,13 @@ impl CallTally {
                 failed: 0,
                 prompt_tokens: 0,
                 completion_tokens: 0,
+                estimated_calls: 0,
             });
             row.calls += g.calls;
             row.failed += if g.ok { 0 } else { g.calls };
             row.prompt_tokens += g.prompt_tokens;
             row.completion_tokens += g.completion_tokens;
+            row.estimated_calls += g.estimated_calls;
         }
         by_role.into_values().collect()
     }

@@ -137,9 +137,9 @@ fn grid_cell(c: &Cell) -> GridCell {
     let (class, text) = match c.share() {
         None if c.candidates == 0 && c.lost == 0 => ("cx", String::new()),
         None => ("cx", "–".into()),
-        Some(s) if s >= 0.5 => ("c2", format!("{}/{}", c.correct, c.judged)),
-        Some(s) if s > 0.0 => ("c1", format!("{}/{}", c.correct, c.judged)),
-        Some(_) => ("c0", format!("{}/{}", c.correct, c.judged)),
+        Some(s) if s >= 0.5 => ("c2", format!("{}/{}", c.correct, c.counted)),
+        Some(s) if s > 0.0 => ("c1", format!("{}/{}", c.correct, c.counted)),
+        Some(_) => ("c0", format!("{}/{}", c.correct, c.counted)),
     };
     GridCell {
         class,
