@@ -749,11 +749,18 @@ async fn finish(closing: Closing, driven: Driven) -> anyhow::Result<RunResult> {
 /// priority for `config` (also what `tmas bench eval` hands its scheduling model). Text
 /// on spans is the run's observer option ([`observe::trace_content`]), set by the caller.
 pub fn runner_settings(config: &Config) -> RunnerSettings {
-    let roles = config
-        .method
-        .roles()
-        .iter()
-        .map(|&role| {
+    runner_settings_for_roles(config, config.method.roles().iter().copied())
+}
+
+/// [`runner_settings`] with a pool for each of `roles` (a server, whose requests may ask
+/// for any method, has one for every role any method calls).
+pub fn runner_settings_for_roles(
+    config: &Config,
+    roles: impl IntoIterator<Item = crate::role::Role>,
+) -> RunnerSettings {
+    let roles = roles
+        .into_iter()
+        .map(|role| {
             let workers = config
                 .role(role)
                 .pool_size

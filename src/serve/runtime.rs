@@ -15,8 +15,7 @@ use tokio::task::JoinHandle;
 use tmas_actors::bank::NoopSink;
 use tmas_actors::coordinator::ProblemError;
 use tmas_actors::runner::{
-    Admission, AdmissionBounds, ProblemJob, RoleSettings, RunSummary, Runner, RunnerSettings,
-    RuntimeError, RuntimeStats,
+    ProblemJob, RunSummary, Runner, RunnerSettings, RuntimeError, RuntimeStats,
 };
 
 use super::calls::{RequestCalls, ServeCalls};
@@ -179,35 +178,8 @@ fn settings(config: &Config) -> RunnerSettings {
             }
         }
     }
-    let roles = Role::ALL
-        .into_iter()
-        .filter(|r| used[r.index()])
-        .map(|role| {
-            let workers = config
-                .role(role)
-                .pool_size
-                .unwrap_or(config.run.max_in_flight);
-            let settings =
-                RoleSettings::new(role.as_str(), Config::client_group(role), workers.max(1));
-            if role.runs_beside_previous() {
-                settings.beside_previous()
-            } else {
-                settings
-            }
-        })
-        .collect();
-    let admission = Admission::of_kind(
-        config.run.admission,
-        AdmissionBounds {
-            max_concurrent_problems: config.run.max_concurrent_problems,
-            max_active_problems: config.run.effective_max_active_problems(),
-            target_in_flight: config.run.max_in_flight,
-        },
-    );
-    let mut settings = RunnerSettings::new(roles)
-        .with_admission(admission)
-        .with_priority(config.run.call_priority)
-        .with_iterations(config.method.iterations);
+    let used_roles = Role::ALL.into_iter().filter(|r| used[r.index()]);
+    let mut settings = crate::engine::runner_settings_for_roles(config, used_roles);
     settings.trace_content = config.observability.trace_content;
     settings
 }
