@@ -502,13 +502,11 @@ fn prepare_axis(series: &[Series], y: &YAxis) -> Result<Prepared, ChartError> {
                 &s.label, iteration, pts[at].1, interval, scale,
             )?);
         }
-        let reference = match &s.reference {
-            Some(r) => {
-                check_value(&r.label, 0, r.value, scale)?;
-                Some((r.label.clone(), scale.display(r.value)))
-            }
-            None => None,
-        };
+        let reference = s
+            .reference
+            .as_ref()
+            .map(|r| checked_reference(r, scale))
+            .transpose()?;
         // A series without points (a group without problems) is not drawn: an empty
         // legend entry would claim a comparison the chart cannot show.
         if points.is_empty() {
@@ -521,13 +519,7 @@ fn prepare_axis(series: &[Series], y: &YAxis) -> Result<Prepared, ChartError> {
             reference,
         });
     }
-    let all = || lines.iter().flat_map(|l| l.points.iter());
-    let (Some(x_min), Some(x_max)) = (
-        all().map(|p| p.x).reduce(f64::min),
-        all().map(|p| p.x).reduce(f64::max),
-    ) else {
-        return Err(ChartError::NoData("every series is empty"));
-    };
+    let (x_min, x_max) = x_extent(&lines)?;
     let mut prepared = Prepared {
         // Half an iteration either side so edge markers are not clipped; a single
         // iteration still gets a non-empty range.
@@ -539,6 +531,24 @@ fn prepare_axis(series: &[Series], y: &YAxis) -> Result<Prepared, ChartError> {
     };
     prepared.y = y_range(scale, prepared.y_max());
     Ok(prepared)
+}
+
+/// A reference line as drawn (label, value on `scale`), its value checked.
+fn checked_reference(r: &Reference, scale: Scale) -> Result<(String, f64), ChartError> {
+    check_value(&r.label, 0, r.value, scale)?;
+    Ok((r.label.clone(), scale.display(r.value)))
+}
+
+/// The smallest and largest x of the points of `lines` (none: nothing to draw).
+fn x_extent(lines: &[Line]) -> Result<(f64, f64), ChartError> {
+    let all = || lines.iter().flat_map(|l| l.points.iter());
+    match (
+        all().map(|p| p.x).reduce(f64::min),
+        all().map(|p| p.x).reduce(f64::max),
+    ) {
+        (Some(min), Some(max)) => Ok((min, max)),
+        _ => Err(ChartError::NoData("every series is empty")),
+    }
 }
 
 /// [`prepare_axis`] for quantity axes (Pass@1 against x): no padding, a degenerate range
@@ -585,13 +595,11 @@ fn prepare_xy(series: &[XySeries]) -> Result<Prepared, ChartError> {
                 bar,
             });
         }
-        let reference = match &s.reference {
-            Some(r) => {
-                check_value(&r.label, 0, r.value, scale)?;
-                Some((r.label.clone(), scale.display(r.value)))
-            }
-            None => None,
-        };
+        let reference = s
+            .reference
+            .as_ref()
+            .map(|r| checked_reference(r, scale))
+            .transpose()?;
         if points.is_empty() {
             continue;
         }
@@ -602,13 +610,7 @@ fn prepare_xy(series: &[XySeries]) -> Result<Prepared, ChartError> {
             reference,
         });
     }
-    let all = || lines.iter().flat_map(|l| l.points.iter());
-    let (Some(x_min), Some(x_max)) = (
-        all().map(|p| p.x).reduce(f64::min),
-        all().map(|p| p.x).reduce(f64::max),
-    ) else {
-        return Err(ChartError::NoData("every series is empty"));
-    };
+    let (x_min, x_max) = x_extent(&lines)?;
     let pad = ((x_max - x_min) * 0.03).max(if x_max.abs() > 1.0 {
         x_max.abs() * 0.03
     } else {
