@@ -44,9 +44,7 @@ impl CallExecutor for ModelClient {
         group: Arc<str>,
         mut request: EmbeddingRequest,
     ) -> BoxFuture<'static, CallOutcome> {
-        if request.tags.call.is_none() {
-            request.tags.call = Some(key.to_string().into());
-        }
+        request.tags.identify(key);
         let client = self.clone();
         let span = tracing::Span::current();
         joined(tokio::spawn(

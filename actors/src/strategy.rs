@@ -186,9 +186,7 @@ pub trait CallExecutor: Send + Sync + 'static {
         group: Arc<str>,
         mut request: ChatRequest,
     ) -> futures::future::BoxFuture<'static, CallOutcome> {
-        if request.tags.call.is_none() {
-            request.tags.call = Some(key.to_string().into());
-        }
+        request.tags.identify(key);
         self.execute(group, request)
     }
 

@@ -80,6 +80,14 @@ pub struct CallTags {
 }
 
 impl CallTags {
+    /// Sets [`Self::call`] to `key` (the call's key in display form) unless the strategy
+    /// already named the call.
+    pub fn identify(&mut self, key: &impl std::fmt::Display) {
+        if self.call.is_none() {
+            self.call = Some(key.to_string().into());
+        }
+    }
+
     /// The key prefix-affinity routing hashes: [`Self::affinity`], else the problem.
     pub fn affinity_key(&self) -> &str {
         self.affinity.as_deref().unwrap_or(&self.problem)

@@ -294,9 +294,7 @@ impl CallExecutor for ServeCalls {
         group: Arc<str>,
         mut request: ChatRequest,
     ) -> BoxFuture<'static, CallOutcome> {
-        if request.tags.call.is_none() {
-            request.tags.call = Some(key.to_string().into());
-        }
+        request.tags.identify(key);
         let client = self.client.clone();
         self.guarded(
             key,
@@ -310,9 +308,7 @@ impl CallExecutor for ServeCalls {
         group: Arc<str>,
         mut request: EmbeddingRequest,
     ) -> BoxFuture<'static, CallOutcome> {
-        if request.tags.call.is_none() {
-            request.tags.call = Some(key.to_string().into());
-        }
+        request.tags.identify(key);
         let client = self.client.clone();
         self.guarded(
             key,
