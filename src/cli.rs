@@ -186,3 +186,23 @@ fn stop_quietly_on_closed_stdout() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
+
+/// SIGINT or SIGTERM, for the commands that serve (`serve`, `view`, `rl-serve`): stop
+/// accepting, finish the requests being served, exit.
+pub(crate) async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!("cannot watch SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}

@@ -117,26 +117,7 @@ async fn serve(
         mode.as_str()
     );
     axum::serve(listener, router(judges, mode, params))
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(super::shutdown_signal())
         .await
         .context("serving")
-}
-
-/// SIGINT or SIGTERM: stop accepting, finish the requests being served, exit.
-pub(crate) async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::warn!("cannot watch SIGTERM: {e}");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
-    }
 }

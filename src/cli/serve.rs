@@ -36,7 +36,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         addr: args.addr,
         env: process_env(),
     };
-    let started = crate::serve::start(options, super::rl_serve::shutdown_signal()).await?;
+    let started = crate::serve::start(options, super::shutdown_signal()).await?;
     let addr = started.addr;
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "tmas serve listening on http://{addr}");

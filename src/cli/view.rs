@@ -59,25 +59,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     // A test or script reads the address from the first line as soon as it is there.
     let _ = std::io::stdout().flush();
-    viewer.serve(listener, shutdown_signal()).await?;
+    viewer.serve(listener, super::shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// SIGINT or SIGTERM: stop serving.
-async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::warn!("cannot watch SIGTERM: {e}");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
-    }
 }
