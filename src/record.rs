@@ -18,6 +18,22 @@ pub struct ProblemRecord {
     pub judgments: Vec<Vec<Option<JudgeRecord>>>,
 }
 
+/// Whether a problem's stored reference answer is one. A dataset row never has an empty
+/// answer (the loader refuses it), so an empty reference marks a problem that has none: a
+/// request `tmas serve` recorded. Such a problem is not judged (its record has no
+/// judgments), Pass@1 leaves it out rather than scoring it 0, and it gives no RL
+/// training instance (there is no ground truth to reward against).
+pub fn has_reference(reference_answer: &str) -> bool {
+    !reference_answer.is_empty()
+}
+
+impl ProblemRecord {
+    /// See [`has_reference`].
+    pub fn has_reference(&self) -> bool {
+        has_reference(&self.reference_answer)
+    }
+}
+
 /// Calls and tokens of one role over a run (from the run store's `calls` table).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoleUsage {

@@ -18,6 +18,7 @@ pub(crate) mod http;
 pub(crate) mod openai;
 pub(crate) mod params;
 pub(crate) mod runtime;
+pub(crate) mod store;
 pub(crate) mod stream;
 
 use std::net::SocketAddr;
@@ -39,6 +40,8 @@ pub struct ServeOptions {
     pub overrides: Vec<CliOverride>,
     pub addr: SocketAddr,
     pub env: Vec<(String, String)>,
+    /// Keep every request in a run store in this directory (new or empty).
+    pub out: Option<PathBuf>,
 }
 
 /// A server started: its address, and the task serving until `stop` completes.
@@ -64,9 +67,19 @@ pub async fn start(
         .await
         .map_err(|e| BadInput(format!("cannot listen on {}: {e}", options.addr)))?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    let prompts = Arc::new(
+        crate::method::PromptSet::load(&served.config.prompt_overrides())
+            .context("loading prompt templates")?,
+    );
+    let record = match &options.out {
+        Some(out) => Some(Arc::new(
+            store::ServeStore::create(out, &served.config, &served.label, &prompts).await?,
+        )),
+        None => None,
+    };
     crate::engine::observe::start_export(&served.config)?;
     let mut config = served.config.clone();
-    let runtime = ServeRuntime::start(&mut config, &options.env).await?;
+    let runtime = ServeRuntime::start(&mut config, &options.env, prompts, record).await?;
     let metrics = match tmas_observability::prometheus::recorder() {
         Ok(handle) => Some(handle),
         Err(e) => {
@@ -86,12 +99,15 @@ pub async fn start(
             .with_graceful_shutdown(stop)
             .await
             .context("serving");
-        match Arc::try_unwrap(app) {
+        let stopped = match Arc::try_unwrap(app) {
             Ok(app) => app.runtime.shutdown().await,
-            Err(_) => tracing::warn!("requests still hold the runtime; not waiting for them"),
-        }
+            Err(_) => {
+                tracing::warn!("requests still hold the runtime; not waiting for them");
+                Ok(())
+            }
+        };
         crate::engine::observe::flush_export().await;
-        result
+        result.and(stopped)
     });
     Ok(Started {
         addr,

@@ -112,6 +112,7 @@ pub async fn run(args: ServeBenchArgs) -> anyhow::Result<ServeBenchResult> {
             overrides: Vec::<CliOverride>::new(),
             addr: "127.0.0.1:0".parse().context("loopback address")?,
             env: Vec::new(),
+            out: None,
         },
         async move {
             let _ = stop_rx.await;

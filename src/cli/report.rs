@@ -35,12 +35,30 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Loaded {
         mut table,
         unfinished,
+        unreferenced,
     } = load_table(&dir)?;
     let accounting = load_accounting(&dir, table.rows.len())?;
     if let Some(accounting) = &accounting {
         table.set_calls_lost(&accounting.lost_by_iteration);
     }
     let total = table.problems_total.unwrap_or(0);
+    if unreferenced > 0 && total == 0 {
+        // A store of requests (`tmas serve --out`): nothing was judged, so there is no
+        // Pass@1 to show, not a Pass@1 of 0.
+        report_unscored(unreferenced, unfinished.as_deref().unwrap_or_default());
+        if let Some(accounting) = &accounting {
+            print!("{}", accounting.render_text());
+        }
+        report_analyses(&dir, &args)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if unreferenced > 0 {
+        println!(
+            "note: {} without a reference answer (requests recorded by `tmas serve`) are not \
+             scored and not in the table",
+            crate::text::count_of(unreferenced, "problem")
+        );
+    }
     match &unfinished {
         Some(ids) => {
             if let Some(line) = super::partial_line(ids, total, NAMED_UNFINISHED) {
@@ -87,6 +105,23 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     report_analyses(&dir, &args)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `tmas report` says instead of a Pass@1 table when no problem has a reference.
+fn report_unscored(problems: usize, unfinished: &[String]) {
+    println!(
+        "Pass@1: not scored: none of the {} has a reference answer (requests recorded by \
+         `tmas serve`); calls, tokens and the banks' analyses below",
+        crate::text::count_of(problems, "problem")
+    );
+    if !unfinished.is_empty() {
+        println!(
+            "running: {} of {problems} not finished yet ({})",
+            unfinished.len(),
+            crate::text::name_first(unfinished, NAMED_UNFINISHED)
+        );
+    }
+    println!("chart: none: there is no Pass@1 to draw");
 }
 
 /// Lost calls and problem states from the run's store (`None` for a directory without
@@ -179,6 +214,8 @@ struct Loaded {
     table: PassAt1Table,
     /// `None`: no store to tell (the table's own counts say whether it is partial).
     unfinished: Option<Vec<String>>,
+    /// Problems without a reference answer: not judged, not in the table.
+    unreferenced: usize,
 }
 
 /// The table as the run store holds it now (so the same as `tmas export --format csv`,
@@ -192,6 +229,11 @@ fn load_table(dir: &RunDir) -> anyhow::Result<Loaded> {
         return Ok(Loaded {
             table: stored_table(&reader)?,
             unfinished: Some(unfinished_problems(&reader)?.0),
+            unreferenced: reader
+                .problems()?
+                .iter()
+                .filter(|p| !p.has_reference())
+                .count(),
         });
     }
     let path = dir.root.join("pass_at_1.json");
@@ -203,6 +245,7 @@ fn load_table(dir: &RunDir) -> anyhow::Result<Loaded> {
         return Ok(Loaded {
             table,
             unfinished: None,
+            unreferenced: 0,
         });
     }
     let records = dir.read_problems()?;
@@ -228,6 +271,7 @@ fn load_table(dir: &RunDir) -> anyhow::Result<Loaded> {
     Ok(Loaded {
         table: builder.build(),
         unfinished: None,
+        unreferenced: 0,
     })
 }
 

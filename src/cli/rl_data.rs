@@ -50,12 +50,20 @@ fn build(args: &Args) -> anyhow::Result<ExitCode> {
     }
     for r in &reports {
         println!(
-            "{}: status {}, {} problems done{}, {} candidate instances",
+            "{}: status {}, {} problems done{}{}, {} candidate instances",
             r.run,
             r.status,
             r.done,
             if r.not_done > 0 {
                 format!(" ({} not done, skipped)", r.not_done)
+            } else {
+                String::new()
+            },
+            if r.unreferenced > 0 {
+                format!(
+                    " ({} without a reference answer, skipped: no ground truth to reward)",
+                    r.unreferenced
+                )
             } else {
                 String::new()
             },
@@ -70,8 +78,14 @@ fn build(args: &Args) -> anyhow::Result<ExitCode> {
     let (rows, selection) = data::select(candidates, mix, args.selection_seed);
     print_selection(&selection);
     if rows.is_empty() {
+        let why = if reports.iter().any(|r| r.unreferenced > 0) {
+            "the runs have no finished problem with a reference answer (a `tmas serve` store's \
+             requests have none, and a reward needs one)"
+        } else {
+            "the runs have no finished problem"
+        };
         return Err(crate::config::BadInput(format!(
-            "no instance to write: the runs have no finished problem (nothing written to {})",
+            "no instance to write: {why} (nothing written to {})",
             args.output.display()
         ))
         .into());

@@ -76,7 +76,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if instances.is_empty() {
         let runs: Vec<&str> = reports.iter().map(|r| r.run.as_str()).collect();
         return Err(crate::config::BadInput(format!(
-            "the runs ({}) offer no instance: no finished problem",
+            "the runs ({}) offer no instance: no finished problem with a reference answer",
             runs.join(", ")
         ))
         .into());

@@ -27,6 +27,10 @@ pub struct Args {
     /// `serve.api_key_envs` then.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
+    /// Keep every request in a run store in DIR (new or empty): `tmas report`, `view`,
+    /// `export` and `rl-data` read it as a run directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -35,6 +39,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         overrides: args.set.iter().map(CliOverride::set).collect(),
         addr: args.addr,
         env: process_env(),
+        out: args.out,
     };
     let started = crate::serve::start(options, super::shutdown_signal()).await?;
     let addr = started.addr;

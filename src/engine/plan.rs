@@ -188,6 +188,16 @@ pub async fn resume(
     // The writability probe before the lock: a read-only directory gets the clearest message.
     let dir = RunDir::create(run_dir)?;
     let store = RunStore::open(run_dir)?;
+    let selection = store.read_now(|r| r.problems())?;
+    if let Some(request) = selection.iter().find(|p| !p.has_reference()) {
+        return Err(ResumeRefused(format!(
+            "cannot resume {}: problem `{}` has no reference answer (the directory holds \
+             requests recorded by `tmas serve`, not a run over a dataset)",
+            run_dir.display(),
+            request.problem_id
+        ))
+        .into());
+    }
     let (stored_text, prompts_sha, dataset_label, config_source, stored_t) =
         store.read_now(|r| {
             Ok((
@@ -246,7 +256,6 @@ pub async fn resume(
         ))
         .into());
     }
-    let selection = store.read_now(|r| r.problems())?;
     anyhow::ensure!(
         !selection.is_empty(),
         "{}: the stored run has no problems",

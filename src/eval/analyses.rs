@@ -50,6 +50,13 @@ impl ProblemRun<'_> {
         counted_score(self.judgments.get(t)?.get(c)?.as_ref(), self.failed)
     }
 
+    /// Whether the problem was judged: a problem without a reference answer (a request
+    /// `tmas serve` recorded) has no judgments, and the analyses that rest on correctness
+    /// leave it out instead of counting it never solved.
+    pub fn judged(&self) -> bool {
+        !self.judgments.is_empty() || self.outcome.iterations.is_empty()
+    }
+
     /// Whether some candidate of the run answered correctly.
     pub fn solved(&self) -> bool {
         solved(self.judgments.iter().flatten())
@@ -87,12 +94,14 @@ impl Analyses {
             .map(|p| p.outcome.iterations.len())
             .max()
             .unwrap_or(0);
+        // The banks' analyses read every problem; those about correctness only judged ones.
+        let judged: Vec<ProblemRun<'_>> = problems.iter().filter(|p| p.judged()).copied().collect();
         Self {
             problems: problems.len(),
             iterations,
             unique_guidelines: guidelines::UniqueGuidelines::of(problems, iterations),
-            verification_paradox: paradox::Paradox::of(problems, iterations, seed, PERMUTATIONS),
-            explore_exploit: branches::ExploreExploit::of(problems, iterations),
+            verification_paradox: paradox::Paradox::of(&judged, iterations, seed, PERMUTATIONS),
+            explore_exploit: branches::ExploreExploit::of(&judged, iterations),
             bank_growth: bank_growth::BankGrowth::of(problems, iterations),
         }
     }

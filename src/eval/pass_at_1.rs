@@ -386,10 +386,11 @@ pub struct PassAt1Table {
 
 impl PassAt1Table {
     /// Pass@1 of the last iteration, once every problem of the run has finished it
-    /// (`None` before).
+    /// (`None` before, and for a table of no problem: there is no figure then).
     pub fn final_pass_at_1(&self) -> Option<f64> {
         self.rows
             .last()
+            .filter(|r| r.problems > 0)
             .filter(|r| self.problems_total.is_none_or(|total| r.problems == total))
             .map(|r| r.pass_at_1)
     }
@@ -651,6 +652,7 @@ mod tests {
     fn empty_run_is_zero_not_nan() {
         let table = PassAt1Builder::new(Vec::<String>::new(), 1).build();
         assert_eq!(table.rows[0].pass_at_1, 0.0);
+        assert_eq!(table.final_pass_at_1(), None, "no problem, no figure");
     }
 
     #[test]

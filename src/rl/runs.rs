@@ -21,6 +21,9 @@ pub struct RunReport {
     pub done: usize,
     /// Problems without a finished record (skipped).
     pub not_done: usize,
+    /// Finished problems without a reference answer (requests `tmas serve` recorded):
+    /// skipped, since a reward needs the ground truth.
+    pub unreferenced: usize,
     pub instances: usize,
 }
 
@@ -54,7 +57,15 @@ pub fn run_instances(dir: &Path) -> anyhow::Result<(Vec<Instance>, RunReport)> {
     let problems = reader.problems()?;
     let mut out = Vec::new();
     let mut done = 0;
+    let mut unreferenced = 0;
     for problem in &problems {
+        if !problem.has_reference() {
+            // No ground truth: an instance of it could not be rewarded.
+            if problem.status == "done" {
+                unreferenced += 1;
+            }
+            continue;
+        }
         let Some(record) = reader.done_record(&problem.problem_id)? else {
             continue;
         };
@@ -67,7 +78,8 @@ pub fn run_instances(dir: &Path) -> anyhow::Result<(Vec<Instance>, RunReport)> {
             .meta(META_STATUS)?
             .unwrap_or_else(|| "unknown".into()),
         done,
-        not_done: problems.len() - done,
+        not_done: problems.len() - done - unreferenced,
+        unreferenced,
         instances: out.len(),
         run,
     };

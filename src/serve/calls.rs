@@ -127,27 +127,23 @@ impl RequestCalls {
         }
     }
 
-    fn on_sent(&self, key: &CallKey) {
+    fn on_sent(&self, iteration: u32) {
         let first = self
             .started
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(key.iteration);
+            .insert(iteration);
         if first {
-            self.tell(Progress::IterationStarted {
-                iteration: key.iteration,
-            });
+            self.tell(Progress::IterationStarted { iteration });
         }
     }
 
-    fn on_done(&self, key: &CallKey, outcome: &CallOutcome) {
-        if let Some(role) = Role::from_label(&key.role) {
-            self.tell(Progress::CallDone {
-                role,
-                iteration: key.iteration,
-                answered: outcome.is_ok(),
-            });
-        }
+    fn on_done(&self, role: Role, iteration: u32, outcome: &CallOutcome) {
+        self.tell(Progress::CallDone {
+            role,
+            iteration,
+            answered: outcome.is_ok(),
+        });
     }
 }
 
@@ -220,14 +216,17 @@ impl ServeCalls {
         self.problems().len()
     }
 
-    /// Runs `call` for the call `key` under its request's cancellation and budget.
+    /// Runs `call` for a call of `problem` (its `iteration`, its `role`) under its
+    /// request's cancellation and budget.
     fn guarded(
         &self,
-        key: &CallKey,
-        call: BoxFuture<'static, Result<ChatResponse, ClientError>>,
+        problem: &str,
+        iteration: u32,
+        role: &str,
+        call: BoxFuture<'static, CallOutcome>,
     ) -> BoxFuture<'static, CallOutcome> {
-        let entry = self.problems().get(&key.problem).cloned();
-        let key = key.clone();
+        let entry = self.problems().get(problem).cloned();
+        let role = Role::from_label(role);
         // The task carries the caller's span (the agent call), so attempt spans and the
         // `traceparent` sent to the server hang under it.
         let span = tracing::Span::current();
@@ -242,7 +241,7 @@ impl ServeCalls {
             if !entry.budget.take() {
                 return Err(budget_spent(entry.budget.cap));
             }
-            entry.on_sent(&key);
+            entry.on_sent(iteration);
             let cancel = entry.cancel.clone();
             // Dropping the call's future when the request is cancelled closes its
             // connection and frees its slot at once.
@@ -250,7 +249,7 @@ impl ServeCalls {
                 async move {
                     tokio::select! {
                         biased;
-                        _ = cancel.cancelled() => Err(ClientError::Shutdown),
+                        _ = cancel.cancelled() => Err(cancelled()),
                         r = call => r,
                     }
                 }
@@ -262,16 +261,18 @@ impl ServeCalls {
                 }
                 other => other,
             };
-            entry.on_done(&key, &outcome);
+            if let Some(role) = role {
+                entry.on_done(role, iteration, &outcome);
+            }
             outcome
         })
     }
 }
 
 /// The outcome of a call's task; a panic in it is reported as a failure.
-async fn joined(task: tokio::task::JoinHandle<Result<ChatResponse, ClientError>>) -> CallOutcome {
+async fn joined(task: tokio::task::JoinHandle<CallOutcome>) -> CallOutcome {
     match task.await {
-        Ok(result) => result.map_err(CallFailure::from),
+        Ok(outcome) => outcome,
         Err(e) => Err(CallFailure::new(
             FailureKind::Panic,
             format!("model call task failed: {e}"),
@@ -279,26 +280,30 @@ async fn joined(task: tokio::task::JoinHandle<Result<ChatResponse, ClientError>>
     }
 }
 
+/// A call of the model client as a future of its outcome. Not spawned: dropping it (a
+/// request cancelled) drops the HTTP call with it.
+fn client_call(
+    call: impl std::future::Future<Output = Result<ChatResponse, ClientError>> + Send + 'static,
+) -> BoxFuture<'static, CallOutcome> {
+    Box::pin(async move { call.await.map_err(CallFailure::from) })
+}
+
+/// Every call of a request's problem goes through the request's guard. A call arrives
+/// here with its key in its tags (`execute_call` fills them, as the run store's executor
+/// does in front of this one), so the guard reads the problem, iteration and role there.
 impl CallExecutor for ServeCalls {
     fn execute(&self, group: Arc<str>, request: ChatRequest) -> BoxFuture<'static, CallOutcome> {
-        let client = self.client.clone();
-        let span = tracing::Span::current();
-        Box::pin(joined(tokio::spawn(
-            async move { client.chat(&group, request).await }.instrument(span),
-        )))
-    }
-
-    fn execute_call(
-        &self,
-        key: &CallKey,
-        group: Arc<str>,
-        mut request: ChatRequest,
-    ) -> BoxFuture<'static, CallOutcome> {
-        request.tags.identify(key);
+        let (problem, iteration, role) = (
+            request.tags.problem.clone(),
+            request.tags.iteration,
+            request.tags.role.clone(),
+        );
         let client = self.client.clone();
         self.guarded(
-            key,
-            Box::pin(async move { client.chat(&group, request).await }),
+            &problem,
+            iteration,
+            &role,
+            client_call(async move { client.chat(&group, request).await }),
         )
     }
 
@@ -311,8 +316,10 @@ impl CallExecutor for ServeCalls {
         request.tags.identify(key);
         let client = self.client.clone();
         self.guarded(
-            key,
-            Box::pin(async move { client.embed(&group, request).await }),
+            &key.problem,
+            key.iteration,
+            &key.role,
+            client_call(async move { client.embed(&group, request).await }),
         )
     }
 }

@@ -12,19 +12,22 @@ use anyhow::Context;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use tmas_actors::bank::NoopSink;
+use tmas_actors::bank::{BankSink, NoopSink};
 use tmas_actors::coordinator::ProblemError;
 use tmas_actors::runner::{
     ProblemJob, RunSummary, Runner, RunnerSettings, RuntimeError, RuntimeStats,
 };
+use tmas_actors::strategy::CallExecutor;
 
 use super::calls::{RequestCalls, ServeCalls};
+use super::store::ServeStore;
 use crate::config::{Config, MethodConfig, MethodName, RseDedup};
 use crate::engine::endpoints::Endpoints;
 use crate::engine::method_jobs::JobFactory;
 use crate::eval::dataset::Problem;
 use crate::method::{IterationWatcher, PromptSet, TmasOutcome};
 use crate::role::Role;
+use crate::store::executor::StoreExecutor;
 
 /// How one problem ended.
 pub type ProblemResult = Result<TmasOutcome, ProblemError>;
@@ -41,6 +44,8 @@ pub struct ServeRuntime {
     stats: RuntimeStats,
     runner: JoinHandle<Result<RunSummary, RuntimeError>>,
     endpoints: Endpoints,
+    /// Where every request is recorded (`--out DIR`), if anywhere.
+    record: Option<Arc<ServeStore>>,
 }
 
 /// Where an admitted problem's result arrives.
@@ -50,14 +55,30 @@ pub struct Ticket {
 
 impl ServeRuntime {
     /// Starts the endpoints (pointing `config`'s `embedded-sim` endpoints at the simulator
-    /// it starts) and the runtime.
-    pub async fn start(config: &mut Config, env: &[(String, String)]) -> anyhow::Result<Self> {
-        let prompts = Arc::new(
-            PromptSet::load(&config.prompt_overrides()).context("loading prompt templates")?,
-        );
+    /// it starts) and the runtime; with `record`, every request's calls, banks and record
+    /// go into that store.
+    pub async fn start(
+        config: &mut Config,
+        env: &[(String, String)],
+        prompts: Arc<PromptSet>,
+        record: Option<Arc<ServeStore>>,
+    ) -> anyhow::Result<Self> {
         let endpoints = Endpoints::start(config, env, None).await?;
         let calls = Arc::new(ServeCalls::new(endpoints.client.clone()));
-        let runner = match Runner::new(settings(config), calls.clone(), Arc::new(NoopSink)) {
+        // With a store, each call is committed before its method sees it (as in a run),
+        // then goes through its request's guard.
+        let (executor, sink): (Arc<dyn CallExecutor>, Arc<dyn BankSink>) = match &record {
+            Some(record) => (
+                Arc::new(StoreExecutor::new(
+                    calls.clone(),
+                    record.store().clone(),
+                    Default::default(),
+                )),
+                Arc::new(record.bank_sink()),
+            ),
+            None => (calls.clone(), Arc::new(NoopSink)),
+        };
+        let runner = match Runner::new(settings(config), executor, sink) {
             Ok(runner) => runner,
             Err(e) => {
                 endpoints.shutdown().await;
@@ -67,9 +88,13 @@ impl ServeRuntime {
         let stats = runner.stats();
         let (jobs, incoming) = mpsc::unbounded_channel();
         let waiting: Waiting = Arc::default();
-        let (done_waiting, done_calls) = (waiting.clone(), calls.clone());
+        let (done_waiting, done_calls, done_record) =
+            (waiting.clone(), calls.clone(), record.clone());
         let runner = tokio::spawn(runner.run_incoming(incoming, move |report| {
             done_calls.unregister(&report.problem);
+            if let Some(record) = &done_record {
+                record.ended(&report.problem, &report.result);
+            }
             let sender = done_waiting
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -88,6 +113,7 @@ impl ServeRuntime {
             stats,
             runner,
             endpoints,
+            record,
         })
     }
 
@@ -138,9 +164,15 @@ impl ServeRuntime {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(id.clone(), tx);
+        if let Some(record) = &self.record {
+            record.admit(&id, question, config, calls.cancel.clone());
+        }
         self.calls.register(id.clone(), calls);
         if self.jobs.send(job).is_err() {
             self.calls.unregister(&id);
+            if let Some(record) = &self.record {
+                record.abandon(&id, "the server was stopping: the request never ran");
+            }
             self.waiting
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -150,8 +182,9 @@ impl ServeRuntime {
         Ok(Ticket { result: rx })
     }
 
-    /// Stops admitting, lets the problems admitted finish, then stops the endpoints.
-    pub async fn shutdown(self) {
+    /// Stops admitting, lets the problems admitted finish, then stops the endpoints and
+    /// closes the store (its run directory's files written).
+    pub async fn shutdown(self) -> anyhow::Result<()> {
         drop(self.jobs);
         match self.runner.await {
             Ok(Ok(_)) => {}
@@ -159,6 +192,10 @@ impl ServeRuntime {
             Err(e) => tracing::warn!("the runtime's task failed: {e}"),
         }
         self.endpoints.shutdown().await;
+        match self.record {
+            Some(record) => record.close().await,
+            None => Ok(()),
+        }
     }
 }
 

@@ -60,12 +60,16 @@ pub fn is_unfinished(problem: &StoredProblem, iterations: usize) -> bool {
 
 /// Which of the run's `iterations` the Pass@1 table counts for `problem`: all once it is
 /// done or failed (a failed problem scores 0 in each), the first T' when it was done to a
-/// smaller T' before the run was extended, none while it is unfinished.
+/// smaller T' before the run was extended, none while it is unfinished. A problem without
+/// a reference answer (a request `tmas serve` recorded) ran the T its request asked for, so
+/// once done it is finished whatever the store's largest T.
 pub fn coverage(problem: &StoredProblem, iterations: usize) -> Coverage {
     match problem.status.as_str() {
         "failed" => Coverage::All,
         "done" => match problem.iterations {
-            Some(t) if (t as usize) < iterations => Coverage::First(t as usize),
+            Some(t) if (t as usize) < iterations && problem.has_reference() => {
+                Coverage::First(t as usize)
+            }
             _ => Coverage::All,
         },
         _ => Coverage::Unfinished,
@@ -73,7 +77,9 @@ pub fn coverage(problem: &StoredProblem, iterations: usize) -> Coverage {
 }
 
 /// A Pass@1 table builder for the run's `problems`, each with its [`coverage`], counting
-/// failed candidates by `failed`.
+/// failed candidates by `failed`. A problem without a reference answer (a request `tmas
+/// serve` recorded) is not in it: it was not judged, and scoring it 0 would be a figure
+/// about nothing.
 pub fn table_builder(
     problems: &[StoredProblem],
     iterations: usize,
@@ -82,6 +88,7 @@ pub fn table_builder(
     PassAt1Builder::with_coverage(
         problems
             .iter()
+            .filter(|p| p.has_reference())
             .map(|p| (p.problem_id.clone(), coverage(p, iterations))),
         iterations,
     )

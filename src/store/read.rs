@@ -36,6 +36,11 @@ pub struct StoredProblem {
 }
 
 impl StoredProblem {
+    /// Whether the problem has a reference answer ([`crate::record::has_reference`]).
+    pub fn has_reference(&self) -> bool {
+        crate::record::has_reference(&self.reference_answer)
+    }
+
     /// The problem as the dataset gave it (what a resumed or re-judged run works on).
     pub fn problem(&self) -> Problem {
         Problem {

@@ -42,6 +42,7 @@ mod run_stream_cuts;
 mod run_usage_estimate;
 mod serve_http;
 mod serve_openai;
+mod serve_store;
 mod serve_trace;
 mod shard_merge;
 mod signals;

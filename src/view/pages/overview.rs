@@ -106,7 +106,12 @@ pub fn run_page(run: &Run, mode: Mode) -> anyhow::Result<String> {
                 .unwrap_or_default();
             (
                 r.iteration,
-                percent(r.pass_at_1),
+                // No problem counted in the row: there is no figure (not 0).
+                if r.problems == 0 {
+                    "–".to_string()
+                } else {
+                    percent(r.pass_at_1)
+                },
                 ci,
                 r.problems,
                 r.candidates,

@@ -128,7 +128,11 @@ pub fn problem_page(run: &Run, mode: Mode, ordinal: i64) -> anyhow::Result<Strin
         state: state_name(p.state),
         error: p.problem.error.clone(),
         question: p.problem.question.clone(),
-        reference: p.problem.reference_answer.clone(),
+        reference: if p.problem.has_reference() {
+            p.problem.reference_answer.clone()
+        } else {
+            "none (a request recorded by tmas serve: not judged)".into()
+        },
         banks_href: RunPage::Banks(ordinal).file_name(),
         calls_href: (!mode.static_export)
             .then(|| format!("calls.html?problem={}", encode_query(&id))),

@@ -25,6 +25,11 @@ impl Server {
     /// Starts `tmas serve -c CONFIG --addr 127.0.0.1:0` with `env` added to its
     /// environment; returns once it listens.
     pub fn start(config: &Path, env: &[(&str, &str)]) -> Server {
+        Server::start_with(config, &[], env)
+    }
+
+    /// [`Server::start`] with more `tmas serve` flags (`--out DIR`, …).
+    pub fn start_with(config: &Path, flags: &[&str], env: &[(&str, &str)]) -> Server {
         let mut cmd = command(&[
             "serve",
             "-c",
@@ -32,6 +37,7 @@ impl Server {
             "--addr",
             "127.0.0.1:0",
         ]);
+        cmd.args(flags);
         cmd.env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -97,6 +103,19 @@ impl Server {
     /// flushed); its exit status and everything it wrote on stderr.
     pub fn interrupt(mut self) -> (std::process::ExitStatus, String) {
         super::cli::signal(&self.child, libc::SIGINT);
+        let status = self.child.wait().expect("tmas serve exits");
+        let stderr = self
+            .stderr
+            .take()
+            .map(StderrLines::finish)
+            .unwrap_or_default();
+        (status, stderr)
+    }
+
+    /// Stops the server as a service manager does (SIGTERM); its exit status and
+    /// everything it wrote on stderr.
+    pub fn terminate(mut self) -> (std::process::ExitStatus, String) {
+        super::cli::signal(&self.child, libc::SIGTERM);
         let status = self.child.wait().expect("tmas serve exits");
         let stderr = self
             .stderr
