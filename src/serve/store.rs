@@ -217,8 +217,13 @@ impl ServeStore {
             anyhow::bail!("run store {path}: {failure}");
         }
         let iterations = self.iterations.load(Ordering::Relaxed);
-        let outputs =
-            rebuild_outputs(&self.store, &self.dir, iterations, WrittenOutputs::default()).await?;
+        let outputs = rebuild_outputs(
+            &self.store,
+            &self.dir,
+            iterations,
+            WrittenOutputs::default(),
+        )
+        .await?;
         let status = if outputs.unfinished.is_empty() {
             "completed"
         } else {

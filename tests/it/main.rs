@@ -40,6 +40,7 @@ mod run_quality;
 mod run_rse_embeddings;
 mod run_stream_cuts;
 mod run_usage_estimate;
+mod serve_fairness;
 mod serve_http;
 mod serve_openai;
 mod serve_store;

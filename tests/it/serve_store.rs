@@ -86,8 +86,15 @@ fn a_servers_store_holds_every_request_and_reads_as_an_unscored_run() {
     }
     let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
     assert_eq!(count("SELECT COUNT(*) FROM calls") as u64, calls);
-    assert_eq!(count("SELECT COUNT(*) FROM judge_verdicts"), 0, "nothing judged");
-    assert_eq!(count("SELECT COUNT(*) FROM candidates"), 2 * 2 + 2 * 2 + 2 * 3);
+    assert_eq!(
+        count("SELECT COUNT(*) FROM judge_verdicts"),
+        0,
+        "nothing judged"
+    );
+    assert_eq!(
+        count("SELECT COUNT(*) FROM candidates"),
+        2 * 2 + 2 * 2 + 2 * 3
+    );
     assert!(count("SELECT COUNT(*) FROM bank_versions") > 0);
     let meta = |key: &str| {
         conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| {
@@ -123,7 +130,10 @@ fn a_servers_store_holds_every_request_and_reads_as_an_unscored_run() {
         "tmas view --out",
     );
     let problem = std::fs::read_to_string(pages.join("p2.html")).unwrap();
-    assert!(problem.contains("How many primes are below 30?"), "{problem}");
+    assert!(
+        problem.contains("How many primes are below 30?"),
+        "{problem}"
+    );
     assert!(problem.contains("none (a request recorded by tmas serve"));
     let index = std::fs::read_to_string(pages.join("index.html")).unwrap();
     assert!(!index.contains(">0.0<"), "no Pass@1 of 0 shown:\n{index}");
