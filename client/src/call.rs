@@ -131,8 +131,11 @@ impl Shared {
         &self,
         group_name: &str,
         request: ChatRequest,
+        deltas: Option<&crate::wire::DeltaSink>,
     ) -> Result<ChatResponse, ClientError> {
-        let mut response = self.drive(group_name, &chat::Chat(&request)).await?;
+        let mut response = self
+            .drive(group_name, &chat::Chat(&request, deltas))
+            .await?;
         if response.usage.is_missing() {
             // No usage from the server: estimate it rather than count the call as free.
             if let Some(ep) = self

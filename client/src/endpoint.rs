@@ -443,6 +443,7 @@ impl Endpoint {
         headers: HeaderMap,
         stream: bool,
         timeout_scale: f64,
+        deltas: Option<crate::wire::DeltaSink>,
     ) -> Result<Completion, AttemptError> {
         let scale = |d: Duration| d.mul_f64(timeout_scale.max(1.0));
         self.calls.fetch_add(1, Ordering::Relaxed);
@@ -452,7 +453,7 @@ impl Endpoint {
             .headers(headers)
             .body(body.http_body());
         if stream {
-            self.attempt_streaming(req, scale(self.spec.stream_idle_timeout))
+            self.attempt_streaming(req, scale(self.spec.stream_idle_timeout), deltas)
                 .await
         } else {
             let after = scale(self.spec.request_timeout);
@@ -482,6 +483,7 @@ impl Endpoint {
         &self,
         req: reqwest::RequestBuilder,
         idle: Duration,
+        deltas: Option<crate::wire::DeltaSink>,
     ) -> Result<Completion, AttemptError> {
         let resp = match tokio::time::timeout(idle, req.send()).await {
             Err(_) => return Err(self.timeout(idle).into()),
@@ -493,6 +495,7 @@ impl Endpoint {
             return Err(self.status_error(resp).await);
         }
         let mut acc = super::sse::SseAccumulator::default();
+        let mut forward = deltas.map(super::sse::Forward::new);
         let mut chunks = resp.bytes_stream();
         loop {
             match tokio::time::timeout(idle, chunks.next()).await {
@@ -511,6 +514,9 @@ impl Endpoint {
                 Ok(Some(Ok(chunk))) => {
                     if let Err(p) = acc.push(&chunk) {
                         return Err(self.malformed(status.as_u16(), &p, acc.head()).into());
+                    }
+                    if let Some(forward) = &mut forward {
+                        forward.send_new(&acc);
                     }
                     if acc.is_done() {
                         break;

@@ -194,7 +194,33 @@ impl ModelClient {
         );
         self.inner
             .shared
-            .call(group, request)
+            .call(group, request, None)
+            .instrument(span)
+            .await
+    }
+
+    /// [`Self::chat`] that also sends the reply's pieces to `deltas` as they arrive
+    /// (`request.stream` must be set for the endpoint to stream them; without it the
+    /// reply comes whole and nothing is sent). Routing, limits and retries are a chat
+    /// call's: a retry after a broken stream sends [`crate::wire::StreamDelta::Attempt`]
+    /// and its pieces start over.
+    pub async fn chat_streaming(
+        &self,
+        group: &str,
+        request: ChatRequest,
+        deltas: &crate::wire::DeltaSink,
+    ) -> Result<ChatResponse, ClientError> {
+        use tracing::Instrument;
+        let span = tracing::debug_span!(
+            "model_call",
+            group,
+            role = %request.tags.role,
+            problem = %request.tags.problem,
+            iteration = request.tags.iteration,
+        );
+        self.inner
+            .shared
+            .call(group, request, Some(deltas))
             .instrument(span)
             .await
     }

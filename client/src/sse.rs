@@ -15,6 +15,7 @@
 use serde::Deserialize;
 
 use super::body::{BodyProblem, Completion, WireMessage, WireUsage, check_not_empty};
+use super::wire::{DeltaSink, StreamDelta};
 
 #[derive(Deserialize)]
 struct ChunkChoice {
@@ -42,6 +43,43 @@ pub enum StreamError {
     Malformed(BodyProblem),
     /// The generation stopped before its `finish_reason`.
     Interrupted(String),
+}
+
+/// Sends what an accumulator gained since the last look to a [`DeltaSink`]: an attempt's
+/// pieces as they arrive, for a caller that passes a stream through.
+pub struct Forward {
+    sink: DeltaSink,
+    content: usize,
+    reasoning: usize,
+}
+
+impl Forward {
+    /// Tells `sink` an attempt begins.
+    pub fn new(sink: DeltaSink) -> Self {
+        // The receiver may be gone (its client left): the call goes on regardless.
+        let _ = sink.send(StreamDelta::Attempt);
+        Self {
+            sink,
+            content: 0,
+            reasoning: 0,
+        }
+    }
+
+    /// Sends the reasoning and content `acc` holds beyond what was sent before.
+    pub fn send_new(&mut self, acc: &SseAccumulator) {
+        if acc.reasoning.len() > self.reasoning {
+            let _ = self.sink.send(StreamDelta::Reasoning(
+                acc.reasoning[self.reasoning..].to_string(),
+            ));
+            self.reasoning = acc.reasoning.len();
+        }
+        if acc.content.len() > self.content {
+            let _ = self.sink.send(StreamDelta::Content(
+                acc.content[self.content..].to_string(),
+            ));
+            self.content = acc.content.len();
+        }
+    }
 }
 
 /// Accumulates a streamed completion.
@@ -200,6 +238,42 @@ mod tests {
         data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
         data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":7}}\n\n\
         data: [DONE]\n\n";
+
+    #[test]
+    fn forward_sends_each_new_piece_once_after_the_attempt_marker() {
+        let (sink, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut acc = SseAccumulator::default();
+        let mut forward = Forward::new(sink);
+        for part in SGLANG.split_inclusive("\n\n") {
+            acc.push(part.as_bytes()).unwrap();
+            forward.send_new(&acc);
+        }
+        let mut got = Vec::new();
+        while let Ok(p) = rx.try_recv() {
+            got.push(p);
+        }
+        assert_eq!(got[0], StreamDelta::Attempt);
+        let text =
+            |f: fn(&StreamDelta) -> Option<&str>| -> String { got.iter().filter_map(f).collect() };
+        assert_eq!(
+            text(|p| match p {
+                StreamDelta::Reasoning(t) => Some(t),
+                _ => None,
+            }),
+            "think"
+        );
+        assert_eq!(
+            text(|p| match p {
+                StreamDelta::Content(t) => Some(t),
+                _ => None,
+            }),
+            "héllo"
+        );
+        assert!(
+            got.len() >= 4,
+            "reasoning in two pieces, then the content: {got:?}"
+        );
+    }
 
     #[test]
     fn any_split_gives_the_same_completion() {

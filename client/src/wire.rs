@@ -130,6 +130,21 @@ impl Usage {
     }
 }
 
+/// A piece of a streamed chat completion as it arrives ([`crate::ModelClient::chat_streaming`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamDelta {
+    /// An attempt began streaming. After the first, the pieces sent before it belong to
+    /// an attempt that failed, and the retry's text starts over.
+    Attempt,
+    /// Text of the answer.
+    Content(String),
+    /// Reasoning text (`reasoning_content` or `reasoning` on the wire).
+    Reasoning(String),
+}
+
+/// Where a streamed call's pieces go as they arrive.
+pub type DeltaSink = tokio::sync::mpsc::UnboundedSender<StreamDelta>;
+
 /// A finished call: a chat completion, or (with `embeddings`) an embeddings reply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatResponse {

@@ -352,40 +352,43 @@ async fn upstream(
         })
         .collect();
     let id = app.runtime.request_id();
+    let chat = |index: u32| ChatRequest {
+        messages: messages.clone(),
+        sampling: config.role(Role::Solution).sampling(),
+        tags: CallTags {
+            role: Role::Solution.as_str().into(),
+            problem: id.as_str().into(),
+            iteration: 0,
+            call: Some(format!("{id}/c{index}").into()),
+            affinity: None,
+        },
+        // A streamed request streams from the endpoint, so its pieces pass through as
+        // they come.
+        stream: request.stream,
+    };
+    let id_text = format!("chatcmpl-{id}");
+    if request.stream {
+        let include_usage = request
+            .stream_options
+            .as_ref()
+            .is_some_and(|o| o.include_usage);
+        return Ok(stream::pass_through(
+            id_text,
+            request.model.clone(),
+            app.runtime.client().clone(),
+            (0..choices).map(chat).collect(),
+            include_usage,
+        ));
+    }
     let calls = (0..choices).map(|index| {
-        let chat = ChatRequest {
-            messages: messages.clone(),
-            sampling: config.role(Role::Solution).sampling(),
-            tags: CallTags {
-                role: Role::Solution.as_str().into(),
-                problem: id.as_str().into(),
-                iteration: 0,
-                call: Some(format!("{id}/c{index}").into()),
-                affinity: None,
-            },
-            stream: false,
-        };
         app.runtime
             .client()
-            .chat(Config::client_group(Role::Solution), chat)
+            .chat(Config::client_group(Role::Solution), chat(index))
     });
     let mut out = Vec::new();
     let (mut prompt, mut completion) = (0u64, 0u64);
     for (index, result) in join_all(calls).await.into_iter().enumerate() {
-        let response = result.map_err(|e| {
-            let failure = tmas_actors::strategy::CallFailure::from(e);
-            ApiError {
-                status: if failure.kind == tmas_client::failure::FailureKind::Timeout {
-                    StatusCode::GATEWAY_TIMEOUT
-                } else {
-                    StatusCode::BAD_GATEWAY
-                },
-                message: format!("the upstream model failed: {}", failure.message),
-                kind: "upstream_error",
-                param: None,
-                code: Some("upstream_error"),
-            }
-        })?;
+        let response = result.map_err(openai::upstream_failure)?;
         prompt += response.usage.prompt_tokens;
         completion += response.usage.completion_tokens;
         out.push(json!({
@@ -399,19 +402,7 @@ async fn upstream(
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     });
-    let id = format!("chatcmpl-{id}");
-    if request.stream {
-        let include_usage = request
-            .stream_options
-            .as_ref()
-            .is_some_and(|o| o.include_usage);
-        return Ok(stream::whole_answer(
-            &id,
-            &request.model,
-            &out,
-            include_usage.then_some(usage),
-        ));
-    }
+    let id = id_text;
     Ok(axum::Json(json!({
         "id": id,
         "object": "chat.completion",

@@ -243,6 +243,23 @@ impl ApiError {
     }
 }
 
+/// A call of the served model that failed (after the client's retries): 504 when it
+/// timed out, else 502, with the failure's message.
+pub fn upstream_failure(e: tmas_client::ClientError) -> ApiError {
+    let failure = tmas_actors::strategy::CallFailure::from(e);
+    ApiError {
+        status: if failure.kind == FailureKind::Timeout {
+            StatusCode::GATEWAY_TIMEOUT
+        } else {
+            StatusCode::BAD_GATEWAY
+        },
+        message: format!("the upstream model failed: {}", failure.message),
+        kind: "upstream_error",
+        param: None,
+        code: Some("upstream_error"),
+    }
+}
+
 /// `finish_reason` of a selected answer.
 pub fn finish_reason(selected: &Selected) -> &'static str {
     if selected.truncated { "length" } else { "stop" }

@@ -23,6 +23,8 @@ use super::openai::{self, ApiError, Usage};
 use super::runtime::{ProblemResult, Ticket};
 use crate::config::{Config, MethodName};
 use crate::role::Role;
+use tmas_client::ModelClient;
+use tmas_client::wire::{ChatRequest, StreamDelta};
 
 /// A reply's identity, shared by its chunks.
 pub struct Meta {
@@ -277,40 +279,186 @@ fn iteration_line(s: &IterationSummary) -> String {
     line
 }
 
-/// A reply computed whole (the upstream model's), sent as a stream: each choice's text in
-/// one chunk, its finish chunk, the usage chunk when asked, `[DONE]`.
-pub fn whole_answer(id: &str, model: &str, choices: &[Value], usage: Option<Value>) -> Response {
+/// The served model itself, streamed through: each choice's call streams from the
+/// endpoint, and its pieces go out as `content` and `reasoning_content` deltas as they
+/// arrive; then each choice's finish chunk, the usage chunk when asked, `[DONE]`. A
+/// client that goes away drops the stream, and with it the calls.
+pub fn pass_through(
+    id: String,
+    model: String,
+    client: ModelClient,
+    calls: Vec<ChatRequest>,
+    include_usage: bool,
+) -> Response {
+    let (tx, rx) = mpsc::channel::<Event>(64);
+    tokio::spawn(relay(id, model, client, calls, include_usage, tx));
+    let events = futures::stream::unfold(rx, |mut rx| async move {
+        let event = rx.recv().await?;
+        Some((Ok::<_, Infallible>(event), rx))
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))
+        .into_response()
+}
+
+/// What one passed-through choice has sent so far.
+#[derive(Default, Clone, Copy)]
+struct Relayed {
+    /// Some of its text went out.
+    sent: bool,
+    /// Its call's stream broke after text went out and a retry started over: the rest is
+    /// not appended (it would repeat what was sent), the choice ends with an error.
+    broken: bool,
+}
+
+/// Sends the passed-through reply's events until it is complete or the client has gone.
+async fn relay(
+    id: String,
+    model: String,
+    client: ModelClient,
+    calls: Vec<ChatRequest>,
+    include_usage: bool,
+    tx: mpsc::Sender<Event>,
+) {
     let created = openai::now();
-    let base = |choices: Value| {
-        Event::default().data(
-            json!({"id": id, "object": "chat.completion.chunk", "created": created,
-                   "model": model, "choices": choices})
-            .to_string(),
+    let chunk = |choices: Value, usage: Option<&Value>| {
+        let mut body = json!({"id": id, "object": "chat.completion.chunk", "created": created,
+                              "model": model, "choices": choices});
+        if let Some(usage) = usage {
+            body["usage"] = usage.clone();
+        }
+        Event::default().data(body.to_string())
+    };
+    let delta = |index: usize, delta: Value, finish: Option<&str>| {
+        chunk(
+            json!([{"index": index, "delta": delta, "finish_reason": finish}]),
+            None,
         )
     };
-    let mut events = Vec::new();
-    for c in choices {
-        let index = c["index"].clone();
-        let content = c["message"]["content"].clone();
-        events.push(base(json!([{"index": index, "delta": {"role": "assistant", "content": content}, "finish_reason": null}])));
-        events.push(base(
-            json!([{"index": index, "delta": {}, "finish_reason": c["finish_reason"]}]),
-        ));
+    let send = |event: Event| {
+        let tx = tx.clone();
+        async move { tx.send(event).await.is_ok() }
+    };
+    let mut receivers = Vec::with_capacity(calls.len());
+    let mut pending = FuturesUnordered::new();
+    for (index, request) in calls.into_iter().enumerate() {
+        if !send(delta(
+            index,
+            json!({"role": "assistant", "content": ""}),
+            None,
+        ))
+        .await
+        {
+            return;
+        }
+        let (sink, pieces) = mpsc::unbounded_channel();
+        receivers.push(pieces);
+        let client = client.clone();
+        pending.push(async move {
+            let group = Config::client_group(Role::Solution);
+            (index, client.chat_streaming(group, request, &sink).await)
+        });
     }
-    if let Some(usage) = usage {
-        events.push(
-            Event::default().data(
-                json!({"id": id, "object": "chat.completion.chunk", "created": created,
-                   "model": model, "choices": [], "usage": usage})
-                .to_string(),
-            ),
-        );
+    let mut relayed = vec![Relayed::default(); receivers.len()];
+    let (mut prompt, mut completion) = (0u64, 0u64);
+    // A piece as a delta event, or nothing (an attempt began, or the choice is broken).
+    let piece = |state: &mut Relayed, index: usize, piece: StreamDelta| match piece {
+        StreamDelta::Attempt => {
+            state.broken |= state.sent;
+            None
+        }
+        _ if state.broken => None,
+        StreamDelta::Content(text) => {
+            state.sent = true;
+            Some(delta(index, json!({"content": text}), None))
+        }
+        StreamDelta::Reasoning(text) => {
+            state.sent = true;
+            Some(delta(index, json!({"reasoning_content": text}), None))
+        }
+    };
+    while !pending.is_empty() {
+        tokio::select! {
+            // Pieces first: a choice's text goes out before its finish chunk.
+            biased;
+            (index, p) = next_piece(&mut receivers) => {
+                if let Some(event) = piece(&mut relayed[index], index, p)
+                    && !send(event).await
+                {
+                    return;
+                }
+            }
+            Some((index, result)) = pending.next() => {
+                // Pieces the call sent in the poll that finished it.
+                while let Ok(p) = receivers[index].try_recv() {
+                    if let Some(event) = piece(&mut relayed[index], index, p)
+                        && !send(event).await
+                    {
+                        return;
+                    }
+                }
+                let state = relayed[index];
+                let events = match result {
+                    Ok(_) if state.broken => vec![error_event(&ApiError {
+                        status: axum::http::StatusCode::BAD_GATEWAY,
+                        message: "the upstream stream broke after part of the answer was \
+                                  sent; the retry's answer is not appended to it"
+                            .into(),
+                        kind: "upstream_error",
+                        param: None,
+                        code: Some("upstream_error"),
+                    })],
+                    Ok(response) => {
+                        prompt += response.usage.prompt_tokens;
+                        completion += response.usage.completion_tokens;
+                        let mut events = Vec::new();
+                        if !state.sent {
+                            // The endpoint answered whole (it does not stream).
+                            if let Some(r) = response.reasoning.as_deref() {
+                                events.push(delta(index, json!({"reasoning_content": r}), None));
+                            }
+                            events.push(delta(index, json!({"content": &*response.content}), None));
+                        }
+                        let finish = response.finish_reason.as_deref().unwrap_or("stop");
+                        events.push(delta(index, json!({}), Some(finish)));
+                        events
+                    }
+                    Err(e) => vec![error_event(&openai::upstream_failure(e))],
+                };
+                for event in events {
+                    if !send(event).await {
+                        return;
+                    }
+                }
+            }
+        }
     }
-    events.push(Event::default().data("[DONE]"));
-    Sse::new(futures::stream::iter(
-        events.into_iter().map(Ok::<_, Infallible>),
-    ))
-    .into_response()
+    if include_usage {
+        let usage = json!({
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        });
+        if !send(chunk(json!([]), Some(&usage))).await {
+            return;
+        }
+    }
+    let _ = send(Event::default().data("[DONE]")).await;
+}
+
+/// The next piece of any choice's call (pending while none has one).
+async fn next_piece(
+    receivers: &mut [mpsc::UnboundedReceiver<StreamDelta>],
+) -> (usize, StreamDelta) {
+    std::future::poll_fn(|cx| {
+        for (index, r) in receivers.iter_mut().enumerate() {
+            if let std::task::Poll::Ready(Some(p)) = r.poll_recv(cx) {
+                return std::task::Poll::Ready((index, p));
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
 }
 
 #[cfg(test)]

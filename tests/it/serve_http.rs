@@ -573,3 +573,68 @@ fn api_keys_from_the_environment_are_required_and_never_printed() {
     let printed = format!("{banner}{}", server.stop());
     assert!(!printed.contains("secret"), "{printed}");
 }
+
+#[test]
+fn the_plain_model_streams_through_piece_by_piece_as_the_upstream_sends() {
+    // 4 KiB solutions in 512-byte frames, ~50 ms apart (400 µs per token).
+    let sim = Sim::start_with(
+        0,
+        2,
+        &["--per-output-token-us", "400", "--solution-bytes", "4096"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&write_serve_config(dir.path(), &sim.root, ""), &[]);
+    let body = json!({
+        "model": "tmas-sim",
+        "messages": [{"role": "user", "content": "Find the sum of the first 10 odd numbers."}],
+        "n": 2,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    let mut events = Events::open(&server.addr, &body);
+    assert_eq!(events.status, 200);
+    let all = events.rest();
+    assert_eq!(all.last().unwrap().data, "[DONE]");
+    let chunks: Vec<(Value, Instant)> = all[..all.len() - 1]
+        .iter()
+        .map(|e| (e.json(), e.at))
+        .collect();
+    for index in 0..2 {
+        let of_choice: Vec<&(Value, Instant)> = chunks
+            .iter()
+            .filter(|(c, _)| c["choices"][0]["index"] == index)
+            .collect();
+        let content: Vec<(&str, Instant)> = of_choice
+            .iter()
+            .filter_map(|(c, at)| Some((c["choices"][0]["delta"]["content"].as_str()?, *at)))
+            .filter(|(t, _)| !t.is_empty())
+            .collect();
+        assert!(
+            content.len() >= 3,
+            "choice {index}: the answer came in {} pieces",
+            content.len()
+        );
+        let finish = of_choice
+            .iter()
+            .find(|(c, _)| !c["choices"][0]["finish_reason"].is_null())
+            .expect("a finish chunk");
+        assert_eq!(finish.0["choices"][0]["finish_reason"], "stop");
+        // The first piece arrived while the upstream was still generating (at least two
+        // of its frame gaps before the end), not with the rest at the end.
+        assert!(
+            finish.1.duration_since(content[0].1) >= Duration::from_millis(100),
+            "choice {index}: every piece came at the end"
+        );
+        assert!(content.iter().all(|(_, at)| *at <= finish.1));
+        let answer: String = content.iter().map(|(t, _)| *t).collect();
+        assert!(answer.len() >= 4000, "choice {index}: {answer}");
+    }
+    let usage = &chunks.last().unwrap().0;
+    assert_eq!(usage["choices"], json!([]), "usage comes last: {usage}");
+    let u = &usage["usage"];
+    assert!(u["completion_tokens"].as_u64().unwrap() > 0, "{u}");
+    assert_eq!(
+        u["total_tokens"].as_u64().unwrap(),
+        u["prompt_tokens"].as_u64().unwrap() + u["completion_tokens"].as_u64().unwrap()
+    );
+}

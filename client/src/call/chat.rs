@@ -15,10 +15,10 @@ use crate::error::ClientError;
 use crate::request_body::RequestBody;
 use crate::telemetry;
 use crate::tokens::fit_max_tokens;
-use crate::wire::{CallTags, ChatRequest, ChatResponse};
+use crate::wire::{CallTags, ChatRequest, ChatResponse, DeltaSink};
 
-/// One chat completion request.
-pub(super) struct Chat<'r>(pub &'r ChatRequest);
+/// One chat completion request, and where its pieces go as they stream in (if anywhere).
+pub(super) struct Chat<'r>(pub &'r ChatRequest, pub Option<&'r DeltaSink>);
 
 impl Job for Chat<'_> {
     type Body = RequestBody;
@@ -70,7 +70,8 @@ impl Job for Chat<'_> {
         scale: f64,
     ) -> BoxFuture<'static, Result<Completion, AttemptError>> {
         let stream = self.0.stream;
-        Box::pin(async move { ep.attempt(body, headers, stream, scale).await })
+        let deltas = self.1.cloned();
+        Box::pin(async move { ep.attempt(body, headers, stream, scale, deltas).await })
     }
 
     fn answered(&self, done: &Ended<'_>, c: Completion, attempts: u32) -> ChatResponse {
