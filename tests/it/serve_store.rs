@@ -2,10 +2,12 @@
 //! SIGTERM it leaves it complete and closed, and the commands that read runs read it
 //! without errors and without scoring requests that have no reference answer.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use crate::support::cli::{Sim, ok, path_arg, show, tmas};
-use crate::support::serve::{Events, Server, write_serve_config};
+use crate::support::serve::{Events, Server, eventually, post_then_leave, write_serve_config};
 
 fn ask(model: &str, question: &str, ext: Value) -> Value {
     json!({
@@ -180,4 +182,62 @@ fn a_serve_store_is_created_in_a_new_or_empty_directory_only() {
         "{}",
         show(&refused)
     );
+}
+
+#[test]
+fn a_request_whose_client_goes_away_is_stored_failed_and_its_calls_still_stop_at_once() {
+    // Calls that would take a minute: only cancellation ends them soon.
+    let sim = Sim::start(0, 60_000);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("served");
+    let config = write_serve_config(dir.path(), &sim.root, "");
+    let server = Server::start_with(&config, &["--out", path_arg(&out)], &[]);
+    let body = ask(
+        "tmas/tmas-sim",
+        "A question nobody waits for.",
+        json!({"n": 2, "m": 1, "iterations": 1}),
+    );
+    let conn = post_then_leave(&server.addr, &body);
+    assert!(
+        eventually(Duration::from_secs(30), || sim.stats()["in_flight"] == 2),
+        "{}",
+        sim.stats()
+    );
+    drop(conn);
+    assert!(
+        eventually(Duration::from_secs(1), || sim.stats()["in_flight"] == 0),
+        "calls still in flight a second after the client left: {}",
+        sim.stats()
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || server.health()["problems_open"]
+            == 0),
+        "{}",
+        server.health()
+    );
+    let (status, stderr) = server.terminate();
+    assert!(status.success(), "{status:?}\n{stderr}");
+    let conn = rusqlite::Connection::open_with_flags(
+        out.join("run.sqlite"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let (status, error): (String, String) = conn
+        .query_row(
+            "SELECT status, error FROM problems WHERE problem_id = 'req-0-c0'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(status, "failed");
+    assert!(error.contains("cancelled"), "{error}");
+    let calls: i64 = conn
+        .query_row("SELECT COUNT(*) FROM calls", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        calls, 0,
+        "the calls cut short are not stored as answered or failed"
+    );
+    let report = ok(tmas(&["report", path_arg(&out)]), "tmas report");
+    assert!(report.contains("1 failed"), "{report}");
 }
