@@ -62,14 +62,23 @@ pub async fn rejudge(
     prompts: Arc<PromptSet>,
     executor: Arc<dyn CallExecutor>,
 ) -> anyhow::Result<Rejudged> {
-    let (problems, records) = {
+    let (problems, mut records) = {
         let reader = StoreReader::open_read_only(&run_dir.join(DB_FILE))?;
         (reader.problems()?, reader.records()?)
     };
+    // A problem without a reference answer (a request `tmas serve` recorded) has nothing
+    // to be judged against.
+    let finished = records.len();
+    records.retain(|r| r.has_reference());
     anyhow::ensure!(
         !records.is_empty(),
-        "{}: the run has no finished problem to judge",
-        run_dir.display()
+        "{}: the run has no finished problem to judge{}",
+        run_dir.display(),
+        if finished > 0 {
+            " (its problems have no reference answer: requests recorded by `tmas serve`)"
+        } else {
+            ""
+        }
     );
     let counting = Counting {
         inner: executor,

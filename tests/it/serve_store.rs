@@ -152,6 +152,16 @@ fn a_servers_store_holds_every_request_and_reads_as_an_unscored_run() {
     assert!(said.contains("reference answer"), "{}", show(&refused));
     assert!(!parquet.exists());
 
+    // Nor anything to judge again.
+    let judged = dir.path().join("judged.json");
+    let rejudge = tmas(&["judge", "--run", path_arg(&out), "-o", path_arg(&judged)]);
+    assert!(!rejudge.status.success(), "{}", show(&rejudge));
+    assert!(
+        String::from_utf8_lossy(&rejudge.stderr).contains("no reference answer"),
+        "{}",
+        show(&rejudge)
+    );
+
     // And it is not a run to resume.
     let resume = tmas(&["run", "--resume", path_arg(&out), "--no-preflight"]);
     assert_eq!(resume.status.code(), Some(2), "{}", show(&resume));
