@@ -276,7 +276,7 @@ mod tests {
             problem_id: id.into(),
             ordinal: 0,
             question: String::new(),
-            reference_answer: String::new(),
+            reference_answer: "1".into(),
             reference_solution: None,
             grading_guidelines: None,
             status: status.into(),

@@ -21,12 +21,13 @@ use std::time::Instant;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use super::runtime::ProblemResult;
+use tmas_actors::coordinator::ProblemError;
+
 use crate::config::{BadInput, Config};
 use crate::engine::outputs::{WrittenOutputs, rebuild_outputs};
 use crate::engine::plan::prompts_digest;
 use crate::engine::run_dir::{RunDir, RunSummaryFile, not_empty};
-use crate::method::PromptSet;
+use crate::method::{PromptSet, TmasOutcome};
 use crate::record::ProblemRecord;
 use crate::store::bank_files::JsonFileSink;
 use crate::store::schema::{
@@ -181,7 +182,7 @@ impl ServeStore {
     /// Records how problem `id` ended: its record (unjudged) when the method finished it,
     /// else the failure. A request whose client went away ends failed, whatever its
     /// method did with the calls it no longer made.
-    pub fn ended(&self, id: &str, result: &ProblemResult) {
+    pub fn ended(&self, id: &str, result: &Result<TmasOutcome, ProblemError>) {
         let Some(admitted) = self.admitted().remove(id) else {
             return;
         };
