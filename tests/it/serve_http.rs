@@ -576,11 +576,11 @@ fn api_keys_from_the_environment_are_required_and_never_printed() {
 
 #[test]
 fn the_plain_model_streams_through_piece_by_piece_as_the_upstream_sends() {
-    // 4 KiB solutions in 512-byte frames, ~50 ms apart (400 µs per token).
+    // 8 KiB solutions in 512-byte frames, ~50 ms apart (400 µs per token).
     let sim = Sim::start_with(
         0,
         2,
-        &["--per-output-token-us", "400", "--solution-bytes", "4096"],
+        &["--per-output-token-us", "400", "--solution-bytes", "8192"],
     );
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&write_serve_config(dir.path(), &sim.root, ""), &[]);
@@ -627,7 +627,7 @@ fn the_plain_model_streams_through_piece_by_piece_as_the_upstream_sends() {
         );
         assert!(content.iter().all(|(_, at)| *at <= finish.1));
         let answer: String = content.iter().map(|(t, _)| *t).collect();
-        assert!(answer.len() >= 4000, "choice {index}: {answer}");
+        assert!(answer.len() >= 8000, "choice {index}: {answer}");
     }
     let usage = &chunks.last().unwrap().0;
     assert_eq!(usage["choices"], json!([]), "usage comes last: {usage}");
