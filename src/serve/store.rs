@@ -40,6 +40,10 @@ use crate::store::{Fact, ProblemRow, RunStore, StatusRow};
 /// What `meta.dataset` says of a serve store: its problems are requests, not a dataset's.
 pub const SERVE_DATASET: &str = "tmas serve requests";
 
+/// `meta` key prefix of a problem's method and keys (`request/req-N-cI`: the request's
+/// `[method]` section as JSON).
+pub const REQUEST_META_PREFIX: &str = "request/";
+
 /// A problem admitted and not yet stored as ended.
 struct Admitted {
     question: String,
@@ -148,12 +152,16 @@ impl ServeStore {
             reference_solution: None,
             grading_guidelines: None,
         }]));
-        if self.iterations.fetch_max(iterations, Ordering::Relaxed) < iterations {
-            self.store.send(Fact::Meta(vec![(
-                META_ITERATIONS.into(),
-                iterations.to_string(),
-            )]));
+        let mut meta = Vec::with_capacity(2);
+        // Requests mix methods and keys: each problem's are kept beside it.
+        match serde_json::to_string(&config.method) {
+            Ok(method) => meta.push((format!("{REQUEST_META_PREFIX}{id}"), method)),
+            Err(e) => tracing::warn!(problem = %id, "cannot record the request's method: {e}"),
         }
+        if self.iterations.fetch_max(iterations, Ordering::Relaxed) < iterations {
+            meta.push((META_ITERATIONS.into(), iterations.to_string()));
+        }
+        self.store.send(Fact::Meta(meta));
         self.admitted().insert(
             id.clone(),
             Admitted {

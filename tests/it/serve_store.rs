@@ -106,6 +106,17 @@ fn a_servers_store_holds_every_request_and_reads_as_an_unscored_run() {
     };
     assert_eq!(meta("status"), "completed");
     assert_eq!(meta("iterations"), "3");
+    // Each problem's method keys, as its request set them.
+    let method: Value = serde_json::from_str(&meta("request/req-1-c0")).unwrap();
+    assert_eq!(
+        (
+            &method["name"],
+            &method["n"],
+            &method["m"],
+            &method["iterations"]
+        ),
+        (&json!("tmas"), &json!(2), &json!(1), &json!(3))
+    );
     drop(stmt);
     drop(conn);
     let summary: Value =
