@@ -67,6 +67,7 @@ pub async fn start(
         .await
         .map_err(|e| BadInput(format!("cannot listen on {}: {e}", options.addr)))?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    crate::engine::observe::start_export(&served.config)?;
     let prompts = Arc::new(
         crate::method::PromptSet::load(&served.config.prompt_overrides())
             .context("loading prompt templates")?,
@@ -77,7 +78,6 @@ pub async fn start(
         )),
         None => None,
     };
-    crate::engine::observe::start_export(&served.config)?;
     let mut config = served.config.clone();
     let runtime = ServeRuntime::start(&mut config, &options.env, prompts, record).await?;
     let metrics = match tmas_observability::prometheus::recorder() {
