@@ -95,13 +95,35 @@ fn unauthorized() -> ApiError {
 
 async fn health(State(app): State<Arc<App>>) -> Response {
     let stats = app.runtime.stats().snapshot();
-    axum::Json(json!({
-        "status": "ok",
-        "problems_open": app.runtime.problems_open(),
-        "problems_started": stats.problems_started,
-        "calls_outstanding": app.runtime.stats().outstanding_calls(),
-    }))
-    .into_response()
+    let (status, body) = health_reply(
+        app.runtime.store_failure().as_deref(),
+        json!({
+            "problems_open": app.runtime.problems_open(),
+            "problems_started": stats.problems_started,
+            "calls_outstanding": app.runtime.stats().outstanding_calls(),
+        }),
+    );
+    (status, axum::Json(body)).into_response()
+}
+
+/// `/health`'s status and body: `ok`, or `degraded` with HTTP 503 once the request store
+/// (`--out`) failed a write. Requests are still answered then, but no longer recorded, and
+/// a monitor must be able to see that without reading the log.
+fn health_reply(store_failure: Option<&str>, mut counts: Value) -> (StatusCode, Value) {
+    let (status, word) = match store_failure {
+        None => (StatusCode::OK, "ok"),
+        Some(_) => (StatusCode::SERVICE_UNAVAILABLE, "degraded"),
+    };
+    if let Some(fields) = counts.as_object_mut() {
+        fields.insert("status".into(), word.into());
+        if let Some(failure) = store_failure {
+            fields.insert(
+                "store_error".into(),
+                format!("the request store cannot be written: {failure}").into(),
+            );
+        }
+    }
+    (status, counts)
 }
 
 async fn metrics(State(app): State<Arc<App>>) -> Response {
@@ -412,4 +434,27 @@ async fn upstream(
         "usage": usage,
     }))
     .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_is_ok_until_the_store_fails_then_degraded_with_its_error() {
+        let (status, body) = health_reply(None, json!({"problems_open": 2}));
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body["status"], "ok");
+        assert_eq!(body["problems_open"], 2);
+        assert!(body.get("store_error").is_none());
+
+        let (status, body) = health_reply(Some("disk I/O error"), json!({"problems_open": 2}));
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body["status"], "degraded");
+        assert_eq!(
+            body["store_error"],
+            "the request store cannot be written: disk I/O error"
+        );
+        assert_eq!(body["problems_open"], 2);
+    }
 }

@@ -131,6 +131,11 @@ impl ServeRuntime {
         self.calls.registered()
     }
 
+    /// The request store's first write failure, if it has one (`--out`).
+    pub fn store_failure(&self) -> Option<Arc<str>> {
+        self.record.as_ref().and_then(|r| r.store().failure())
+    }
+
     /// A fresh request id (`req-N`).
     pub fn request_id(&self) -> String {
         format!("req-{}", self.next.fetch_add(1, Ordering::Relaxed))
