@@ -5,6 +5,8 @@
 //! - [`catalog`]: which runs the given directories hold, and their link-safe names;
 //! - `run`: one run's read-only store, its cached run-wide figures, its live progress;
 //!   `tally`: the call figures, summed from the calls stored since the last look;
+//!   `analyses`: the paper's analyses, computed behind the pages and kept until the
+//!   judged records change;
 //! - `paths`: a run's page names; `pages`: each page from the store (the runs list and a
 //!   run's overview, the problems grid, a problem with its candidates and banks, the
 //!   calls, two runs compared); `reply`: a reply's think block and a prompt's sections;
@@ -13,6 +15,7 @@
 //! It never writes a store and never sends a model call: every read is a short
 //! read-only transaction on a connection of its own, beside the run's writer (WAL).
 
+mod analyses;
 pub mod catalog;
 mod export;
 mod pages;
@@ -60,7 +63,7 @@ impl Viewer {
         // what was stored since.
         let runs = self.catalog.runs.clone();
         tokio::task::spawn_blocking(move || {
-            for run in runs {
+            for run in &runs {
                 let _ = run.summary();
                 let mut seen = None;
                 while let Ok(live) = run.live() {
@@ -69,6 +72,10 @@ impl Viewer {
                     }
                     seen = Some(live.calls_stored);
                 }
+            }
+            // Then the analyses, one run at a time: each parses every judged record.
+            for run in runs {
+                let _ = run.analyses(None);
             }
         });
         axum::serve(listener, server::router(self.catalog.clone()))

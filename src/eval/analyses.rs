@@ -108,13 +108,22 @@ impl Analyses {
 
     /// The four text tables, each under a heading.
     pub fn render_text(&self) -> String {
+        self.texts().join("\n")
+    }
+
+    fn texts(&self) -> [String; 4] {
         [
             self.unique_guidelines.render_text(),
             self.verification_paradox.render_text(),
             self.explore_exploit.render_text(),
             self.bank_growth.render_text(),
         ]
-        .join("\n")
+    }
+
+    /// Each analysis as its text table and its chart, in the order of
+    /// [`Analyses::render_text`] and [`Analyses::charts`].
+    pub fn sections(&self, run_name: &str) -> Vec<(String, ChartSpec)> {
+        self.texts().into_iter().zip(self.charts(run_name)).collect()
     }
 
     /// One chart per analysis.

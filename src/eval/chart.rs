@@ -251,7 +251,13 @@ pub fn write_line_chart(
 /// Pass@1 (in %) against iteration as SVG text: the drawing [`write_pass_at_1_chart`]
 /// writes to its SVG file, for a page that embeds it (plotters escapes its texts).
 pub fn pass_at_1_svg(title: &str, series: &[Series]) -> Result<String, ChartError> {
-    let prepared = prepare_axis(series, &YAxis::pass_at_1())?;
+    line_chart_svg(title, &YAxis::pass_at_1(), series)
+}
+
+/// Any per-iteration quantity against iteration as SVG text: the drawing
+/// [`write_line_chart`] writes to its SVG file, for a page that embeds it.
+pub fn line_chart_svg(title: &str, y: &YAxis, series: &[Series]) -> Result<String, ChartError> {
+    let prepared = prepare_axis(series, y)?;
     embedded_font()?;
     let render_err = |e: String| ChartError::Render {
         path: PathBuf::from("(SVG text)"),

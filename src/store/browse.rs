@@ -11,6 +11,7 @@ use serde::de::IntoDeserializer;
 use super::StoreError;
 use super::read::StoreReader;
 use crate::method::result::{Branch, CandidateStatus, VerificationStatus};
+use crate::record::ProblemRecord;
 
 /// Changes whenever something is committed that a page shows: the last call's rowid,
 /// the problems' latest update and the number of bank versions.
@@ -19,6 +20,15 @@ pub struct ChangeToken {
     pub last_call: i64,
     pub problems_updated: i64,
     pub bank_versions: i64,
+}
+
+/// Which judged records the store holds: how many problems are `done` with a record and
+/// the latest update among them. Everything computed from the judged records alone (the
+/// paper's analyses) is the same while this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RecordsToken {
+    pub done: i64,
+    pub updated: i64,
 }
 
 /// A judged candidate's score (one `judge_verdicts` row, without its texts).
@@ -208,6 +218,44 @@ impl StoreReader {
             problems_updated,
             bank_versions,
         })
+    }
+
+    /// See [`RecordsToken`]: one pass over the small problems table.
+    pub fn records_token(&self) -> Result<RecordsToken, StoreError> {
+        self.connection()
+            .query_row(
+                "SELECT COUNT(*), COALESCE(MAX(updated_at_ms), 0) FROM problems \
+                 WHERE status = 'done' AND record_json IS NOT NULL",
+                [],
+                |r| {
+                    Ok(RecordsToken {
+                        done: r.get(0)?,
+                        updated: r.get(1)?,
+                    })
+                },
+            )
+            .map_err(|e| self.sql_error("reading the judged records' token", e))
+    }
+
+    /// The judged records of every `done` problem in dataset order, without the texts the
+    /// store keeps in `calls` ([`StoreReader::done_record_without_texts`]), and the
+    /// [`RecordsToken`] they are: both read in one read transaction, so the token names
+    /// exactly these records.
+    pub fn records_without_texts(&self) -> Result<(RecordsToken, Vec<ProblemRecord>), StoreError> {
+        let what = "reading the judged records";
+        let tx = self
+            .connection()
+            .unchecked_transaction()
+            .map_err(|e| self.sql_error(what, e))?;
+        let token = self.records_token()?;
+        let mut records = Vec::new();
+        for problem in self.problems()? {
+            if let Some(record) = self.done_record_without_texts(&problem.problem_id)? {
+                records.push(record);
+            }
+        }
+        tx.commit().map_err(|e| self.sql_error(what, e))?;
+        Ok((token, records))
     }
 
     /// Every judged candidate's score (one small row per candidate of a judged problem).

@@ -16,7 +16,7 @@ use crate::engine::accounting::ProblemState;
 
 pub use calls::{CallsQuery, calls_page};
 pub use compare::{CompareQuery, compare_page};
-pub use overview::{run_page, runs_list};
+pub use overview::{analyses_page, run_page, runs_list};
 pub use problem::{banks_page, candidate_page, problem_page};
 pub use problems::{ProblemsQuery, problems_page};
 

@@ -11,6 +11,8 @@ pub enum RunPage {
     Problems,
     Calls,
     Status,
+    /// The paper's analyses alone (what the run page's "computing…" polls for).
+    Analyses,
     Problem(i64),
     Banks(i64),
     Candidate {
@@ -27,6 +29,7 @@ impl RunPage {
             RunPage::Problems => "problems.html".into(),
             RunPage::Calls => "calls.html".into(),
             RunPage::Status => "status.json".into(),
+            RunPage::Analyses => "analyses.html".into(),
             RunPage::Problem(p) => format!("p{p}.html"),
             RunPage::Banks(p) => format!("p{p}-banks.html"),
             RunPage::Candidate {
@@ -44,6 +47,7 @@ impl RunPage {
             "problems.html" => return Some(RunPage::Problems),
             "calls.html" => return Some(RunPage::Calls),
             "status.json" => return Some(RunPage::Status),
+            "analyses.html" => return Some(RunPage::Analyses),
             _ => {}
         }
         let stem = name.strip_prefix('p')?.strip_suffix(".html")?;
@@ -96,6 +100,7 @@ mod tests {
             RunPage::Problems,
             RunPage::Calls,
             RunPage::Status,
+            RunPage::Analyses,
             RunPage::Problem(0),
             RunPage::Problem(17),
             RunPage::Banks(3),

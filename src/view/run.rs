@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use anyhow::Context;
 use serde::Serialize;
 
+use super::analyses::{self, AnalysesCache, Shown};
 use super::catalog::RunEntry;
 use super::tally::CallTally;
 use crate::config::FailedCandidates;
@@ -120,6 +121,7 @@ pub struct Run {
     summary: Mutex<Option<(ChangeToken, Arc<RunSummary>)>>,
     progress: Mutex<Progress>,
     tally: Mutex<CallTally>,
+    analyses: Arc<AnalysesCache>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -135,6 +137,7 @@ impl Run {
             summary: Mutex::new(None),
             progress: Mutex::new(Progress::default()),
             tally: Mutex::new(CallTally::default()),
+            analyses: Arc::new(AnalysesCache::default()),
         }
     }
 
@@ -170,6 +173,20 @@ impl Run {
         })?);
         *lock(&self.summary) = Some((token, summary.clone()));
         Ok(summary)
+    }
+
+    /// The paper's analyses of the judged records stored now, if they are computed
+    /// within `wait` (`None`: however long it takes); see [`super::analyses`]. The
+    /// computation reads the store on a connection of its own, so the pages' connection
+    /// is never held while it runs.
+    pub fn analyses(&self, wait: Option<std::time::Duration>) -> anyhow::Result<Shown> {
+        let now = self.with_reader(|r| Ok(r.records_token()?))?;
+        let db = self.entry.db();
+        let label = self.entry.label.clone();
+        Ok(self.analyses.get(now, wait, move || {
+            let reader = StoreReader::open_read_only(&db)?;
+            analyses::compute(&reader, &label)
+        }))
     }
 
     /// Progress now: problem counts and the iterations reached, from the calls stored

@@ -145,7 +145,7 @@ async fn serve_page(catalog: Arc<Catalog>, run: String, page: String, uri: Uri) 
             StatusCode::NOT_FOUND,
             "not found",
             &format!(
-                "no page `{page}` in a run (its pages are index.html, problems.html, calls.html and the problem pages they link)"
+                "no page `{page}` in a run (its pages are index.html, problems.html, calls.html, analyses.html and the problem pages they link)"
             ),
         );
     };
@@ -155,6 +155,7 @@ async fn serve_page(catalog: Arc<Catalog>, run: String, page: String, uri: Uri) 
         match which {
             RunPage::Index => pages::run_page(&r, SERVER),
             RunPage::Status => Ok(serde_json::to_string(&r.live()?)?),
+            RunPage::Analyses => pages::analyses_page(&r, SERVER),
             RunPage::Problems => {
                 let q: ProblemsQuery = query(&uri)?;
                 // Another run is read only for the filter that compares with it.

@@ -141,6 +141,57 @@ fn a_runs_pages_show_the_stores_texts_with_model_text_escaped() {
     assert_eq!(live["iterations_reached"], 6);
 }
 
+/// Text of a page as the templates' escaping wrote it, read back.
+fn unescape(html: &str) -> String {
+    html.replace("&#60;", "<")
+        .replace("&#62;", ">")
+        .replace("&#34;", "\"")
+        .replace("&#39;", "'")
+        .replace("&#38;", "&")
+}
+
+#[test]
+fn the_run_page_shows_the_analyses_tmas_report_prints_with_their_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = finished_run(dir.path());
+    let view = Viewer::start(&[&run]);
+    let report = ok(tmas(&["report", path_arg(&run)]), "tmas report");
+    for page in ["/r/run/", "/r/run/analyses.html"] {
+        let (status, body) = view.get(page);
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            body.contains("id=\"analyses\" data-state=\"ready\""),
+            "{page}: {body:.3000}"
+        );
+        assert!(body.contains("over the 3 judged problem(s)"), "{page}");
+        for stem in [
+            "unique_guidelines",
+            "verification_paradox",
+            "explore_exploit",
+            "bank_growth",
+        ] {
+            let marker = format!("<pre class=\"text\" id=\"analysis-{stem}\">");
+            let at = body
+                .find(&marker)
+                .unwrap_or_else(|| panic!("{page}: no {stem} table"))
+                + marker.len();
+            let rest = &body[at..];
+            let table = unescape(&rest[..rest.find("</pre>").expect("table ends")]);
+            assert!(table.lines().count() > 2, "{stem}: {table}");
+            assert!(
+                report.contains(&table),
+                "{stem}: the page's table is not the one tmas report prints:\n{table}\n---\n{report}"
+            );
+            let after = &rest[rest.find("</pre>").unwrap()..];
+            let next = after.find("<pre").unwrap_or(after.len());
+            assert!(
+                after[..next].contains("<div class=\"chart\"><svg"),
+                "{page}: {stem} has no chart"
+            );
+        }
+    }
+}
+
 #[test]
 fn no_request_reaches_a_file_outside_the_served_pages() {
     let dir = tempfile::tempdir().unwrap();
@@ -215,6 +266,12 @@ fn a_static_export_writes_the_runs_pages_linked_relatively() {
             path.display()
         );
     }
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(
+        index.contains("id=\"analyses\" data-state=\"ready\"")
+            && index.contains("id=\"analysis-bank_growth\""),
+        "the export's run page holds the analyses"
+    );
     // The export's folder must be new or empty.
     let again = tmas(&["view", path_arg(&run), "--out", path_arg(&out)]);
     assert_eq!(again.status.code(), Some(2));

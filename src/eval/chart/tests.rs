@@ -356,3 +356,18 @@ fn unwritable_output_names_the_file() {
         .expect_err("parent directory does not exist");
     assert!(err.to_string().contains("chart.png"), "{err}");
 }
+
+#[test]
+fn a_line_chart_as_svg_text_is_the_svg_file_of_the_same_chart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (png, svg) = (dir.path().join("g.png"), dir.path().join("g.svg"));
+    let y = YAxis::value("Entries");
+    let data = [series("bank", &[(0, 2.0), (1, 5.0)])];
+    write_line_chart("growth", &y, &data, &png, &svg).expect("chart written");
+    let file = std::fs::read_to_string(&svg).expect("svg");
+    assert_eq!(line_chart_svg("growth", &y, &data).expect("svg text"), file);
+    assert!(matches!(
+        line_chart_svg("growth", &y, &[]),
+        Err(ChartError::NoData(_))
+    ));
+}

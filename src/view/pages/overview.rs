@@ -2,6 +2,10 @@
 
 use askama::Template;
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::super::analyses::{Rendered, Section, Shown};
 use super::super::run::Run;
 use super::{Head, Mode, percent, problem_href};
 use crate::engine::accounting::ProblemState;
@@ -84,6 +88,7 @@ struct RunPageT {
     table: Vec<(usize, String, String, usize, usize, usize, u64)>,
     chart: Option<String>,
     usage: Vec<(String, u64, u64, u64, u64, String)>,
+    analyses: AnalysesPart,
 }
 
 pub fn run_page(run: &Run, mode: Mode) -> anyhow::Result<String> {
@@ -153,6 +158,79 @@ pub fn run_page(run: &Run, mode: Mode) -> anyhow::Result<String> {
         table,
         chart: s.chart_svg.clone(),
         usage,
+        analyses: analyses_part(run, mode)?,
+    }
+    .render()?)
+}
+
+// ------------------------------------------------------------------------- analyses
+
+/// How long a served page waits for analyses being computed before it shows
+/// "computing…" (and its script fetches `analyses.html` until they are there): a run
+/// page stays well under a second however large the store.
+const ANALYSES_WAIT: Duration = Duration::from_millis(250);
+
+/// The analyses section of the run page (and of `analyses.html`).
+struct AnalysesPart {
+    /// `ready`, `computing` or `failed` (the page's script polls while `computing`).
+    state: &'static str,
+    note: String,
+    sections: Vec<Section>,
+}
+
+fn analyses_part(run: &Run, mode: Mode) -> anyhow::Result<AnalysesPart> {
+    // A static export is written once: it waits for them.
+    let wait = (!mode.static_export).then_some(ANALYSES_WAIT);
+    let of = |r: &Rendered| {
+        format!(
+            "over the {} judged problem(s) stored: the tables `tmas report` prints and the \
+             charts it draws (permutation test seeded 0)",
+            r.problems
+        )
+    };
+    let sections = |r: &Arc<Rendered>| r.sections.clone();
+    Ok(match run.analyses(wait)? {
+        Shown::Ready(r) => AnalysesPart {
+            state: "ready",
+            note: format!("The paper's analyses {}.", of(&r)),
+            sections: sections(&r),
+        },
+        Shown::Computing { previous: None } => AnalysesPart {
+            state: "computing",
+            note: "Computing the paper's analyses… (they appear here when ready)".into(),
+            sections: Vec::new(),
+        },
+        Shown::Computing {
+            previous: Some(r),
+        } => AnalysesPart {
+            state: "computing",
+            note: format!(
+                "Computing the analyses again with the problems finished since… Shown until \
+                 then: the analyses {}.",
+                of(&r)
+            ),
+            sections: sections(&r),
+        },
+        Shown::Failed(e) => AnalysesPart {
+            state: "failed",
+            note: format!("The analyses could not be computed: {e}"),
+            sections: Vec::new(),
+        },
+    })
+}
+
+#[derive(Template)]
+#[template(path = "analyses.html")]
+struct AnalysesPage {
+    head: Head,
+    analyses: AnalysesPart,
+}
+
+/// The analyses alone.
+pub fn analyses_page(run: &Run, mode: Mode) -> anyhow::Result<String> {
+    Ok(AnalysesPage {
+        head: Head::of_run(run, mode, "analyses".into(), Vec::new()),
+        analyses: analyses_part(run, mode)?,
     }
     .render()?)
 }
