@@ -147,6 +147,13 @@ pub struct CallFilter {
     pub ok: Option<bool>,
     pub endpoint: Option<String>,
     pub problem_id: Option<String>,
+    /// Latency bounds in ms, both included (a call without a latency passes neither).
+    pub min_latency_ms: Option<i64>,
+    pub max_latency_ms: Option<i64>,
+    /// Least prompt + completion tokens (a missing count is 0).
+    pub min_tokens: Option<i64>,
+    /// Only calls the client sent more than once (HTTP attempts > 1).
+    pub retried: bool,
 }
 
 const CALL_COLUMNS: &str = "rowid, call_key, problem_id, iteration, role, candidate, idx, \
@@ -479,6 +486,10 @@ impl StoreReader {
                 "SELECT {CALL_COLUMNS} FROM calls WHERE rowid > ?1 \
                  AND (?2 IS NULL OR role = ?2) AND (?3 IS NULL OR ok = ?3) \
                  AND (?4 IS NULL OR endpoint = ?4) AND (?5 IS NULL OR problem_id = ?5) \
+                 AND (?9 IS NULL OR latency_ms >= ?9) AND (?10 IS NULL OR latency_ms <= ?10) \
+                 AND (?11 IS NULL \
+                      OR COALESCE(prompt_tokens, 0) + COALESCE(completion_tokens, 0) >= ?11) \
+                 AND (?12 = 0 OR attempts > 1) \
                  {range} ORDER BY rowid LIMIT ?6"
             ))
             .map_err(|e| self.sql_error(what, e))?;
@@ -493,6 +504,10 @@ impl StoreReader {
                     limit as i64,
                     bounds.as_ref().map(|b| b.0.as_str()),
                     bounds.as_ref().map(|b| b.1.as_str()),
+                    filter.min_latency_ms,
+                    filter.max_latency_ms,
+                    filter.min_tokens,
+                    filter.retried,
                 ],
                 call_summary,
             )

@@ -172,18 +172,11 @@ async fn serve_page(catalog: Arc<Catalog>, run: String, page: String, uri: Uri) 
             }
             RunPage::Calls => {
                 let q: CallsQuery = query(&uri)?;
-                let base = q.clone();
+                let pairs = q.filter_pairs();
                 let link = move |after: i64| {
                     let mut s = format!("calls.html?after={after}");
-                    for (key, value) in [
-                        ("role", &base.role),
-                        ("status", &base.status),
-                        ("endpoint", &base.endpoint),
-                        ("problem", &base.problem),
-                    ] {
-                        if let Some(v) = value.as_deref().filter(|v| !v.is_empty()) {
-                            s.push_str(&format!("&{key}={}", encode_query(v)));
-                        }
+                    for (key, value) in &pairs {
+                        s.push_str(&format!("&{key}={}", encode_query(value)));
                     }
                     s
                 };

@@ -53,6 +53,17 @@ fn the_browser_shows_a_runs_pages_with_a_script_reply_as_text() {
         problem.contains("iteration 1"),
         "the problem's iterations are listed"
     );
+    let overview = dump_dom(&chromium, &url("r/run/"), 1000);
+    for stem in ["unique_guidelines", "verification_paradox", "explore_exploit", "bank_growth"] {
+        assert!(
+            overview.contains(&format!("id=\"analysis-{stem}\"")),
+            "the run page shows the analysis {stem}"
+        );
+    }
+    assert!(
+        overview.matches("<svg").count() >= 5,
+        "the run page draws Pass@1 and the analyses' charts"
+    );
     let banks = dump_dom(&chromium, &url("r/run/p0-banks.html"), 1000);
     assert!(banks.contains("experience bank") && banks.contains("guideline bank"));
 
@@ -60,6 +71,7 @@ fn the_browser_shows_a_runs_pages_with_a_script_reply_as_text() {
     for (page, name, height) in [
         ("", "runs", 500),
         ("r/run/", "run", 1400),
+        ("r/run/analyses.html", "analyses", 2600),
         ("r/run/problems.html", "problems", 500),
         ("r/run/p0.html", "problem", 900),
         ("r/run/p0-t0-c0.html", "candidate", 900),

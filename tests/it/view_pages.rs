@@ -193,6 +193,65 @@ fn the_run_page_shows_the_analyses_tmas_report_prints_with_their_charts() {
 }
 
 #[test]
+fn the_calls_table_filters_by_latency_tokens_and_retries() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = finished_run(dir.path());
+    let conn = rusqlite::Connection::open(run.join("run.sqlite")).expect("store opens");
+    conn.execute_batch(
+        "UPDATE calls SET latency_ms = 5, prompt_tokens = 10, completion_tokens = 10, \
+         attempts = 1",
+    )
+    .expect("calls updated");
+    let keys: Vec<String> = conn
+        .prepare("SELECT call_key FROM calls ORDER BY rowid LIMIT 3")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let [slow, long, retried] = &keys[..] else {
+        panic!("three calls")
+    };
+    for (sql, key) in [
+        ("UPDATE calls SET latency_ms = 9000 WHERE call_key = ?1", slow),
+        ("UPDATE calls SET completion_tokens = 50000 WHERE call_key = ?1", long),
+        ("UPDATE calls SET attempts = 3 WHERE call_key = ?1", retried),
+    ] {
+        assert_eq!(conn.execute(sql, [key]).unwrap(), 1);
+    }
+    let total: usize = conn
+        .query_row("SELECT COUNT(*) FROM calls", [], |r| r.get::<_, i64>(0))
+        .unwrap() as usize;
+    assert!(total < 100, "one page holds every call");
+    let view = Viewer::start(&[&run]);
+    let rows = |query: &str| {
+        let (status, body) = view.get(&format!("/r/run/calls.html?{query}"));
+        assert_eq!(status, 200, "{query}: {body:.600}");
+        let shown: Vec<String> = keys
+            .iter()
+            .filter(|k| body.contains(&format!(">{}</a>", escape(k))))
+            .cloned()
+            .collect();
+        (body.matches("</td></tr>").count(), shown)
+    };
+    assert_eq!(rows("min_latency=8000"), (1, vec![slow.clone()]));
+    assert_eq!(rows("max_latency=5"), (total - 1, vec![long.clone(), retried.clone()]));
+    assert_eq!(rows("min_latency=5&max_latency=5&min_tokens=").0, total - 1);
+    assert_eq!(rows("min_tokens=40000"), (1, vec![long.clone()]));
+    assert_eq!(rows("min_tokens=20").0, total);
+    assert_eq!(rows("retried=1"), (1, vec![retried.clone()]));
+    assert_eq!(rows("retried=1&min_latency=8000").0, 0);
+    let (_, body) = view.get("/r/run/calls.html?retried=1&min_tokens=40000");
+    assert!(
+        body.contains("checked") && body.contains("value=\"40000\""),
+        "the form shows the filter applied"
+    );
+    let (status, body) = view.get("/r/run/calls.html?min_latency=fast");
+    assert_eq!(status, 404);
+    assert!(body.contains("min_latency = `fast`"), "{body}");
+}
+
+#[test]
 fn no_request_reaches_a_file_outside_the_served_pages() {
     let dir = tempfile::tempdir().unwrap();
     let run = finished_run(dir.path());

@@ -1,4 +1,5 @@
-//! The calls table: paged by rowid, filtered by role, status, endpoint and problem.
+//! The calls table: paged by rowid, filtered by role, status, endpoint, problem, latency,
+//! tokens and retries.
 
 use askama::Template;
 use serde::Deserialize;
@@ -23,6 +24,17 @@ pub struct CallsQuery {
     pub endpoint: Option<String>,
     #[serde(default)]
     pub problem: Option<String>,
+    /// Latency bounds in ms (included); text, as a form sends an empty field.
+    #[serde(default)]
+    pub min_latency: Option<String>,
+    #[serde(default)]
+    pub max_latency: Option<String>,
+    /// Least prompt + completion tokens.
+    #[serde(default)]
+    pub min_tokens: Option<String>,
+    /// `1`: only calls sent more than once (HTTP attempts > 1).
+    #[serde(default)]
+    pub retried: Option<String>,
     /// Show calls stored after this row.
     #[serde(default)]
     pub after: Option<i64>,
@@ -37,6 +49,10 @@ struct CallsPage {
     statuses: Vec<(&'static str, &'static str, bool)>,
     endpoint: String,
     problem: String,
+    min_latency: String,
+    max_latency: String,
+    min_tokens: String,
+    retried: bool,
     shown: String,
     rows: Vec<CallRow>,
     first: Option<String>,
@@ -61,6 +77,40 @@ struct CallRow {
 
 fn non_empty(v: &Option<String>) -> Option<&str> {
     v.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// A whole number ≥ 0 from the query field `name`, or `None` when it is empty.
+fn bound(v: &Option<String>, name: &str) -> anyhow::Result<Option<i64>> {
+    match non_empty(v) {
+        None => Ok(None),
+        Some(text) => match text.parse::<i64>() {
+            Ok(n) if n >= 0 => Ok(Some(n)),
+            _ => Err(NotFound(format!(
+                "bad query string: {name} = `{text}` is not a whole number ≥ 0"
+            ))
+            .into()),
+        },
+    }
+}
+
+impl CallsQuery {
+    /// The query's filter fields as `key=value` pairs for a link (empty ones left out),
+    /// so that a next page keeps the filter.
+    pub fn filter_pairs(&self) -> Vec<(&'static str, String)> {
+        [
+            ("role", &self.role),
+            ("status", &self.status),
+            ("endpoint", &self.endpoint),
+            ("problem", &self.problem),
+            ("min_latency", &self.min_latency),
+            ("max_latency", &self.max_latency),
+            ("min_tokens", &self.min_tokens),
+            ("retried", &self.retried),
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| Some((key, non_empty(value)?.to_string())))
+        .collect()
+    }
 }
 
 /// The calls after `query.after` passing its filter, one page; `next_name` names the
@@ -95,6 +145,18 @@ pub fn calls_page(
         ok,
         endpoint: non_empty(&query.endpoint).map(String::from),
         problem_id: non_empty(&query.problem).map(String::from),
+        min_latency_ms: bound(&query.min_latency, "min_latency")?,
+        max_latency_ms: bound(&query.max_latency, "max_latency")?,
+        min_tokens: bound(&query.min_tokens, "min_tokens")?,
+        retried: match non_empty(&query.retried) {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(other) => {
+                return Err(
+                    NotFound(format!("bad query string: retried = `{other}` (1 or 0)")).into(),
+                );
+            }
+        },
     };
     let after = query.after.unwrap_or(0);
     let mut calls = run.with_reader(|r| Ok(r.calls_page(&filter, after, PAGE_ROWS + 1)?))?;
@@ -157,6 +219,10 @@ pub fn calls_page(
         ],
         endpoint: query.endpoint.clone().unwrap_or_default(),
         problem: query.problem.clone().unwrap_or_default(),
+        min_latency: filter.min_latency_ms.map(|v| v.to_string()).unwrap_or_default(),
+        max_latency: filter.max_latency_ms.map(|v| v.to_string()).unwrap_or_default(),
+        min_tokens: filter.min_tokens.map(|v| v.to_string()).unwrap_or_default(),
+        retried: filter.retried,
         shown: format!(
             "{} call(s) stored after row {after}{}.",
             calls.len(),
