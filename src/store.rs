@@ -36,6 +36,7 @@ pub(crate) mod resume;
 pub(crate) mod rows;
 pub(crate) mod schema;
 pub(crate) mod sink;
+pub mod traces;
 pub(crate) mod version;
 mod writer;
 
@@ -144,6 +145,9 @@ impl RunStore {
         let mut conn = open(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE)?;
         // The version check comes first: a newer store is refused before anything is written.
         version::ensure(&mut conn, &path.display().to_string())?;
+        // Additive, and independent of the schema version (see `traces`).
+        traces::ensure_table(&conn)
+            .map_err(|e| StoreError::sql(&path, "creating the problem_traces table", e))?;
         let mode: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
             .map_err(|e| StoreError::sql(&path, "switching to WAL mode", e))?;

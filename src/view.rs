@@ -38,11 +38,16 @@ pub struct Viewer {
 }
 
 impl Viewer {
-    pub fn open(dirs: &[PathBuf]) -> anyhow::Result<Self> {
+    /// `jaeger`: the base URL of a Jaeger UI (`http://host:16686`), to link each trace
+    /// id the pages show; without it they show the ids alone.
+    pub fn open(dirs: &[PathBuf], jaeger: Option<JaegerUrl>) -> anyhow::Result<Self> {
         let entries = catalog::discover(dirs)?;
         Ok(Self {
             catalog: Arc::new(server::Catalog::new(
-                entries.into_iter().map(run::Run::new).collect(),
+                entries
+                    .into_iter()
+                    .map(|e| run::Run::new(e, jaeger.clone()))
+                    .collect(),
             )),
         })
     }
@@ -105,7 +110,69 @@ impl Viewer {
     }
 }
 
+/// The base URL of a Jaeger UI: a trace's page is `BASE/trace/TRACE_ID`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JaegerUrl(String);
+
+impl std::str::FromStr for JaegerUrl {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let base = text.trim().trim_end_matches('/');
+        let rest = base
+            .strip_prefix("http://")
+            .or_else(|| base.strip_prefix("https://"))
+            .ok_or_else(|| format!("`{text}` is not an http:// or https:// URL"))?;
+        if rest.is_empty() || rest.starts_with('/') {
+            return Err(format!("`{text}` names no host"));
+        }
+        if let Some(c) = base
+            .chars()
+            .find(|c| c.is_whitespace() || c.is_control() || matches!(c, '"' | '<' | '>' | '?' | '#'))
+        {
+            return Err(format!(
+                "`{text}` holds {c:?}: give the UI's base URL (like http://localhost:16686)"
+            ));
+        }
+        Ok(Self(base.to_string()))
+    }
+}
+
+impl JaegerUrl {
+    /// The UI's page of trace `trace_id`.
+    pub fn trace(&self, trace_id: &str) -> String {
+        format!("{}/trace/{trace_id}", self.0)
+    }
+}
+
 /// Whether `addr` is reachable from this machine only.
 pub fn is_loopback(addr: &SocketAddr) -> bool {
     addr.ip().is_loopback()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JaegerUrl;
+
+    #[test]
+    fn a_jaeger_url_is_an_http_base_and_links_a_trace_under_it() {
+        let url: JaegerUrl = "http://localhost:16686/".parse().unwrap();
+        assert_eq!(
+            url.trace("4bf92f3577b34da6a3ce929d0e0e4736"),
+            "http://localhost:16686/trace/4bf92f3577b34da6a3ce929d0e0e4736"
+        );
+        let proxied: JaegerUrl = "https://tools.example/jaeger".parse().unwrap();
+        assert_eq!(proxied.trace("ab"), "https://tools.example/jaeger/trace/ab");
+        for bad in [
+            "localhost:16686",
+            "ftp://host",
+            "http://",
+            "http:///x",
+            "http://host/a b",
+            "http://host/\"x",
+            "http://host/?q=1",
+        ] {
+            assert!(bad.parse::<JaegerUrl>().is_err(), "{bad}");
+        }
+    }
 }

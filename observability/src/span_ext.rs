@@ -1,7 +1,7 @@
 //! Small helpers the runtime uses on its spans, all free when no exporter is installed.
 //!
 //! - [`traceparent`]: the W3C header for a span, so an inference server started with
-//!   `--otlp-traces-endpoint` joins the trace.
+//!   `--otlp-traces-endpoint` joins the trace; [`trace_id`]: the span's trace id alone.
 //! - [`set_attribute`] / [`add_event`]: OpenTelemetry attributes and events whose names
 //!   are only known at run time (strategy-supplied labels, string arrays).
 //! - [`exporting`]: whether spans leave the process at all. Whether a run's spans carry
@@ -58,6 +58,19 @@ pub fn traceparent(span: &tracing::Span) -> Option<String> {
         sc.span_id(),
         sc.trace_flags().to_u8()
     ))
+}
+
+/// The OpenTelemetry trace id of `span` (32 hex digits, as Jaeger shows it), or `None`
+/// when spans are not exported (or the span is disabled): what a store keeps to find a
+/// problem's trace.
+pub fn trace_id(span: &tracing::Span) -> Option<String> {
+    if !exporting() || span.is_disabled() {
+        return None;
+    }
+    let cx = span.context();
+    let otel = cx.span();
+    let sc = otel.span_context();
+    sc.is_valid().then(|| sc.trace_id().to_string())
 }
 
 /// Makes `span` a child of the remote span a W3C `traceparent` header names
@@ -191,6 +204,7 @@ mod tests {
         let span = tracing::info_span!("x");
         assert!(!exporting());
         assert_eq!(traceparent(&span), None);
+        assert_eq!(trace_id(&span), None);
     }
 
     #[test]

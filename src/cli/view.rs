@@ -1,6 +1,7 @@
 //! `tmas view [DIR…] [--addr 127.0.0.1:PORT]`: a read-only browser over run directories,
 //! experiment directories and folders of them (`crate::view`); `--out DIR` writes one
-//! run's pages as a static folder instead of serving them.
+//! run's pages as a static folder instead of serving them; `--jaeger-url` links trace ids
+//! to a Jaeger UI.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -9,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::view::{Viewer, is_loopback};
+use crate::view::{JaegerUrl, Viewer, is_loopback};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -25,6 +26,10 @@ pub struct Args {
     /// empty) instead of serving them: one run directory only.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Base URL of a Jaeger UI (like http://localhost:16686): each trace id the pages
+    /// show links to its trace there (default: the ids alone).
+    #[arg(long, value_name = "URL")]
+    pub jaeger_url: Option<JaegerUrl>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -33,7 +38,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.dirs.clone()
     };
-    let viewer = Viewer::open(&dirs)?;
+    let viewer = Viewer::open(&dirs, args.jaeger_url.clone())?;
     if let Some(out) = args.out {
         let written = tokio::task::block_in_place(|| viewer.export(&out))?;
         println!(

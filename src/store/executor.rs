@@ -61,6 +61,8 @@ pub struct StoreExecutor {
     /// Those not made (yet) in this session, by problem: what is left of them when the
     /// problem is stored is no longer part of its results ([`StaleFailures`]).
     stale: Arc<Mutex<StaleByProblem>>,
+    /// (problem, trace id) pairs already sent to the store (`super::traces`).
+    traced: Arc<Mutex<HashSet<(Arc<str>, String)>>>,
 }
 
 impl StoreExecutor {
@@ -85,6 +87,7 @@ impl StoreExecutor {
             cut_in_flight: false,
             stale_keys: Arc::default(),
             stale: Arc::default(),
+            traced: Arc::default(),
         }
     }
 
@@ -111,6 +114,7 @@ impl StoreExecutor {
             cut_in_flight: true,
             stale_keys: self.stale_keys.clone(),
             stale: self.stale.clone(),
+            traced: self.traced.clone(),
         }
     }
 
@@ -129,6 +133,28 @@ impl StoreExecutor {
         self.stale_keys = Arc::new(keys);
         self.stale = Arc::new(Mutex::new(by_problem));
         self
+    }
+
+    /// Records the trace of the current span (the call's, which the pool worker enters
+    /// around [`CallExecutor::execute_call`]) as one of `problem`'s, once per trace; nothing
+    /// when spans are not exported.
+    fn record_trace(&self, problem: &Arc<str>) {
+        let Some(trace_id) = tmas_observability::span_ext::trace_id(&tracing::Span::current())
+        else {
+            return;
+        };
+        let new = self
+            .traced
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((problem.clone(), trace_id.clone()));
+        if new {
+            self.store.send(Fact::Trace {
+                problem_id: problem.clone(),
+                trace_id,
+                at_ms: now_ms(),
+            });
+        }
     }
 
     /// A handle to the stored failures not made again, for the result writer.
@@ -232,6 +258,7 @@ impl StoreExecutor {
     ) -> BoxFuture<'static, CallOutcome> {
         let key_text: Arc<str> = key.to_string().into();
         request.tags_mut().call = Some(key_text.clone());
+        self.record_trace(&key.problem);
         let key = key.clone();
         let inner = self.inner.clone();
         let store = self.store.clone();

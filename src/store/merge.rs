@@ -38,6 +38,18 @@ pub fn copy_shards(out: &Path, shards: &[&Path]) -> Result<(), StoreError> {
             .map_err(|e| StoreError::sql(shard, "attaching a shard read-only", e))?;
         let tx = conn.transaction().map_err(sql("starting the copy"))?;
         for table in &tables {
+            // A table this build adds beside the schema version (`super::traces`) may be
+            // missing from a shard written before it: nothing of it to copy.
+            let in_shard: i64 = tx
+                .query_row(
+                    "SELECT COUNT(*) FROM shard.sqlite_master WHERE type = 'table' AND name = ?1",
+                    [table],
+                    |r| r.get(0),
+                )
+                .map_err(|e| StoreError::sql(shard, "listing a shard's tables", e))?;
+            if in_shard == 0 {
+                continue;
+            }
             tx.execute(
                 &format!("INSERT OR IGNORE INTO main.\"{table}\" SELECT * FROM shard.\"{table}\""),
                 [],

@@ -64,6 +64,12 @@ pub enum Fact {
         iterations: u32,
     },
     Meta(Vec<(String, String)>),
+    /// The trace holding a problem's spans in this session (`super::traces`).
+    Trace {
+        problem_id: Arc<str>,
+        trace_id: String,
+        at_ms: i64,
+    },
     /// Calls stored as failures by an earlier session that a resumed problem no longer
     /// makes (its path changed once the failed calls were answered): nothing rests on them
     /// any more, so they leave the store and its failure accounting. Only rows still

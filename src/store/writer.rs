@@ -176,6 +176,11 @@ fn commit(
                         .execute(params![k, v])?;
                 }
             }
+            Fact::Trace {
+                problem_id,
+                trace_id,
+                at_ms,
+            } => super::traces::insert(&tx, problem_id, trace_id, *at_ms)?,
             Fact::DropFailedCalls(keys) => {
                 let mut stmt =
                     tx.prepare_cached("DELETE FROM calls WHERE call_key = ?1 AND ok = 0")?;

@@ -57,6 +57,19 @@ impl Head {
     }
 }
 
+/// A trace id as a page shows it: linked to the Jaeger UI `--jaeger-url` names, if any.
+pub struct TraceView {
+    pub id: String,
+    pub href: Option<String>,
+}
+
+pub(super) fn trace_view(run: &Run, id: &str) -> TraceView {
+    TraceView {
+        id: id.to_string(),
+        href: run.jaeger.as_ref().map(|j| j.trace(id)),
+    }
+}
+
 pub(super) fn percent(share: f64) -> String {
     format!("{:.1}", share * 100.0)
 }

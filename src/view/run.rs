@@ -117,6 +117,8 @@ const PROGRESS_BATCH: usize = 50_000;
 
 pub struct Run {
     pub entry: RunEntry,
+    /// Where trace ids link to (`tmas view --jaeger-url`).
+    pub jaeger: Option<super::JaegerUrl>,
     reader: Mutex<Option<StoreReader>>,
     summary: Mutex<Option<(ChangeToken, Arc<RunSummary>)>>,
     progress: Mutex<Progress>,
@@ -130,9 +132,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Run {
-    pub fn new(entry: RunEntry) -> Self {
+    pub fn new(entry: RunEntry, jaeger: Option<super::JaegerUrl>) -> Self {
         Self {
             entry,
+            jaeger,
             reader: Mutex::new(None),
             summary: Mutex::new(None),
             progress: Mutex::new(Progress::default()),

@@ -2,9 +2,12 @@
 //! runs and pages only from the catalog (no path reaches outside the named directories),
 //! and a static export links its pages relatively.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::support::cli::{ok, path_arg, run_fresh, tmas, write_config};
+use crate::support::engine::{dataset, run_process_on_sim, sim_options};
+use crate::support::otlp::{Collector, attr};
 use crate::support::view::Viewer;
 
 /// A script a model could reply with: it must show as text, never run.
@@ -249,6 +252,63 @@ fn the_calls_table_filters_by_latency_tokens_and_retries() {
     let (status, body) = view.get("/r/run/calls.html?min_latency=fast");
     assert_eq!(status, 404);
     assert!(body.contains("min_latency = `fast`"), "{body}");
+}
+
+/// A run exported to an OTLP collector: the store names each problem's trace, the one
+/// its exported `problem` span is in, and the problem and calls pages show it, linked to
+/// the Jaeger UI `--jaeger-url` names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traced_runs_pages_name_each_problems_trace_and_link_it_to_jaeger() {
+    let collector = Collector::start().await;
+    let endpoint = format!("observability.otlp_endpoint=\"{}\"", collector.endpoint);
+    let finished = run_process_on_sim(
+        sim_options(3),
+        dataset(2),
+        &[&endpoint, "observability.otlp_protocol=\"grpc\""],
+        "warn",
+    )
+    .await;
+    let spans = collector.finish().await;
+    let exported: BTreeMap<String, String> = spans
+        .iter()
+        .filter(|s| s.name == "problem")
+        .map(|p| (attr(p, "tmas.problem_id").expect("problem id"), p.trace_id.clone()))
+        .collect();
+    assert_eq!(exported.len(), 2, "one trace per problem");
+    let run = finished._dir.path().join("run");
+    let conn = rusqlite::Connection::open(run.join("run.sqlite")).expect("store opens");
+    let stored: BTreeMap<String, String> = conn
+        .prepare("SELECT problem_id, trace_id FROM problem_traces")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(stored, exported, "the store names the exported traces");
+    let jaeger = "http://127.0.0.1:16686";
+    tokio::task::block_in_place(|| {
+        let view = Viewer::start_with(&[&run], &["--jaeger-url", &format!("{jaeger}/")]);
+        // The dataset's order is the ids' order: p00, p01.
+        for (ordinal, (problem, trace)) in exported.iter().enumerate() {
+            let link = format!("<a class=\"trace\" href=\"{jaeger}/trace/{trace}\">{trace}</a>");
+            let (status, page) = view.get(&format!("/r/run/p{ordinal}.html"));
+            assert_eq!(status, 200, "{page}");
+            assert!(page.contains(&link), "p{ordinal}: {page:.2000}");
+            let (status, calls) = view.get(&format!("/r/run/calls.html?problem={problem}"));
+            assert_eq!(status, 200, "{calls}");
+            let rows = calls.matches("</td></tr>").count();
+            assert!(rows > 0);
+            assert_eq!(calls.matches(&link).count(), rows, "every call names its trace");
+        }
+        drop(view);
+        let plain = Viewer::start(&[&run]);
+        let (_, page) = plain.get("/r/run/p0.html");
+        let trace = &exported["p00"];
+        assert!(
+            page.contains(&format!("<code class=\"trace\">{trace}</code>")),
+            "without --jaeger-url the id alone: {page:.2000}"
+        );
+    });
 }
 
 #[test]

@@ -6,9 +6,12 @@ use serde::Deserialize;
 
 use super::super::paths::{RunPage, encode_query};
 use super::super::run::Run;
-use super::{Head, Mode, NotFound, PAGE_ROWS, head_of, problem_href};
+use std::collections::HashMap;
+
+use super::{Head, Mode, NotFound, PAGE_ROWS, TraceView, head_of, problem_href, trace_view};
 use crate::role::Role;
 use crate::store::browse::{CallFilter, CallSummary};
+use crate::store::traces::ProblemTrace;
 
 // ----------------------------------------------------------------------------- calls
 
@@ -73,6 +76,8 @@ struct CallRow {
     attempts: String,
     error: String,
     problem: String,
+    /// The call's trace, when the store recorded its problem's.
+    trace: Option<TraceView>,
 }
 
 fn non_empty(v: &Option<String>) -> Option<&str> {
@@ -160,6 +165,11 @@ pub fn calls_page(
     };
     let after = query.after.unwrap_or(0);
     let mut calls = run.with_reader(|r| Ok(r.calls_page(&filter, after, PAGE_ROWS + 1)?))?;
+    // A small table: one row per problem and session.
+    let mut traces: HashMap<String, Vec<ProblemTrace>> = HashMap::new();
+    for t in run.with_reader(|r| Ok(r.problem_traces(filter.problem_id.as_deref())?))? {
+        traces.entry(t.problem_id.clone()).or_default().push(t);
+    }
     let more = calls.len() > PAGE_ROWS;
     calls.truncate(PAGE_ROWS);
     let last = calls.last().map(|c| c.rowid);
@@ -202,6 +212,10 @@ pub fn calls_page(
                 _ => String::new(),
             },
             problem: c.problem_id.clone(),
+            trace: traces
+                .get(&c.problem_id)
+                .and_then(|ts| ProblemTrace::of_call(ts, c.completed_at_ms))
+                .map(|t| trace_view(run, &t.trace_id)),
         })
         .collect();
     let next_after = last.filter(|_| more);

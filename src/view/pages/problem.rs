@@ -8,7 +8,8 @@ use super::super::paths::{RunPage, encode_query};
 use super::super::reply::{Section, prompt_sections, split_think};
 use super::super::run::Run;
 use super::{
-    Head, Mode, NotFound, branch_name, candidate_status_name, head_of, lookup_problem, state_name,
+    Head, Mode, NotFound, TraceView, branch_name, candidate_status_name, head_of, lookup_problem,
+    state_name, trace_view,
 };
 use crate::role::Role;
 use crate::store::browse::CallSummary;
@@ -28,6 +29,8 @@ struct ProblemPage {
     calls_href: Option<String>,
     pending_note: String,
     iterations: Vec<IterationView>,
+    problem_id: String,
+    traces: Vec<TraceView>,
 }
 
 struct IterationView {
@@ -57,6 +60,11 @@ pub fn problem_page(run: &Run, mode: Mode, ordinal: i64) -> anyhow::Result<Strin
     let p = lookup_problem(&s, ordinal)?;
     let id = p.problem.problem_id.clone();
     let candidates = run.with_reader(|r| Ok(r.problem_candidates(&id, None)?))?;
+    let traces = run
+        .with_reader(|r| Ok(r.problem_traces(Some(&id))?))?
+        .iter()
+        .map(|t| trace_view(run, &t.trace_id))
+        .collect();
     let mut iterations: Vec<IterationView> = Vec::new();
     for c in candidates {
         if iterations.last().is_none_or(|it| it.t != c.iteration) {
@@ -138,6 +146,8 @@ pub fn problem_page(run: &Run, mode: Mode, ordinal: i64) -> anyhow::Result<Strin
             .then(|| format!("calls.html?problem={}", encode_query(&id))),
         pending_note,
         iterations,
+        problem_id: id,
+        traces,
     }
     .render()?)
 }

@@ -19,7 +19,13 @@ pub struct Viewer {
 impl Viewer {
     /// `tmas view DIR… --addr 127.0.0.1:0`, once it printed its address.
     pub fn start(dirs: &[&Path]) -> Viewer {
+        Self::start_with(dirs, &[])
+    }
+
+    /// [`Viewer::start`] with more arguments (`--jaeger-url URL`).
+    pub fn start_with(dirs: &[&Path], more: &[&str]) -> Viewer {
         let mut args = vec!["view", "--addr", "127.0.0.1:0"];
+        args.extend_from_slice(more);
         args.extend(dirs.iter().map(|d| path_arg(d)));
         let mut child = command(&args)
             .env("RUST_LOG", "warn")
