@@ -30,7 +30,15 @@ fn the_browser_shows_a_runs_pages_with_a_script_reply_as_text() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
     let run = finished_run(dir.path());
-    let view = Viewer::start(&[&run, &run]);
+    // Trace ids as a traced run records them (`view_pages` checks a real one's).
+    let conn = rusqlite::Connection::open(run.join("run.sqlite")).expect("store opens");
+    conn.execute_batch(
+        "INSERT INTO problem_traces (problem_id, trace_id, recorded_at_ms) \
+         SELECT problem_id, printf('%032x', 3735928559 + ordinal), 0 FROM problems",
+    )
+    .expect("trace ids stored");
+    let trace = format!("{:032x}", 3_735_928_559u64);
+    let view = Viewer::start_with(&[&run, &run], &["--jaeger-url", "http://localhost:16686"]);
     let url = |page: &str| format!("{}{page}", view.root);
 
     let candidate = dump_dom(&chromium, &url("r/run/p0-t0-c0.html"), 1000);
@@ -52,6 +60,12 @@ fn the_browser_shows_a_runs_pages_with_a_script_reply_as_text() {
     assert!(
         problem.contains("iteration 1"),
         "the problem's iterations are listed"
+    );
+    assert!(
+        problem.contains(&format!(
+            "<a class=\"trace\" href=\"http://localhost:16686/trace/{trace}\">{trace}</a>"
+        )),
+        "the problem links its trace"
     );
     let overview = dump_dom(&chromium, &url("r/run/"), 1000);
     for stem in ["unique_guidelines", "verification_paradox", "explore_exploit", "bank_growth"] {
