@@ -126,10 +126,9 @@ impl std::str::FromStr for JaegerUrl {
         if rest.is_empty() || rest.starts_with('/') {
             return Err(format!("`{text}` names no host"));
         }
-        if let Some(c) = base
-            .chars()
-            .find(|c| c.is_whitespace() || c.is_control() || matches!(c, '"' | '<' | '>' | '?' | '#'))
-        {
+        if let Some(c) = base.chars().find(|c| {
+            c.is_whitespace() || c.is_control() || matches!(c, '"' | '<' | '>' | '?' | '#')
+        }) {
             return Err(format!(
                 "`{text}` holds {c:?}: give the UI's base URL (like http://localhost:16686)"
             ));

@@ -123,7 +123,10 @@ impl Analyses {
     /// Each analysis as its text table and its chart, in the order of
     /// [`Analyses::render_text`] and [`Analyses::charts`].
     pub fn sections(&self, run_name: &str) -> Vec<(String, ChartSpec)> {
-        self.texts().into_iter().zip(self.charts(run_name)).collect()
+        self.texts()
+            .into_iter()
+            .zip(self.charts(run_name))
+            .collect()
     }
 
     /// One chart per analysis.

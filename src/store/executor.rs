@@ -36,6 +36,9 @@ use super::rows::{CallRow, Fact, now_ms};
 /// Keys of stored failures by problem.
 type StaleByProblem = HashMap<Arc<str>, HashSet<Arc<str>>>;
 
+/// (problem, trace id) pairs already sent to the store.
+type Traced = HashSet<(Arc<str>, String)>;
+
 /// Counts of this process's calls.
 #[derive(Debug, Default)]
 pub struct ExecutorCounts {
@@ -62,7 +65,7 @@ pub struct StoreExecutor {
     /// problem is stored is no longer part of its results ([`StaleFailures`]).
     stale: Arc<Mutex<StaleByProblem>>,
     /// (problem, trace id) pairs already sent to the store (`super::traces`).
-    traced: Arc<Mutex<HashSet<(Arc<str>, String)>>>,
+    traced: Arc<Mutex<Traced>>,
 }
 
 impl StoreExecutor {

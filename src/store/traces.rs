@@ -121,9 +121,18 @@ mod tests {
     fn a_call_belongs_to_the_last_trace_recorded_before_it_completed() {
         let traces = [trace("a", 10), trace("b", 50)];
         assert_eq!(ProblemTrace::of_call(&traces, 5), None);
-        assert_eq!(ProblemTrace::of_call(&traces, 10).map(|t| &*t.trace_id), Some("a"));
-        assert_eq!(ProblemTrace::of_call(&traces, 49).map(|t| &*t.trace_id), Some("a"));
-        assert_eq!(ProblemTrace::of_call(&traces, 70).map(|t| &*t.trace_id), Some("b"));
+        assert_eq!(
+            ProblemTrace::of_call(&traces, 10).map(|t| &*t.trace_id),
+            Some("a")
+        );
+        assert_eq!(
+            ProblemTrace::of_call(&traces, 49).map(|t| &*t.trace_id),
+            Some("a")
+        );
+        assert_eq!(
+            ProblemTrace::of_call(&traces, 70).map(|t| &*t.trace_id),
+            Some("b")
+        );
     }
 
     #[test]
@@ -131,11 +140,8 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.pragma_update(None, "user_version", 99).unwrap();
         ensure_table(&conn).unwrap();
-        conn.execute(
-            "INSERT INTO problem_traces VALUES ('p', 'abc', 1)",
-            [],
-        )
-        .unwrap();
+        conn.execute("INSERT INTO problem_traces VALUES ('p', 'abc', 1)", [])
+            .unwrap();
         ensure_table(&conn).unwrap();
         let rows: i64 = conn
             .query_row("SELECT COUNT(*) FROM problem_traces", [], |r| r.get(0))

@@ -159,10 +159,7 @@ impl AnalysesCache {
                 },
             };
             slot = match remaining {
-                None => self
-                    .finished
-                    .wait(slot)
-                    .unwrap_or_else(|e| e.into_inner()),
+                None => self.finished.wait(slot).unwrap_or_else(|e| e.into_inner()),
                 Some(r) => {
                     self.finished
                         .wait_timeout(slot, r)
@@ -215,7 +212,10 @@ mod tests {
     use super::*;
 
     fn token(done: i64) -> RecordsToken {
-        RecordsToken { done, updated: done }
+        RecordsToken {
+            done,
+            updated: done,
+        }
     }
 
     fn rendered(done: i64) -> Rendered {
@@ -268,15 +268,16 @@ mod tests {
     }
 
     #[test]
-    fn a_result_newer_than_the_token_asked_for_is_shown_and_a_failure_is_kept_until_a_change()
-    {
+    fn a_result_newer_than_the_token_asked_for_is_shown_and_a_failure_is_kept_until_a_change() {
         let cache = Arc::new(AnalysesCache::default());
         // The computation read the store after the page did and found one more record.
         let shown = cache.get(token(1), None, || Ok(rendered(2)));
         assert!(matches!(shown, Shown::Ready(r) if r.problems == 2));
         let shown = cache.get(token(3), None, || anyhow::bail!("store gone"));
         assert_eq!(shown, Shown::Failed("store gone".into()));
-        let shown = cache.get(token(3), None, || panic!("tried again for the same records"));
+        let shown = cache.get(token(3), None, || {
+            panic!("tried again for the same records")
+        });
         assert_eq!(shown, Shown::Failed("store gone".into()));
         let shown = cache.get(token(4), None, || Ok(rendered(4)));
         assert!(matches!(shown, Shown::Ready(r) if r.problems == 4));

@@ -68,7 +68,12 @@ fn the_browser_shows_a_runs_pages_with_a_script_reply_as_text() {
         "the problem links its trace"
     );
     let overview = dump_dom(&chromium, &url("r/run/"), 1000);
-    for stem in ["unique_guidelines", "verification_paradox", "explore_exploit", "bank_growth"] {
+    for stem in [
+        "unique_guidelines",
+        "verification_paradox",
+        "explore_exploit",
+        "bank_growth",
+    ] {
         assert!(
             overview.contains(&format!("id=\"analysis-{stem}\"")),
             "the run page shows the analysis {stem}"

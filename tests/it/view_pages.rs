@@ -216,8 +216,14 @@ fn the_calls_table_filters_by_latency_tokens_and_retries() {
         panic!("three calls")
     };
     for (sql, key) in [
-        ("UPDATE calls SET latency_ms = 9000 WHERE call_key = ?1", slow),
-        ("UPDATE calls SET completion_tokens = 50000 WHERE call_key = ?1", long),
+        (
+            "UPDATE calls SET latency_ms = 9000 WHERE call_key = ?1",
+            slow,
+        ),
+        (
+            "UPDATE calls SET completion_tokens = 50000 WHERE call_key = ?1",
+            long,
+        ),
         ("UPDATE calls SET attempts = 3 WHERE call_key = ?1", retried),
     ] {
         assert_eq!(conn.execute(sql, [key]).unwrap(), 1);
@@ -238,7 +244,10 @@ fn the_calls_table_filters_by_latency_tokens_and_retries() {
         (body.matches("</td></tr>").count(), shown)
     };
     assert_eq!(rows("min_latency=8000"), (1, vec![slow.clone()]));
-    assert_eq!(rows("max_latency=5"), (total - 1, vec![long.clone(), retried.clone()]));
+    assert_eq!(
+        rows("max_latency=5"),
+        (total - 1, vec![long.clone(), retried.clone()])
+    );
     assert_eq!(rows("min_latency=5&max_latency=5&min_tokens=").0, total - 1);
     assert_eq!(rows("min_tokens=40000"), (1, vec![long.clone()]));
     assert_eq!(rows("min_tokens=20").0, total);
@@ -272,7 +281,12 @@ async fn a_traced_runs_pages_name_each_problems_trace_and_link_it_to_jaeger() {
     let exported: BTreeMap<String, String> = spans
         .iter()
         .filter(|s| s.name == "problem")
-        .map(|p| (attr(p, "tmas.problem_id").expect("problem id"), p.trace_id.clone()))
+        .map(|p| {
+            (
+                attr(p, "tmas.problem_id").expect("problem id"),
+                p.trace_id.clone(),
+            )
+        })
         .collect();
     assert_eq!(exported.len(), 2, "one trace per problem");
     let run = finished._dir.path().join("run");
@@ -298,7 +312,11 @@ async fn a_traced_runs_pages_name_each_problems_trace_and_link_it_to_jaeger() {
             assert_eq!(status, 200, "{calls}");
             let rows = calls.matches("</td></tr>").count();
             assert!(rows > 0);
-            assert_eq!(calls.matches(&link).count(), rows, "every call names its trace");
+            assert_eq!(
+                calls.matches(&link).count(),
+                rows,
+                "every call names its trace"
+            );
         }
         drop(view);
         let plain = Viewer::start(&[&run]);

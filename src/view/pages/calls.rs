@@ -233,8 +233,14 @@ pub fn calls_page(
         ],
         endpoint: query.endpoint.clone().unwrap_or_default(),
         problem: query.problem.clone().unwrap_or_default(),
-        min_latency: filter.min_latency_ms.map(|v| v.to_string()).unwrap_or_default(),
-        max_latency: filter.max_latency_ms.map(|v| v.to_string()).unwrap_or_default(),
+        min_latency: filter
+            .min_latency_ms
+            .map(|v| v.to_string())
+            .unwrap_or_default(),
+        max_latency: filter
+            .max_latency_ms
+            .map(|v| v.to_string())
+            .unwrap_or_default(),
         min_tokens: filter.min_tokens.map(|v| v.to_string()).unwrap_or_default(),
         retried: filter.retried,
         shown: format!(

@@ -200,9 +200,7 @@ fn analyses_part(run: &Run, mode: Mode) -> anyhow::Result<AnalysesPart> {
             note: "Computing the paper's analyses… (they appear here when ready)".into(),
             sections: Vec::new(),
         },
-        Shown::Computing {
-            previous: Some(r),
-        } => AnalysesPart {
+        Shown::Computing { previous: Some(r) } => AnalysesPart {
             state: "computing",
             note: format!(
                 "Computing the analyses again with the problems finished since… Shown until \
