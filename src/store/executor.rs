@@ -142,8 +142,12 @@ impl StoreExecutor {
     /// around [`CallExecutor::execute_call`]) as one of `problem`'s, once per trace; nothing
     /// when spans are not exported.
     fn record_trace(&self, problem: &Arc<str>) {
-        let Some(trace_id) = tmas_observability::span_ext::trace_id(&tracing::Span::current())
-        else {
+        use tmas_observability::span_ext;
+        // Checked first: an unexported run does not even look up its current span.
+        if !span_ext::exporting() {
+            return;
+        }
+        let Some(trace_id) = span_ext::trace_id(&tracing::Span::current()) else {
             return;
         };
         let new = self

@@ -42,7 +42,7 @@ pub struct Section {
     pub note: Option<String>,
 }
 
-/// Computes the analyses of the store at `db` as it is now.
+/// Computes the analyses of the judged records `reader`'s store holds now.
 pub fn compute(reader: &StoreReader, run_label: &str) -> anyhow::Result<Rendered> {
     let (token, records) = reader.records_without_texts()?;
     let failed = stored_failed_candidates(reader)?;
