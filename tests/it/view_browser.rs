@@ -127,6 +127,10 @@ fn the_run_page_follows_a_run_in_progress() {
         first.contains("id=\"live-status\">running<"),
         "the run is in progress"
     );
+    assert!(
+        first.contains("No problem is judged yet"),
+        "no analyses before a problem is done"
+    );
     let before = number_in(&first, "live-iterations");
     std::thread::sleep(Duration::from_secs(3));
     let second = dump_dom(&chromium, &page, 2500);

@@ -190,6 +190,12 @@ fn analyses_part(run: &Run, mode: Mode) -> anyhow::Result<AnalysesPart> {
     };
     let sections = |r: &Arc<Rendered>| r.sections.clone();
     Ok(match run.analyses(wait)? {
+        // Tables of nothing and no chart would say less than this.
+        Shown::Ready(r) if r.problems == 0 => AnalysesPart {
+            state: "ready",
+            note: "No problem is judged yet: the analyses cover the judged (done) problems.".into(),
+            sections: Vec::new(),
+        },
         Shown::Ready(r) => AnalysesPart {
             state: "ready",
             note: format!("The paper's analyses {}.", of(&r)),
