@@ -1,13 +1,13 @@
 //! The calls table: paged by rowid, filtered by role, status, endpoint, problem, latency,
 //! tokens and retries.
 
+use std::collections::HashMap;
+
 use askama::Template;
 use serde::Deserialize;
 
 use super::super::paths::{RunPage, encode_query};
 use super::super::run::Run;
-use std::collections::HashMap;
-
 use super::{Head, Mode, NotFound, PAGE_ROWS, TraceView, head_of, problem_href, trace_view};
 use crate::role::Role;
 use crate::store::browse::{CallFilter, CallSummary};

@@ -1,9 +1,9 @@
 //! The runs list and a run's page: status, accounting, Pass@1 and its chart, tokens per role.
 
-use askama::Template;
-
 use std::sync::Arc;
 use std::time::Duration;
+
+use askama::Template;
 
 use super::super::analyses::{Rendered, Section, Shown};
 use super::super::run::Run;
@@ -172,8 +172,11 @@ const ANALYSES_WAIT: Duration = Duration::from_millis(250);
 
 /// The analyses section of the run page (and of `analyses.html`).
 struct AnalysesPart {
-    /// `ready`, `computing` or `failed` (the page's script polls while `computing`).
+    /// `ready`, `computing` or `failed`: the section's `data-state`, which the page's
+    /// script reads in what it fetches.
     state: &'static str,
+    /// Being computed: the page's script fetches them until they are there.
+    computing: bool,
     note: String,
     sections: Vec<Section>,
 }
@@ -193,21 +196,25 @@ fn analyses_part(run: &Run, mode: Mode) -> anyhow::Result<AnalysesPart> {
         // Tables of nothing and no chart would say less than this.
         Shown::Ready(r) if r.problems == 0 => AnalysesPart {
             state: "ready",
+            computing: false,
             note: "No problem is judged yet: the analyses cover the judged (done) problems.".into(),
             sections: Vec::new(),
         },
         Shown::Ready(r) => AnalysesPart {
             state: "ready",
+            computing: false,
             note: format!("The paper's analyses {}.", of(&r)),
             sections: sections(&r),
         },
         Shown::Computing { previous: None } => AnalysesPart {
             state: "computing",
+            computing: true,
             note: "Computing the paper's analyses… (they appear here when ready)".into(),
             sections: Vec::new(),
         },
         Shown::Computing { previous: Some(r) } => AnalysesPart {
             state: "computing",
+            computing: true,
             note: format!(
                 "Computing the analyses again with the problems finished since… Shown until \
                  then: the analyses {}.",
@@ -217,6 +224,7 @@ fn analyses_part(run: &Run, mode: Mode) -> anyhow::Result<AnalysesPart> {
         },
         Shown::Failed(e) => AnalysesPart {
             state: "failed",
+            computing: false,
             note: format!("The analyses could not be computed: {e}"),
             sections: Vec::new(),
         },
