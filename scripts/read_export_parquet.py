@@ -24,6 +24,7 @@ EXPECTED = {
               "ok": pa.bool_(), "completion_tokens": pa.int64()},
     "texts": {"key": pa.string(), "field": pa.string(), "text": pa.string()},
     "bank_versions": {"bank": pa.string(), "items": pa.list_(pa.string())},
+    "problem_traces": {"problem_id": pa.string(), "trace_id": pa.string()},
     "meta": {"key": pa.string(), "value": pa.string()},
 }
 

@@ -12,6 +12,7 @@
 //! | `calls.parquet` | model call, without its texts: role, status, tokens, latency, endpoint, attempts, error | `call_key`, `prompt_id` |
 //! | `texts.parquet` | text: a prompt (`key` = `prompt_id`) or a call's `content` / `reasoning` (`key` = `call_key`) | `key, field` |
 //! | `bank_versions.parquet` | version of a bank: items, items refused and why | `problem_id, bank` |
+//! | `problem_traces.parquet` | trace a problem's spans went to (runs with tracing on; empty otherwise) | `problem_id`, `trace_id` (Jaeger) |
 //! | `meta.parquet` | run metadata (seed, iterations, config, status) | `key` |
 //!
 //! The calls table carries no text so that a notebook can load hundreds of thousands of
@@ -167,6 +168,15 @@ const PLAIN: &[Plain] = &[
             ("tokens_estimated", Kind::Bool),
         ],
         order: "completed_at_ms, call_key",
+    },
+    Plain {
+        table: "problem_traces",
+        columns: &[
+            ("problem_id", Kind::Text),
+            ("trace_id", Kind::Text),
+            ("recorded_at_ms", Kind::Int),
+        ],
+        order: "problem_id, recorded_at_ms, trace_id",
     },
     Plain {
         table: "meta",

@@ -22,7 +22,7 @@ const TABLES: &[&str] = &[
     "meta",
 ];
 
-fn parquet_rows(path: &Path) -> usize {
+pub(crate) fn parquet_rows(path: &Path) -> usize {
     let file = File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let reader = ParquetRecordBatchReaderBuilder::try_new(file)
         .and_then(|b| b.build())
@@ -83,6 +83,12 @@ fn a_demo_run_exports_to_parquet_and_reads_back() {
             show(&out)
         );
     }
+    // A run without tracing has an empty traces file, with its columns.
+    assert_eq!(
+        parquet_rows(&folder.join("problem_traces.parquet")),
+        0,
+        "the demo run exports no spans"
+    );
     let texts = store_rows(
         &run,
         "SELECT (SELECT COUNT(*) FROM prompts) \

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::export_parquet::parquet_rows;
 use crate::support::cli::{ok, path_arg, run_fresh, tmas, write_config};
 use crate::support::engine::{dataset, run_process_on_sim, sim_options};
 use crate::support::otlp::{Collector, attr};
@@ -299,6 +300,25 @@ async fn a_traced_runs_pages_name_each_problems_trace_and_link_it_to_jaeger() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(stored, exported, "the store names the exported traces");
+    let tables = finished._dir.path().join("tables");
+    tokio::task::block_in_place(|| {
+        ok(
+            tmas(&[
+                "export",
+                path_arg(&run),
+                "--format",
+                "parquet",
+                "--output",
+                path_arg(&tables),
+            ]),
+            "export --format parquet",
+        )
+    });
+    assert_eq!(
+        parquet_rows(&tables.join("problem_traces.parquet")),
+        stored.len(),
+        "the Parquet export carries each problem's trace"
+    );
     let jaeger = "http://127.0.0.1:16686";
     tokio::task::block_in_place(|| {
         let view = Viewer::start_with(&[&run], &["--jaeger-url", &format!("{jaeger}/")]);
