@@ -1,11 +1,16 @@
-//! Stable hashing and the crate's one seeded generator (SplitMix64, [`SimRng`]).
+//! Stable hashing and the draws of the crate's one seeded generator ([`SimRng`] over
+//! `rand_xoshiro`'s SplitMix64).
 //!
 //! The simulator must give the same replies for the same seed on every machine and Rust
 //! version, and a strategy the same choices (`crate::method::rng`, which seeds this
 //! generator per decision), so neither uses `std`'s hasher (unspecified across releases)
-//! or `rand`'s `StdRng` (allowed to change between versions). It lives here, in the lowest
-//! layer that draws, so the simulator, the strategies, the benchmarks and the hard-subset
-//! selection all use it.
+//! or `rand`'s `StdRng` (allowed to change between versions). SplitMix64 is fully
+//! specified (Steele, Lea and Flood; `rand_xoshiro` implements it and pins its stream
+//! against the reference). The draws live here, in the lowest layer that draws, so the
+//! simulator, the strategies, the benchmarks and the hard-subset selection all use them.
+
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::SplitMix64;
 
 /// Mixes one 64-bit value (the SplitMix64 finalizer).
 pub fn fmix(mut z: u64) -> u64 {
@@ -48,19 +53,20 @@ pub fn hash_str(seed: u64, s: &str) -> u64 {
     hash_bytes(seed, s.as_bytes())
 }
 
-/// SplitMix64: deterministic, fast, fully specified, good enough statistically for
-/// simulated draws and a strategy's choices.
+/// The draws of simulated replies and a strategy's choices, from SplitMix64 (deterministic,
+/// fast, fully specified, good enough statistically for both).
 #[derive(Debug, Clone)]
-pub struct SimRng(u64);
+pub struct SimRng(SplitMix64);
 
 impl SimRng {
+    /// The generator whose state starts at `seed` (SplitMix64's first output is the
+    /// finalizer of `seed` + the golden-ratio increment).
     pub fn new(seed: u64) -> Self {
-        Self(seed)
+        Self(SplitMix64::seed_from_u64(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        fmix(self.0)
+        self.0.next_u64()
     }
 
     /// Uniform in [0, 1) with 53 bits of precision.

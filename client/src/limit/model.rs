@@ -15,23 +15,23 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::{Duration, Instant};
 
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::SplitMix64;
+
 use super::LimitAlgorithm;
 use super::state::LimitState;
 
-/// SplitMix64: deterministic, no dependency.
-pub struct Rng(u64);
+/// The model's draws, from SplitMix64 (`rand_xoshiro`'s, the generator `tmas` draws its
+/// simulations from): deterministic for a seed.
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Self(seed)
+        Self(SplitMix64::seed_from_u64(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in (0, 1).
