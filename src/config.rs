@@ -41,9 +41,9 @@ pub use error::{BadInput, ConfigErrors, ConfigIssue, KeyIssue, KeyPath};
 pub use layers::{CliOverride, ENV_PREFIX};
 pub use loader::{load, load_str, load_str_in, load_with};
 pub use schema::{
-    AdmissionKind, CallPriority, FailedCandidates, JudgeConfig, JudgeInput, LlmJudgePolicy,
-    MethodConfig, MethodName, ResilienceConfig, RseDedup, RunConfig, SelfRefineHistory,
-    ServeConfig,
+    AdmissionKind, BankDedup, CallPriority, FailedCandidates, JudgeConfig, JudgeInput,
+    LlmJudgePolicy, MethodConfig, MethodName, ResilienceConfig, RseDedup, RunConfig,
+    SelfRefineHistory, ServeConfig,
 };
 pub use shard::{Shard, ShardSource, shard_from_env};
 pub use templates::TemplateKind;
@@ -114,13 +114,9 @@ impl Config {
         let attempts = self.method.effective_max_verification_attempts();
         self.method.max_verification_attempts = Some(attempts);
         self.groups = self.effective_groups();
-        if self.method.rse_dedup == RseDedup::Auto {
-            self.method.rse_dedup = if self.embedding_server_configured() {
-                RseDedup::Embeddings
-            } else {
-                RseDedup::Jaccard
-            };
-        }
+        let server = self.embedding_server_configured();
+        self.method.rse_dedup = self.method.rse_dedup.resolved(server);
+        self.method.bank_dedup = self.method.bank_dedup.resolved(server);
     }
 
     /// Whether the `embedding` role is routed to a group of its own (not the solution

@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 pub use persist::{BankSink, BankSinkError, NoopSink};
 
-use crate::strategy::{BankVersion, MergePolicy};
+use crate::strategy::{BankVersion, ItemEmbeddings, MergePolicy};
 
 /// A bank's starting point for one problem.
 #[derive(Clone)]
@@ -59,10 +59,12 @@ pub enum BankError {
 
 /// Messages of a bank actor.
 pub enum BankMsg {
-    /// Merge `proposed` (see the module docs for `None`) and persist the new version.
+    /// Merge `proposed` (see the module docs for `None`) and persist the new version;
+    /// `embeddings` go to the merge policy.
     Update {
         iteration: u32,
         proposed: Option<Vec<String>>,
+        embeddings: Option<Arc<ItemEmbeddings>>,
         reply: RpcReplyPort<Result<BankVersion, BankError>>,
     },
     /// The current version.
@@ -152,6 +154,7 @@ impl Actor for BankActor {
             BankMsg::Update {
                 iteration,
                 proposed,
+                embeddings,
                 reply,
             } => {
                 // Its parent is the sender's span (the coordinator's iteration span), carried
@@ -176,7 +179,10 @@ impl Actor for BankActor {
                     "tmas.iteration",
                     i64::from(iteration),
                 );
-                let result = state.update(iteration, proposed).instrument(span).await;
+                let result = state
+                    .update(iteration, proposed, embeddings.as_deref())
+                    .instrument(span)
+                    .await;
                 // The coordinator may have given up on the problem; nothing to do then.
                 let _ = reply.send(result);
             }
@@ -195,6 +201,7 @@ impl BankState {
         &mut self,
         iteration: u32,
         proposed: Option<Vec<String>>,
+        embeddings: Option<&ItemEmbeddings>,
     ) -> Result<BankVersion, BankError> {
         let span = tracing::Span::current();
         let Some(proposed) = proposed else {
@@ -210,7 +217,7 @@ impl BankState {
                 ..self.current.clone()
             });
         };
-        let outcome = self.policy.merge(&self.current.items, proposed);
+        let outcome = self.policy.merge(&self.current.items, proposed, embeddings);
         // Each rejection (e.g. a guideline the model tried to drop) is an event on the
         // `bank_update` span; the item is cut short, it only has to be recognizable.
         for r in &outcome.rejected {
@@ -247,7 +254,12 @@ mod tests {
     /// Keeps existing items, appends new distinct ones, rejects duplicates.
     struct AppendOnly;
     impl MergePolicy for AppendOnly {
-        fn merge(&self, current: &[String], proposed: Vec<String>) -> MergeOutcome {
+        fn merge(
+            &self,
+            current: &[String],
+            proposed: Vec<String>,
+            _: Option<&ItemEmbeddings>,
+        ) -> MergeOutcome {
             let mut items = current.to_vec();
             let mut rejected = Vec::new();
             for p in proposed {
@@ -319,6 +331,7 @@ mod tests {
             |reply| BankMsg::Update {
                 iteration: it,
                 proposed,
+                embeddings: None,
                 reply,
             },
             None,

@@ -37,7 +37,9 @@ use crate::bank::{BankActor, BankArgs, BankError, BankInit, BankMsg, BankSink};
 use crate::pool::{Job, RolePool};
 use crate::priority::{CallPriority, ProblemLatencies, StageOrder};
 use crate::stats::RuntimeStats;
-use crate::strategy::{BankVersion, CallFailure, CallKey, CallOutcome, Command, Strategy};
+use crate::strategy::{
+    BankVersion, CallFailure, CallKey, CallOutcome, Command, ItemEmbeddings, Strategy,
+};
 use tmas_client::failure::FailureKind;
 use tmas_client::wire::ModelRequest;
 
@@ -238,7 +240,8 @@ impl<O: Send + 'static> CoordinatorState<O> {
                     bank,
                     iteration,
                     proposed,
-                } => self.dispatch_bank(myself, bank, iteration, proposed),
+                    embeddings,
+                } => self.dispatch_bank(myself, bank, iteration, proposed, embeddings),
             }
         }
     }
@@ -296,6 +299,7 @@ impl<O: Send + 'static> CoordinatorState<O> {
         bank: Arc<str>,
         iteration: u32,
         proposed: Option<Vec<String>>,
+        embeddings: Option<Arc<ItemEmbeddings>>,
     ) {
         self.banks_out += 1;
         let iteration_span = self.iteration_span(iteration);
@@ -320,6 +324,7 @@ impl<O: Send + 'static> CoordinatorState<O> {
             actor.send_message(BankMsg::Update {
                 iteration,
                 proposed,
+                embeddings,
                 reply,
             })
         });

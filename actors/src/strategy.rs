@@ -7,6 +7,7 @@
 //! strategy sees outcomes only through these methods, a resumed run can replay stored
 //! outcomes and the strategy walks exactly the same path.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -104,10 +105,24 @@ pub struct MergeOutcome {
     pub rejected: Vec<Rejection>,
 }
 
+/// Sentence embeddings of bank items, by the item's text, as the strategy got them from
+/// its [`Command::Embed`] calls. The vectors come from model calls, which only a strategy
+/// makes (through the pools, the client and the run store, so a resumed run replays
+/// them); the merge policy, which cannot wait for a call, is handed them with the update.
+pub type ItemEmbeddings = BTreeMap<String, Arc<[f32]>>;
+
 /// How a bank turns (current items, proposed items) into its next version. The bank actor
 /// applies it, so rules such as "append-only" hold in code, whatever the model returned.
 pub trait MergePolicy: Send + Sync + 'static {
-    fn merge(&self, current: &[String], proposed: Vec<String>) -> MergeOutcome;
+    /// `embeddings`, when the strategy sent them, holds the vectors of the current and the
+    /// proposed items; a policy that reads meaning uses them, and decides by the text
+    /// alone without them (none configured, or the embeddings call failed).
+    fn merge(
+        &self,
+        current: &[String],
+        proposed: Vec<String>,
+        embeddings: Option<&ItemEmbeddings>,
+    ) -> MergeOutcome;
 }
 
 /// A bank's state after an update, as fed back to the strategy.
@@ -130,11 +145,13 @@ pub enum Command {
     Embed(EmbeddingSpec),
     /// Merge `proposed` into bank `bank` and report with [`Strategy::on_bank`].
     /// `proposed = None` records that the update failed: the bank keeps its items but the
-    /// strategy still gets a version back, so it never waits forever.
+    /// strategy still gets a version back, so it never waits forever. `embeddings` go to
+    /// the bank's [`MergePolicy`] (`None`: it decides by text alone).
     UpdateBank {
         bank: Arc<str>,
         iteration: u32,
         proposed: Option<Vec<String>>,
+        embeddings: Option<Arc<ItemEmbeddings>>,
     },
 }
 

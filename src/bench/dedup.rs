@@ -26,7 +26,7 @@ use tmas_client::wire::{CallTags, EmbeddingRequest};
 use tmas_client::{ClientConfig, ModelClient};
 
 use crate::method::banks::ItemFeatures;
-use crate::method::banks::similarity::{DuplicateRule, canonical};
+use crate::method::banks::similarity::{DuplicateRule, canonical, cosine};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct DedupBenchArgs {
@@ -102,21 +102,6 @@ pub fn score(pairs: &[Pair], said: &[bool]) -> Score {
         entry.1 += 1;
     }
     s
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-        .sum();
-    let norm = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    let denominator = norm(a) * norm(b);
-    if denominator == 0.0 {
-        0.0
-    } else {
-        dot / denominator
-    }
 }
 
 fn client_config(base_url: &str, model: &str) -> ClientConfig {

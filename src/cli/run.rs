@@ -259,7 +259,7 @@ fn fresh_request(
         eprintln!("nothing was created; fix the above and run again");
         return Ok(Err(ExitCode::from(exit::BAD_INPUT)));
     }
-    if let Some(notice) = config.rse_lexical_notice() {
+    if let Some(notice) = config.lexical_dedup_notice() {
         eprintln!("warning: {notice}");
     }
     if !args.quiet {

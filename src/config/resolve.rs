@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use tmas_client::{ApiKey, ClientConfig, EndpointSpec, TokenEstimate};
 
-use super::Config;
 use super::endpoints::{DEFAULT_GROUP, EndpointConfig};
 use super::error::{ConfigErrors, ConfigIssue, KeyPath};
+use super::{Config, MethodName};
 use crate::role::Role;
 
 /// The process environment as UTF-8 pairs (non-UTF-8 variables cannot be config values
@@ -181,7 +181,7 @@ impl Config {
         if let Some(issue) = self.self_judging_issue() {
             out.push(issue);
         }
-        out.extend(self.embedding_issues());
+        out.extend(self.dedup_issues());
         if self.method.m == 0 && self.method.use_experience {
             out.push(ConfigIssue::new(
                 "",
@@ -194,45 +194,77 @@ impl Config {
 }
 
 impl Config {
-    /// A warning when `rse_dedup` is set for a method that ignores it, or when RSE
-    /// de-duplicates lexically (see [`Config::rse_lexical_notice`]). (Whether an endpoint
-    /// would get both chat and embeddings calls depends on the roles the method calls:
+    /// A warning when `rse_dedup` or `bank_dedup` asks for embeddings in a method that
+    /// ignores it, or when the method's banks de-duplicate lexically where they could read
+    /// meaning (see [`Config::lexical_dedup_notice`]). (Whether an endpoint would get both
+    /// chat and embeddings calls depends on the roles the method calls:
     /// `Config::endpoint_sharing_issues`, in the method layer.)
-    fn embedding_issues(&self) -> Option<ConfigIssue> {
+    fn dedup_issues(&self) -> Vec<ConfigIssue> {
         let m = &self.method;
-        if let Some(notice) = self.rse_lexical_notice() {
-            return Some(ConfigIssue::new("", "method.rse_dedup", notice));
+        let mut out = Vec::new();
+        if let Some(notice) = self.lexical_dedup_notice() {
+            out.push(ConfigIssue::new("", self.dedup_key(), notice));
         }
-        (m.rse_dedup.uses_embeddings() && !m.uses_embeddings()).then(|| {
-            ConfigIssue::new(
-                "",
-                "method.rse_dedup",
-                format!(
-                    "has no effect with method.name = \"{}\" (only rse de-duplicates by embeddings)",
-                    m.name.as_str()
-                ),
-            )
-        })
+        for (key, method, dedup) in [
+            ("method.rse_dedup", MethodName::Rse, m.rse_dedup),
+            ("method.bank_dedup", MethodName::Tmas, m.bank_dedup),
+        ] {
+            if dedup.uses_embeddings() && m.name != method {
+                out.push(ConfigIssue::new(
+                    "",
+                    key,
+                    format!(
+                        "has no effect with method.name = \"{}\" (only {} reads it)",
+                        m.name.as_str(),
+                        method.as_str()
+                    ),
+                ));
+            }
+        }
+        out
     }
 
-    /// For an RSE run that de-duplicates its bank lexically, what a run prints at start:
-    /// the released RSE uses sentence embeddings, so its results are not the original's.
-    pub fn rse_lexical_notice(&self) -> Option<String> {
+    /// The key that sets how the configured method de-duplicates its banks.
+    fn dedup_key(&self) -> &'static str {
+        if self.method.name == MethodName::Rse {
+            "method.rse_dedup"
+        } else {
+            "method.bank_dedup"
+        }
+    }
+
+    /// What a run prints at start when the method's banks de-duplicate lexically: for
+    /// RSE always (the released RSE uses sentence embeddings, so its results are not the
+    /// original's), for TMAS when no embeddings server is configured (items that say one
+    /// thing in other words then stay apart; with a server, `bank_dedup = "jaccard"` is a
+    /// choice: the released TMAS's rule).
+    pub fn lexical_dedup_notice(&self) -> Option<String> {
         let m = &self.method;
-        if m.name != super::MethodName::Rse || m.rse_dedup.uses_embeddings() {
+        if m.dedup()?.uses_embeddings() {
             return None;
         }
-        let why = if self.embedding_server_configured() {
-            "method.rse_dedup = \"jaccard\""
+        let server = self.embedding_server_configured();
+        let why = if server {
+            format!("{} = \"jaccard\"", self.dedup_key())
         } else {
             "no embeddings server is configured ([roles.embedding] has no group of its own)"
+                .to_string()
         };
-        Some(format!(
-            "RSE de-duplicates its bank lexically (token similarity ≥ method.dedup_threshold = {}), \
-             not by sentence embeddings as the released RSE does: {why}; see \
-             docs/configuration.md, \"An embeddings endpoint for RSE\"",
-            m.dedup_threshold
-        ))
+        match m.name {
+            MethodName::Rse => Some(format!(
+                "RSE de-duplicates its bank lexically (token similarity ≥ method.dedup_threshold = {}), \
+                 not by sentence embeddings as the released RSE does: {why}; see \
+                 docs/configuration.md, \"An embeddings endpoint for RSE\"",
+                m.dedup_threshold
+            )),
+            _ if server => None,
+            _ => Some(format!(
+                "TMAS de-duplicates its banks lexically (token similarity ≥ method.dedup_threshold = {}), \
+                 so items that say one thing in other words stay apart: {why}; see \
+                 docs/configuration.md, \"An embeddings endpoint for the banks\"",
+                m.dedup_threshold
+            )),
+        }
     }
 
     /// A warning when the LLM judge would be served by the same endpoint and model as the

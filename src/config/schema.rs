@@ -140,29 +140,45 @@ impl MethodName {
     }
 }
 
-/// How RSE de-duplicates its experience bank (`method.rse_dedup`).
+/// How a method's banks find near-duplicates: by text alone or with sentence embeddings
+/// (`method.bank_dedup` for TMAS's two banks, `method.rse_dedup` for RSE's bank).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum RseDedup {
+pub enum BankDedup {
     /// `embeddings` when the `embedding` role is routed to a group of its own (an
     /// embeddings server is configured), else `jaccard` with a warning at start. Resolved
     /// when the config is loaded, so a run's stored config names the rule it used; an
     /// unresolved value (a config built in code) behaves as `jaccard`.
     Auto,
-    /// The bank's merge rule: similarity of normalized tokens (TMAS's bank tokenizer) at
+    /// The bank's lexical rule: similarity of normalized tokens (TMAS's bank tokenizer) at
     /// `method.dedup_threshold`. Needs no endpoint.
     Jaccard,
-    /// Sentence embeddings from the `embedding` role's endpoints, with the released RSE's
-    /// rule (`experience_dedup.py`): the current iteration's items first and longer items
-    /// first, an item contained in a kept one or at cosine > `method.embedding_threshold`
-    /// with one is merged into it.
+    /// Sentence embeddings from the `embedding` role's endpoints, one embeddings call per
+    /// bank update. RSE applies the released RSE's rule (`experience_dedup.py`): the
+    /// current iteration's items first and longer items first, an item contained in a
+    /// kept one or at cosine > `method.embedding_threshold` with one is merged into it.
+    /// TMAS applies its meaning-aware rule: the lexical rule, or the cosine of the
+    /// canonical spellings' embeddings at or above `method.embedding_threshold`, never
+    /// when a number, relation, sign, negation or opposite word separates the items.
     Embeddings,
 }
 
-impl RseDedup {
-    /// Whether RSE makes embeddings calls under this setting.
+/// The name the server's method table (`crate::serve`) spells [`BankDedup`] by.
+pub type RseDedup = BankDedup;
+
+impl BankDedup {
+    /// Whether the banks make embeddings calls under this setting.
     pub fn uses_embeddings(self) -> bool {
-        self == RseDedup::Embeddings
+        self == BankDedup::Embeddings
+    }
+
+    /// `Auto` resolved: embeddings when an embeddings server is configured.
+    pub fn resolved(self, embedding_server: bool) -> Self {
+        match self {
+            BankDedup::Auto if embedding_server => BankDedup::Embeddings,
+            BankDedup::Auto => BankDedup::Jaccard,
+            other => other,
+        }
     }
 }
 
@@ -217,9 +233,13 @@ pub struct MethodConfig {
     pub dedup_threshold: f64,
     /// RSE only: de-duplicate the experience bank by `jaccard` (the rule above) or by
     /// `embeddings` (one embeddings call per bank update, role `embedding`).
-    pub rse_dedup: RseDedup,
-    /// RSE with `rse_dedup = "embeddings"`: cosine similarity at or above which a new item
-    /// duplicates an item already in the bank or an earlier new one.
+    pub rse_dedup: BankDedup,
+    /// TMAS only: de-duplicate the experience and guideline banks by `jaccard` (the rule
+    /// above) or by `embeddings` (the meaning-aware rule; one embeddings call per bank
+    /// update that brings a text not embedded yet, role `embedding`).
+    pub bank_dedup: BankDedup,
+    /// With embeddings: the cosine threshold. RSE merges an item at cosine strictly above
+    /// it (as released); TMAS calls items duplicates at or above it.
     pub embedding_threshold: f64,
     /// RSE: extraction calls allowed per attempt to distill, the first included: a reply
     /// with no JSON object of the two lists is asked again until one parses or this
@@ -253,7 +273,8 @@ impl Default for MethodConfig {
             use_experience: true,
             use_guideline: true,
             dedup_threshold: 0.7,
-            rse_dedup: RseDedup::Auto,
+            rse_dedup: BankDedup::Auto,
+            bank_dedup: BankDedup::Auto,
             embedding_threshold: 0.8,
             rse_extraction_attempts: 6,
             self_refine_history: SelfRefineHistory::Full,
@@ -264,10 +285,20 @@ impl Default for MethodConfig {
 }
 
 impl MethodConfig {
-    /// Whether the method makes embeddings calls (role `embedding`): RSE de-duplicating
-    /// by embeddings.
+    /// How the configured method's banks de-duplicate (`rse_dedup` for RSE, `bank_dedup`
+    /// for TMAS), or `None` for a method without a bank.
+    pub fn dedup(&self) -> Option<BankDedup> {
+        match self.name {
+            MethodName::Rse => Some(self.rse_dedup),
+            MethodName::Tmas => Some(self.bank_dedup),
+            _ => None,
+        }
+    }
+
+    /// Whether the method makes embeddings calls (role `embedding`): RSE or TMAS
+    /// de-duplicating by embeddings.
     pub fn uses_embeddings(&self) -> bool {
-        self.name == MethodName::Rse && self.rse_dedup.uses_embeddings()
+        self.dedup().is_some_and(BankDedup::uses_embeddings)
     }
 
     /// `max_verification_attempts`, or its derived default (2 × M) when unset.

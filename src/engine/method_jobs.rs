@@ -111,7 +111,7 @@ impl JobFactory {
                     strategy = strategy.with_watcher(w.clone());
                 }
                 let s: Box<dyn Strategy<Output = TmasOutcome>> = Box::new(strategy);
-                let banks = tmas_merge_policies(params.dedup_threshold)
+                let banks = tmas_merge_policies(params.duplicate_rule())
                     .into_iter()
                     .map(|(name, policy)| BankInit {
                         name,

@@ -736,7 +736,7 @@ group = "judging"
         assert_eq!(endpoints_in_use(&config), ["gpu", "judge-gpu"]);
         // With embeddings, the embedding role's endpoint gets the embeddings check only;
         // one serving chat roles too gets both.
-        config.method.rse_dedup = crate::config::RseDedup::Embeddings;
+        config.method.rse_dedup = crate::config::BankDedup::Embeddings;
         config.roles[Role::Embedding].group = "spare".into();
         let uses = endpoint_uses(&config);
         let both = Uses {
@@ -762,7 +762,7 @@ group = "judging"
         );
         assert!(!uses["gpu"].embeddings);
         // Not without embeddings.
-        config.method.rse_dedup = crate::config::RseDedup::Jaccard;
+        config.method.rse_dedup = crate::config::BankDedup::Jaccard;
         assert!(!endpoint_uses(&config).contains_key("emb"));
     }
 

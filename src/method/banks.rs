@@ -4,18 +4,24 @@
 //! obey. Here the rule is code: [`AppendOnlyMerge`] never drops or rewrites an entry and
 //! refuses near-duplicates. The experience bank is meant to be rewritten each iteration,
 //! so [`DedupReplaceMerge`] takes the model's list (de-duplicated) unless it is empty.
-//! Near-duplicates are found by [`similarity`], which keeps numbers, operators, negations
-//! and formula order (the released store's token-set Jaccard does not); the threshold is
-//! the released store's 0.7 (`method.dedup_threshold`). Anchors and heuristics are never
-//! compared with each other: "T(2) = 3" as a verified fact and as a warning are two items.
+//! Near-duplicates are found by [`DuplicateRule`]: the lexical [`similarity`], which keeps
+//! numbers, operators, negations and formula order (the released store's token-set
+//! Jaccard does not), at the released store's 0.7 (`method.dedup_threshold`), and, when
+//! the strategy hands the update the items' embeddings (`method.bank_dedup =
+//! "embeddings"`), the cosine of their canonical spellings where no number, relation,
+//! sign, negation or opposite word separates them. Without embeddings (none configured,
+//! or the update's embeddings call failed) the lexical rule decides alone. Anchors and
+//! heuristics are never compared with each other: "T(2) = 3" as a verified fact and as a
+//! warning are two items.
 
 use std::sync::Arc;
 
-use tmas_actors::strategy::{MergeOutcome, MergePolicy, Rejection};
+use tmas_actors::strategy::{ItemEmbeddings, MergeOutcome, MergePolicy, Rejection};
 
 pub(crate) mod similarity;
 
-pub use similarity::ItemFeatures;
+pub use similarity::{DuplicateRule, ItemFeatures};
+use similarity::{Match, canonical, cosine};
 
 /// Bank name of the experience bank (as used in `Command::UpdateBank`).
 pub const EXPERIENCE_BANK: &str = "experience";
@@ -46,22 +52,33 @@ fn kind_and_body(item: &str) -> (ItemKind, &str) {
     }
 }
 
+/// The text of `item` an embedding model is asked for: the canonical spelling of its body
+/// (prefix removed, LaTeX and Unicode folded into one form), so two spellings of one fact
+/// are one text. Empty when the item has no token (nothing to embed).
+pub fn embedding_text(item: &str) -> String {
+    canonical(kind_and_body(item.trim()).1)
+}
+
 /// An item ready for comparison.
 #[derive(Debug, Clone)]
-struct Kept {
+struct Kept<'e> {
     item: String,
     kind: ItemKind,
     features: ItemFeatures,
+    /// Its embedding, when the update came with embeddings.
+    vector: Option<&'e [f32]>,
 }
 
-impl Kept {
-    fn new(item: String) -> Self {
+impl<'e> Kept<'e> {
+    fn new(item: String, embeddings: Option<&'e ItemEmbeddings>) -> Self {
         let (kind, body) = kind_and_body(&item);
         let features = ItemFeatures::of(body);
+        let vector = embeddings.and_then(|e| e.get(&item)).map(|v| &v[..]);
         Self {
             item,
             kind,
             features,
+            vector,
         }
     }
 }
@@ -70,7 +87,10 @@ impl Kept {
 /// [`similarity::similarity`] of their bodies.
 #[cfg(test)]
 pub fn item_similarity(a: &str, b: &str) -> f64 {
-    let (a, b) = (Kept::new(a.to_string()), Kept::new(b.to_string()));
+    let (a, b) = (
+        Kept::new(a.to_string(), None),
+        Kept::new(b.to_string(), None),
+    );
     if a.kind == b.kind {
         a.features.similarity(&b.features)
     } else {
@@ -78,13 +98,35 @@ pub fn item_similarity(a: &str, b: &str) -> f64 {
     }
 }
 
-/// The most similar item of `kept` of the same kind at or above `threshold`.
-fn near_duplicate<'a>(new: &Kept, kept: &'a [Kept], threshold: f64) -> Option<(&'a str, f64)> {
-    kept.iter()
-        .filter(|k| k.kind == new.kind)
-        .map(|k| (k.item.as_str(), k.features.similarity(&new.features)))
-        .filter(|(_, sim)| *sim >= threshold)
-        .max_by(|x, y| x.1.total_cmp(&y.1))
+/// The item of `kept` of the same kind that `new` duplicates under `rule` (the strongest
+/// match: a lexical one before one by meaning), with why.
+fn near_duplicate<'a>(
+    new: &Kept<'_>,
+    kept: &'a [Kept<'_>],
+    rule: &DuplicateRule,
+) -> Option<(&'a str, Match)> {
+    let mut best: Option<(&'a str, Match)> = None;
+    for k in kept.iter().filter(|k| k.kind == new.kind) {
+        let cos = k.vector.zip(new.vector).map(|(a, b)| cosine(a, b));
+        if let Some(m) = rule.judge(&new.features, &k.features, cos)
+            && best.is_none_or(|(_, b)| m.beats(b))
+        {
+            best = Some((k.item.as_str(), m));
+        }
+    }
+    best
+}
+
+/// How a match reads in a rejection reason: `similarity 0.82 ≥ 0.70` or `cosine 0.86 ≥
+/// 0.80 of the canonical spellings`.
+fn detail(m: Match, rule: &DuplicateRule) -> String {
+    match m {
+        Match::Lexical(s) => format!("similarity {s:.2} ≥ {:.2}", rule.lexical),
+        Match::Meaning(c) => format!(
+            "cosine {c:.2} ≥ {:.2} of the canonical spellings",
+            rule.cosine
+        ),
+    }
 }
 
 /// Why a merge policy refused an item, as the run store's rejection reasons start (the
@@ -145,15 +187,23 @@ pub fn split_experience(items: &[String]) -> (Vec<&str>, Vec<&str>) {
 
 /// Guideline bank rule: entries are only ever added. Entries the model dropped or
 /// rewrote stay as they were (and are reported); a proposed entry that duplicates an
-/// existing or already-added one (similarity ≥ threshold) is not added.
+/// existing or already-added one (under `rule`) is not added.
 #[derive(Debug, Clone, Copy)]
 pub struct AppendOnlyMerge {
-    pub threshold: f64,
+    pub rule: DuplicateRule,
 }
 
 impl MergePolicy for AppendOnlyMerge {
-    fn merge(&self, current: &[String], proposed: Vec<String>) -> MergeOutcome {
-        let mut kept: Vec<Kept> = current.iter().map(|c| Kept::new(c.clone())).collect();
+    fn merge(
+        &self,
+        current: &[String],
+        proposed: Vec<String>,
+        embeddings: Option<&ItemEmbeddings>,
+    ) -> MergeOutcome {
+        let mut kept: Vec<Kept> = current
+            .iter()
+            .map(|c| Kept::new(c.clone(), embeddings))
+            .collect();
         let mut rejected = Vec::new();
         let proposed: Vec<String> = proposed.into_iter().map(|p| p.trim().to_string()).collect();
         let mut rewritten: Vec<String> = Vec::new();
@@ -165,19 +215,17 @@ impl MergePolicy for AppendOnlyMerge {
             if current.iter().any(|c| c.trim() == item) {
                 continue; // an existing entry, repeated as asked
             }
-            let new = Kept::new(item.clone());
-            if let Some((dup, sim)) = near_duplicate(&new, &kept, self.threshold) {
+            let new = Kept::new(item.clone(), embeddings);
+            if let Some((dup, m)) = near_duplicate(&new, &kept, &self.rule) {
                 let is_current = current.iter().any(|c| c == dup);
+                let detail = detail(m, &self.rule);
                 let reason = if is_current && !proposed.iter().any(|p| p == dup.trim()) {
                     rewritten.push(dup.to_string());
                     format!(
-                        "{REASON_REWRITE} {dup:?} (similarity {sim:.2}); the bank is append-only, the original is kept"
+                        "{REASON_REWRITE} {dup:?} ({detail}); the bank is append-only, the original is kept"
                     )
                 } else {
-                    format!(
-                        "{REASON_DUPLICATE} {dup:?} (similarity {sim:.2} ≥ {:.2})",
-                        self.threshold
-                    )
+                    format!("{REASON_DUPLICATE} {dup:?} ({detail})")
                 };
                 rejected.push(reject(item, reason));
                 continue;
@@ -200,15 +248,20 @@ impl MergePolicy for AppendOnlyMerge {
 }
 
 /// Experience bank rule: the model's new list replaces the bank, minus blanks and
-/// near-duplicates of the same kind (the first of a similar pair wins). An empty list
-/// keeps the bank.
+/// near-duplicates of the same kind under `rule` (the first of a similar pair wins). An
+/// empty list keeps the bank.
 #[derive(Debug, Clone, Copy)]
 pub struct DedupReplaceMerge {
-    pub threshold: f64,
+    pub rule: DuplicateRule,
 }
 
 impl MergePolicy for DedupReplaceMerge {
-    fn merge(&self, current: &[String], proposed: Vec<String>) -> MergeOutcome {
+    fn merge(
+        &self,
+        current: &[String],
+        proposed: Vec<String>,
+        embeddings: Option<&ItemEmbeddings>,
+    ) -> MergeOutcome {
         let mut kept: Vec<Kept> = Vec::new();
         let mut rejected = Vec::new();
         for item in proposed.into_iter().map(|p| p.trim().to_string()) {
@@ -216,12 +269,9 @@ impl MergePolicy for DedupReplaceMerge {
                 rejected.push(reject(&item, REASON_EMPTY.into()));
                 continue;
             }
-            let new = Kept::new(item);
-            if let Some((dup, sim)) = near_duplicate(&new, &kept, self.threshold) {
-                let reason = format!(
-                    "{REASON_DUPLICATE} {dup:?} (similarity {sim:.2} ≥ {:.2})",
-                    self.threshold
-                );
+            let new = Kept::new(item, embeddings);
+            if let Some((dup, m)) = near_duplicate(&new, &kept, &self.rule) {
+                let reason = format!("{REASON_DUPLICATE} {dup:?} ({})", detail(m, &self.rule));
                 rejected.push(reject(&new.item, reason));
                 continue;
             }
@@ -276,19 +326,15 @@ fn reject(item: &str, reason: String) -> Rejection {
 }
 
 /// The merge policy of each TMAS bank, for wiring bank actors.
-pub fn tmas_merge_policies(dedup_threshold: f64) -> Vec<(Arc<str>, Arc<dyn MergePolicy>)> {
+pub fn tmas_merge_policies(rule: DuplicateRule) -> Vec<(Arc<str>, Arc<dyn MergePolicy>)> {
     vec![
         (
             Arc::from(EXPERIENCE_BANK),
-            Arc::new(DedupReplaceMerge {
-                threshold: dedup_threshold,
-            }),
+            Arc::new(DedupReplaceMerge { rule }),
         ),
         (
             Arc::from(GUIDELINE_BANK),
-            Arc::new(AppendOnlyMerge {
-                threshold: dedup_threshold,
-            }),
+            Arc::new(AppendOnlyMerge { rule }),
         ),
     ]
 }

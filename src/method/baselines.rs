@@ -29,9 +29,9 @@ use tmas_actors::strategy::{
 };
 use tmas_client::wire::{CallTags, ChatMessage, ChatRequest, EmbeddingRequest};
 
-use crate::config::{MethodName, RseDedup, SelfRefineHistory};
+use crate::config::{BankDedup, MethodName, SelfRefineHistory};
 use crate::method::answer::visible_text;
-use crate::method::banks::{AppendOnlyMerge, DedupReplaceMerge};
+use crate::method::banks::{AppendOnlyMerge, DedupReplaceMerge, DuplicateRule};
 use crate::method::call_key::call_key;
 use crate::method::params::{RoleCall, RoleCalls};
 use crate::method::prompts::{PromptSet, TemplateKind};
@@ -50,7 +50,7 @@ pub(crate) mod verify_refine;
 
 /// The roles a baseline calls (RSE's depend on how it de-duplicates), as each method's
 /// module declares them, or `None` for TMAS.
-pub fn roles(name: MethodName, rse_dedup: RseDedup) -> Option<&'static [Role]> {
+pub fn roles(name: MethodName, rse_dedup: BankDedup) -> Option<&'static [Role]> {
     match name {
         MethodName::Tmas => None,
         MethodName::MajorityVote => Some(majority_vote::ROLES),
@@ -87,7 +87,7 @@ pub struct BaselineParams {
     /// `rse_dedup` is `Jaccard`).
     pub dedup_threshold: f64,
     /// How RSE de-duplicates its bank: the bank's rule, or embeddings.
-    pub rse_dedup: RseDedup,
+    pub rse_dedup: BankDedup,
     /// RSE with embeddings: cosine above which an item is merged into a kept one.
     pub embedding_threshold: f64,
     /// RSE: extraction calls per attempt to distill, re-asks of unparseable replies
@@ -124,8 +124,8 @@ impl BaselineParams {
     /// invariant that holds whatever the strategy proposes.
     pub fn rse_bank_threshold(&self) -> f64 {
         match self.rse_dedup {
-            RseDedup::Auto | RseDedup::Jaccard => self.dedup_threshold,
-            RseDedup::Embeddings => 1.0,
+            BankDedup::Auto | BankDedup::Jaccard => self.dedup_threshold,
+            BankDedup::Embeddings => 1.0,
         }
     }
 
@@ -137,9 +137,13 @@ impl BaselineParams {
     pub fn rse_bank_policy(&self) -> Arc<dyn MergePolicy> {
         let threshold = self.rse_bank_threshold();
         if self.rse_dedup.uses_embeddings() {
-            Arc::new(DedupReplaceMerge { threshold })
+            Arc::new(DedupReplaceMerge {
+                rule: DuplicateRule::lexical(threshold),
+            })
         } else {
-            Arc::new(AppendOnlyMerge { threshold })
+            Arc::new(AppendOnlyMerge {
+                rule: DuplicateRule::lexical(threshold),
+            })
         }
     }
 }
@@ -460,11 +464,13 @@ impl BaselineStrategy {
                         proposed: proposed.is_some(),
                         version: None,
                         deduplicated,
+                        lexical_fallback: false,
                     });
                     return vec![Command::UpdateBank {
                         bank: BASELINE_BANK.into(),
                         iteration: self.iteration,
                         proposed,
+                        embeddings: None,
                     }];
                 }
                 Step::Done(end) => {

@@ -8,13 +8,14 @@ use crate::method::{PromptOverrides, RoleCall, RoleCalls, TmasParams, TmasStrate
 use crate::role::Role;
 
 impl MethodConfig {
-    /// The roles this method calls, as the method declares them ([`TmasStrategy::ROLES`],
+    /// The roles this method calls, as the method declares them ([`TmasStrategy::roles`],
     /// each baseline's module), in [`Role::ALL`] order: a run's role pools (in the order
     /// the runtime takes as the calls' stage order), the endpoints the start-up check
     /// probes and the roles a benchmark sizes. The judges are the evaluation's, not the
     /// method's: they are never listed.
     pub fn roles(&self) -> &'static [Role] {
-        baselines::roles(self.name, self.rse_dedup).unwrap_or(TmasStrategy::ROLES)
+        baselines::roles(self.name, self.rse_dedup)
+            .unwrap_or_else(|| TmasStrategy::roles(self.bank_dedup))
     }
 }
 
@@ -35,6 +36,8 @@ impl Config {
             use_experience: m.use_experience,
             use_guideline: m.use_guideline,
             dedup_threshold: m.dedup_threshold,
+            bank_embeddings: m.bank_dedup.uses_embeddings(),
+            embedding_threshold: m.embedding_threshold,
             max_verification_attempts: m.effective_max_verification_attempts(),
             max_bank_attempts: m.max_bank_attempts,
             seed: self.run.seed,
@@ -167,7 +170,7 @@ model = "tmas-sim"
         assert!(warned(&judged).is_empty());
         // Without embeddings, nothing.
         judged.judge.enabled = true;
-        judged.method.rse_dedup = crate::config::RseDedup::Jaccard;
+        judged.method.rse_dedup = crate::config::BankDedup::Jaccard;
         assert!(warned(&judged).is_empty());
     }
 }

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use tmas_client::wire::Sampling;
 
+use crate::method::banks::DuplicateRule;
 use crate::role::PerRole;
 
 /// How one agent role calls the model.
@@ -52,6 +53,13 @@ pub struct TmasParams {
     /// Similarity (`method::banks::similarity`) at or above which a bank item is a
     /// duplicate of another of the same kind.
     pub dedup_threshold: f64,
+    /// De-duplicate the banks by meaning too (`method.bank_dedup = "embeddings"`): each
+    /// bank update first asks for the embeddings of the canonical spellings not embedded
+    /// yet (role `embedding`), and the merge applies [`DuplicateRule`] with them.
+    pub bank_embeddings: bool,
+    /// With `bank_embeddings`: the cosine at or above which items that do not conflict
+    /// are duplicates.
+    pub embedding_threshold: f64,
     /// Verification calls allowed per candidate, the first M included: a slot whose reply
     /// has no parseable score is re-asked (the released code tops up to M). The spare
     /// calls are split evenly over the M slots (remainder to the lowest slots) so the
@@ -74,6 +82,15 @@ pub struct TmasParams {
 }
 
 impl TmasParams {
+    /// The banks' duplicate rule (its cosine threshold matters only when the merge gets
+    /// embeddings).
+    pub fn duplicate_rule(&self) -> DuplicateRule {
+        DuplicateRule {
+            lexical: self.dedup_threshold,
+            cosine: self.embedding_threshold,
+        }
+    }
+
     /// Whether the experience agent runs: it needs verification to be supervised.
     pub fn experience_enabled(&self) -> bool {
         self.use_experience && self.m > 0

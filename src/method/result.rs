@@ -117,6 +117,11 @@ pub struct BankUpdateRecord {
     /// (RSE's embeddings de-duplication), with reasons like the bank's own rejections.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deduplicated: Vec<Rejection>,
+    /// The banks read meaning (`method.bank_dedup = "embeddings"`) but this update's
+    /// embeddings call failed: the bank merged by the lexical rule alone, rather than lose
+    /// the update (the failed call is in the iteration's failures).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lexical_fallback: bool,
 }
 
 /// A call that failed or whose reply could not be used.
@@ -176,7 +181,7 @@ pub struct CallCounts {
     /// RSE's extraction calls.
     #[serde(default)]
     pub extraction: u32,
-    /// RSE's embeddings calls (`method.rse_dedup = "embeddings"`).
+    /// Embeddings calls of the banks (`method.rse_dedup` or `method.bank_dedup` = `"embeddings"`).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub embedding: u32,
     /// Calls that returned `Err` (after the client's retries).

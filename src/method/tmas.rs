@@ -5,8 +5,11 @@
 //! candidate's M verifications start as soon as its solution returns, and its summary as
 //! soon as its scores are settled. When every candidate is finished the best one is
 //! picked, and the experience and guideline agents run; their proposals go to the bank
-//! actors (`Command::UpdateBank`), whose versions come back through `on_bank`. Then the
-//! next iteration starts from the new banks and this iteration's rollouts.
+//! actors (`Command::UpdateBank`), whose versions come back through `on_bank`. With
+//! `bank_embeddings` an update first asks for the embeddings of the texts the merge
+//! compares (`Command::Embed`) and hands them to the bank with the proposal
+//! (`banks_phase`). Then the next iteration starts from the new banks and this
+//! iteration's rollouts.
 //!
 //! Every random choice is drawn from an RNG seeded by (seed, problem, iteration,
 //! candidate) and made when the iteration starts, so the path never depends on the order
@@ -18,6 +21,7 @@ use std::sync::Arc;
 use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome, CallSpec, Command, Strategy};
 use tmas_client::wire::{CallTags, ChatMessage, ChatRequest, PromptText};
 
+use crate::config::BankDedup;
 use crate::method::call_key::call_key;
 use crate::method::params::{RoleCall, TmasParams};
 use crate::method::prompts::PromptSet;
@@ -71,6 +75,12 @@ pub struct TmasStrategy {
     stop: Option<StopReason>,
     /// Told each completed iteration ([`TmasStrategy::with_watcher`]).
     watcher: Option<Arc<dyn IterationWatcher>>,
+    /// With `bank_embeddings`, per bank (experience, guideline): the vector of each
+    /// embedded text (an item's canonical spelling) still in the bank, so a bank item is
+    /// embedded once. One cache per bank, each changed only by its own updates (which
+    /// follow one another): the texts an update asks for never depend on how the two
+    /// banks' calls interleave, so a resumed run asks for the same and replays the call.
+    vectors: [BTreeMap<String, Arc<[f32]>>; 2],
 }
 
 impl TmasStrategy {
@@ -83,6 +93,24 @@ impl TmasStrategy {
         Role::Experience,
         Role::Guideline,
     ];
+
+    /// The roles TMAS calls when its banks de-duplicate by `dedup`: [`Self::ROLES`], and
+    /// `embedding` for the banks' embeddings calls.
+    pub fn roles(dedup: BankDedup) -> &'static [Role] {
+        const WITH_EMBEDDINGS: &[Role] = &[
+            Role::Solution,
+            Role::Verification,
+            Role::Summary,
+            Role::Experience,
+            Role::Guideline,
+            Role::Embedding,
+        ];
+        if dedup.uses_embeddings() {
+            WITH_EMBEDDINGS
+        } else {
+            Self::ROLES
+        }
+    }
 
     pub fn new(
         problem: ProblemInput,
@@ -106,6 +134,7 @@ impl TmasStrategy {
             totals: CallCounts::default(),
             stop: None,
             watcher: None,
+            vectors: Default::default(),
         }
     }
 
@@ -569,6 +598,7 @@ impl Strategy for TmasStrategy {
                 self.on_candidate_call(&mut it, role, &key, &outcome)
             }
             Some(Role::Experience | Role::Guideline) => self.on_bank_call(&mut it, &key, &outcome),
+            Some(Role::Embedding) => self.on_embeddings(&mut it, &key, &outcome),
             _ => {
                 tracing::warn!(problem = %self.problem.id, role = %key.role, "outcome for a role TMAS does not call; ignored");
                 Vec::new()

@@ -260,6 +260,9 @@ pub struct TaskOptions {
     pub verifier_partial_rate: f64,
     /// Chance that the guideline agent returns a shorter, reworded list.
     pub guideline_rewrite_rate: f64,
+    /// Chance that the guideline agent (when it does not rewrite) describes every
+    /// strategy in other words: a paraphrase of the items the bank holds.
+    pub guideline_paraphrase_rate: f64,
     /// Chance that a verification flags a wrong fact it finds in the candidate (an
     /// `[avoid …]` marker in its report), per wrong fact.
     pub verifier_flag_rate: f64,
@@ -285,6 +288,7 @@ impl Default for TaskOptions {
             verifier_false_positive_rate: 0.1,
             verifier_partial_rate: 0.2,
             guideline_rewrite_rate: 0.0,
+            guideline_paraphrase_rate: 0.0,
             verifier_flag_rate: 0.7,
             self_critique_flag_rate: 0.25,
             extraction_flag_rate: 0.5,
@@ -352,6 +356,7 @@ impl TaskOptions {
             ),
             ("verifier_partial_rate", self.verifier_partial_rate),
             ("guideline_rewrite_rate", self.guideline_rewrite_rate),
+            ("guideline_paraphrase_rate", self.guideline_paraphrase_rate),
             ("verifier_flag_rate", self.verifier_flag_rate),
             ("self_critique_flag_rate", self.self_critique_flag_rate),
             ("extraction_flag_rate", self.extraction_flag_rate),

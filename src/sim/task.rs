@@ -7,7 +7,7 @@
 //! build their JSON from the facts, verdicts and strategies their prompts contain. See
 //! docs/simulator.md. It is a test and demo device, not a claim about real models.
 
-mod banks;
+pub(crate) mod banks;
 pub mod embedding;
 mod novelty;
 mod problem;

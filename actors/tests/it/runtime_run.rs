@@ -474,6 +474,7 @@ async fn stalled_strategies_and_unknown_banks_fail_their_problem_with_a_clear_er
                 bank: "nope".into(),
                 iteration: 0,
                 proposed: None,
+                embeddings: None,
             }],
         ),
     ];

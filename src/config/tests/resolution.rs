@@ -156,10 +156,10 @@ fn rse_dedup_auto_takes_embeddings_only_from_a_group_of_their_own() {
     let c = load("");
     assert_eq!(
         c.method.rse_dedup,
-        RseDedup::Jaccard,
+        BankDedup::Jaccard,
         "resolved when loaded"
     );
-    let notice = c.rse_lexical_notice().expect("a notice");
+    let notice = c.lexical_dedup_notice().expect("a notice");
     assert!(
         notice.contains("no embeddings server is configured"),
         "{notice}"
@@ -172,21 +172,70 @@ fn rse_dedup_auto_takes_embeddings_only_from_a_group_of_their_own() {
     // The embedding role on a group of its own: the released rule, no notice.
     let own = "[roles.embedding]\ngroup = \"fast\"";
     let c = load(own);
-    assert_eq!(c.method.rse_dedup, RseDedup::Embeddings);
-    assert_eq!(c.rse_lexical_notice(), None);
+    assert_eq!(c.method.rse_dedup, BankDedup::Embeddings);
+    assert_eq!(c.lexical_dedup_notice(), None);
     // Asked for by name, the lexical rule still gets its notice, saying why.
     let c = load(&format!("rse_dedup = \"jaccard\"\n{own}"));
-    assert_eq!(c.method.rse_dedup, RseDedup::Jaccard);
+    assert_eq!(c.method.rse_dedup, BankDedup::Jaccard);
     assert!(
-        c.rse_lexical_notice()
+        c.lexical_dedup_notice()
             .is_some_and(|n| n.contains("method.rse_dedup = \"jaccard\""))
     );
-    // Other methods get none.
-    let c = Config::from_toml_str(TWO, "t").expect("valid");
-    assert_eq!(c.rse_lexical_notice(), None);
+    // A method without a bank gets none.
+    let c =
+        Config::from_toml_str(&format!("{TWO}\n[method]\nname = \"pacore\""), "t").expect("valid");
+    assert_eq!(c.lexical_dedup_notice(), None);
     // The stored config names the rule used, so a resume reads the same.
     let stored = load(own).to_toml_string().expect("toml");
     assert!(stored.contains("rse_dedup = \"embeddings\""), "{stored}");
+}
+
+#[test]
+fn bank_dedup_auto_reads_meaning_only_with_an_embeddings_server_and_says_so_without() {
+    let load = |extra: &str| {
+        Config::from_toml_str(&format!("{TWO}\n[method]\n{extra}"), "t").expect("valid")
+    };
+    // TMAS with every role on the default group: the lexical rule, and a run is told why.
+    let c = load("");
+    assert_eq!(
+        c.method.bank_dedup,
+        BankDedup::Jaccard,
+        "resolved when loaded"
+    );
+    let notice = c.lexical_dedup_notice().expect("a notice");
+    assert!(
+        notice.starts_with("TMAS de-duplicates its banks lexically")
+            && notice.contains("no embeddings server is configured"),
+        "{notice}"
+    );
+    assert!(
+        c.warnings(&env(&[("TEST_KEY_A", "k")]))
+            .iter()
+            .any(|i| i.path == "method.bank_dedup" && i.message == notice)
+    );
+    // An embeddings server of its own: the meaning-aware rule, no notice; the stored
+    // config names it.
+    let own = "[roles.embedding]\ngroup = \"fast\"";
+    let c = load(&format!("\n{own}"));
+    assert_eq!(c.method.bank_dedup, BankDedup::Embeddings);
+    assert!(c.method.uses_embeddings());
+    assert!(c.method.roles().contains(&Role::Embedding));
+    assert_eq!(c.lexical_dedup_notice(), None);
+    let stored = c.to_toml_string().expect("toml");
+    assert!(stored.contains("bank_dedup = \"embeddings\""), "{stored}");
+    // Chosen by name beside a server, the lexical rule (the released TMAS's) needs no
+    // warning.
+    let c = load(&format!("bank_dedup = \"jaccard\"\n{own}"));
+    assert_eq!(c.method.bank_dedup, BankDedup::Jaccard);
+    assert!(!c.method.roles().contains(&Role::Embedding));
+    assert_eq!(c.lexical_dedup_notice(), None);
+    // Asked of a method that has no such bank, it is named as without effect.
+    let c = load("name = \"self-refine\"\nbank_dedup = \"embeddings\"");
+    assert!(
+        c.warnings(&env(&[("TEST_KEY_A", "k")]))
+            .iter()
+            .any(|i| i.path == "method.bank_dedup" && i.message.contains("only tmas reads it"))
+    );
 }
 
 #[test]

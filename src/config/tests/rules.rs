@@ -152,7 +152,7 @@ fn rse_dedup_and_embedding_threshold() {
     let c = load_text("").expect("loads");
     assert_eq!(
         c.method.rse_dedup,
-        RseDedup::Jaccard,
+        BankDedup::Jaccard,
         "auto resolves to jaccard without an embeddings server"
     );
     assert_eq!(c.method.rse_extraction_attempts, 6);

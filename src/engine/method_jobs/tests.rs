@@ -4,7 +4,7 @@ use tmas_actors::strategy::{BankVersion, CallOutcome, Command};
 use tmas_client::wire::{ChatResponse, Usage};
 
 use super::*;
-use crate::config::{MethodName, RseDedup};
+use crate::config::{BankDedup, MethodName};
 use crate::role::Role;
 use crate::sim::options::SimOptions;
 use crate::sim::rng::{SimRng, hash_str};
@@ -100,7 +100,7 @@ fn roles_called(config: &Config) -> BTreeSet<Role> {
                     .unwrap_or_else(|| panic!("update of bank {bank}, which the job lacks"));
                 let mut rejected = Vec::new();
                 if let Some(proposed) = proposed {
-                    let out = state.policy.merge(&state.items, proposed);
+                    let out = state.policy.merge(&state.items, proposed, None);
                     state.items = out.items;
                     rejected = out.rejected;
                 }
@@ -132,7 +132,7 @@ fn each_method_declares_exactly_the_roles_its_strategy_calls() {
         (m.n, m.m, m.k, m.iterations) = (2, 2, 2, 2);
         configs.push(config.clone());
         if name == MethodName::Rse {
-            config.method.rse_dedup = RseDedup::Embeddings;
+            config.method.rse_dedup = BankDedup::Embeddings;
             configs.push(config);
         }
     }
@@ -158,7 +158,7 @@ fn each_method_declares_exactly_the_roles_its_strategy_calls() {
 fn every_role_but_the_judges_is_some_methods() {
     let mut union = BTreeSet::new();
     for name in MethodName::ALL {
-        for dedup in [RseDedup::Jaccard, RseDedup::Embeddings] {
+        for dedup in [BankDedup::Jaccard, BankDedup::Embeddings] {
             let mut config = Config::default();
             config.method.name = name;
             config.method.rse_dedup = dedup;

@@ -66,6 +66,7 @@ fn update(bank: &str, items: usize, reasons: &[&str]) -> BankUpdateRecord {
                 .collect(),
         }),
         deduplicated: Vec::new(),
+        lexical_fallback: false,
     }
 }
 

@@ -473,6 +473,49 @@ pub fn canonical(text: &str) -> String {
     out
 }
 
+/// Cosine similarity of two vectors; 0 when either is all zeros (such a vector says
+/// nothing about its text, so it duplicates nothing). Summed in `f64` in index order: the
+/// same vectors always give the same value, so a resumed run decides the same.
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let (mut dot, mut aa, mut bb) = (0.0f64, 0.0f64, 0.0f64);
+    for (x, y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(*x), f64::from(*y));
+        dot += x * y;
+        aa += x * x;
+        bb += y * y;
+    }
+    if aa == 0.0 || bb == 0.0 {
+        return 0.0;
+    }
+    dot / (aa.sqrt() * bb.sqrt())
+}
+
+/// Why [`DuplicateRule`] called two items duplicates, with the value that decided.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Match {
+    /// Lexical similarity at or above the rule's threshold.
+    Lexical(f64),
+    /// Cosine of the canonical spellings' embeddings at or above the rule's threshold
+    /// (the lexical similarity was below its own).
+    Meaning(f64),
+}
+
+impl Match {
+    /// Ranks matches: any lexical one above any meaning one, then by value.
+    fn rank(self) -> (bool, f64) {
+        match self {
+            Match::Lexical(s) => (true, s),
+            Match::Meaning(c) => (false, c),
+        }
+    }
+
+    /// Whether `self` is a stronger match than `other`.
+    pub fn beats(self, other: Self) -> bool {
+        let ((a_lex, a), (b_lex, b)) = (self.rank(), other.rank());
+        (a_lex, a).partial_cmp(&(b_lex, b)) == Some(std::cmp::Ordering::Greater)
+    }
+}
+
 /// When two items are duplicates: the lexical similarity, or with an embedding endpoint
 /// also the cosine of their canonical forms' embeddings, and never when a number, a
 /// relation, a sign, a negation or an opposite word tells them apart.
@@ -493,10 +536,27 @@ impl DuplicateRule {
     /// Whether `a` and `b` (with the cosine of their canonical embeddings, if there is an
     /// embedding endpoint) are duplicates.
     pub fn duplicates(&self, a: &ItemFeatures, b: &ItemFeatures, cosine: Option<f64>) -> bool {
+        self.judge(a, b, cosine).is_some()
+    }
+
+    /// [`DuplicateRule::duplicates`] with the reason: `None` when the items are distinct.
+    pub fn judge(&self, a: &ItemFeatures, b: &ItemFeatures, cosine: Option<f64>) -> Option<Match> {
         if a.contradicts(b) {
-            return false;
+            return None;
         }
-        a.similarity(b) >= self.lexical || cosine.is_some_and(|c| c >= self.cosine)
+        let similarity = a.similarity(b);
+        if similarity >= self.lexical {
+            return Some(Match::Lexical(similarity));
+        }
+        cosine.filter(|c| *c >= self.cosine).map(Match::Meaning)
+    }
+
+    /// The lexical rule alone at `threshold` (no embedding endpoint).
+    pub fn lexical(threshold: f64) -> Self {
+        Self {
+            lexical: threshold,
+            cosine: f64::INFINITY,
+        }
     }
 }
 

@@ -25,7 +25,9 @@ fn anchors_and_heuristics_are_never_duplicates_of_each_other() {
 
 #[test]
 fn rejection_kinds_round_trip_through_the_reasons() {
-    let merge = AppendOnlyMerge { threshold: 0.7 };
+    let merge = AppendOnlyMerge {
+        rule: DuplicateRule::lexical(0.7),
+    };
     let current = items(&["induction on n", "generating functions for the sequence"]);
     let out = merge.merge(
         &current,
@@ -35,6 +37,7 @@ fn rejection_kinds_round_trip_through_the_reasons() {
             "case split on parity",
             "case split on the parity",
         ]),
+        None,
     );
     let kinds: Vec<RejectionKind> = out
         .rejected
@@ -50,7 +53,10 @@ fn rejection_kinds_round_trip_through_the_reasons() {
             RejectionKind::Dropped
         ]
     );
-    let out = DedupReplaceMerge { threshold: 0.7 }.merge(&current, vec![]);
+    let out = DedupReplaceMerge {
+        rule: DuplicateRule::lexical(0.7),
+    }
+    .merge(&current, vec![], None);
     assert_eq!(
         RejectionKind::of(&out.rejected[0].reason),
         RejectionKind::NoUsableEntries
@@ -60,14 +66,16 @@ fn rejection_kinds_round_trip_through_the_reasons() {
 
 #[test]
 fn append_only_keeps_dropped_and_rewritten_entries() {
-    let merge = AppendOnlyMerge { threshold: 0.7 };
+    let merge = AppendOnlyMerge {
+        rule: DuplicateRule::lexical(0.7),
+    };
     let current = items(&["induction on n", "generating functions for the sequence"]);
     // The model drops the first entry, rewrites the second and adds a new one.
     let proposed = items(&[
         "generating functions for the whole sequence",
         "case split on the parity of n",
     ]);
-    let out = merge.merge(&current, proposed);
+    let out = merge.merge(&current, proposed, None);
     assert_eq!(
         out.items,
         items(&[
@@ -100,7 +108,9 @@ fn append_only_rejects_near_duplicates_at_threshold() {
     let current = items(&["alpha beta gamma delta"]);
     // Similarity with "alpha beta gamma epsilon" = 3/5 = 0.6; with
     // "alpha beta gamma delta epsilon": 4/5 = 0.8.
-    let low = AppendOnlyMerge { threshold: 0.7 };
+    let low = AppendOnlyMerge {
+        rule: DuplicateRule::lexical(0.7),
+    };
     let out = low.merge(
         &current,
         items(&[
@@ -108,6 +118,7 @@ fn append_only_rejects_near_duplicates_at_threshold() {
             "alpha beta gamma epsilon",
             "alpha beta gamma delta epsilon",
         ]),
+        None,
     );
     assert_eq!(
         out.items,
@@ -117,17 +128,22 @@ fn append_only_rejects_near_duplicates_at_threshold() {
     assert_eq!(out.rejected[0].item, "alpha beta gamma delta epsilon");
     assert!(out.rejected[0].reason.contains("duplicates"));
     // Exactly at the threshold counts as a duplicate.
-    let at = AppendOnlyMerge { threshold: 0.6 };
+    let at = AppendOnlyMerge {
+        rule: DuplicateRule::lexical(0.6),
+    };
     let out = at.merge(
         &current,
         items(&["alpha beta gamma delta", "alpha beta gamma epsilon"]),
+        None,
     );
     assert_eq!(out.items, items(&["alpha beta gamma delta"]));
 }
 
 #[test]
 fn a_different_number_or_sign_is_a_new_entry() {
-    let merge = DedupReplaceMerge { threshold: 0.7 };
+    let merge = DedupReplaceMerge {
+        rule: DuplicateRule::lexical(0.7),
+    };
     let out = merge.merge(
         &[],
         items(&[
@@ -138,25 +154,30 @@ fn a_different_number_or_sign_is_a_new_entry() {
             "Heuristic: n is even",
             "Heuristic: n is not even",
         ]),
+        None,
     );
     assert_eq!(out.items.len(), 6, "{:?}", out.rejected);
 }
 
 #[test]
 fn append_only_with_repeat_of_everything_adds_nothing_and_rejects_nothing() {
-    let merge = AppendOnlyMerge { threshold: 0.7 };
+    let merge = AppendOnlyMerge {
+        rule: DuplicateRule::lexical(0.7),
+    };
     let current = items(&["x y", "z w"]);
-    let out = merge.merge(&current, current.clone());
+    let out = merge.merge(&current, current.clone(), None);
     assert_eq!(out.items, current);
     assert!(out.rejected.is_empty());
-    let out = merge.merge(&[], items(&["  new one  ", ""]));
+    let out = merge.merge(&[], items(&["  new one  ", ""]), None);
     assert_eq!(out.items, items(&["new one"]));
     assert_eq!(out.rejected.len(), 1);
 }
 
 #[test]
 fn dedup_replace_takes_new_list_deduplicated_within_each_kind() {
-    let merge = DedupReplaceMerge { threshold: 0.7 };
+    let merge = DedupReplaceMerge {
+        rule: DuplicateRule::lexical(0.7),
+    };
     let current = items(&["Anchor: old fact"]);
     let out = merge.merge(
         &current,
@@ -166,6 +187,7 @@ fn dedup_replace_takes_new_list_deduplicated_within_each_kind() {
             "Heuristic: T(2) = 3",
             "Heuristic: check small cases",
         ]),
+        None,
     );
     // The same formula as an anchor and as a heuristic are two items.
     assert_eq!(
@@ -182,12 +204,14 @@ fn dedup_replace_takes_new_list_deduplicated_within_each_kind() {
 
 #[test]
 fn dedup_replace_keeps_previous_on_empty() {
-    let merge = DedupReplaceMerge { threshold: 0.7 };
+    let merge = DedupReplaceMerge {
+        rule: DuplicateRule::lexical(0.7),
+    };
     let current = items(&["Anchor: keep me"]);
-    let out = merge.merge(&current, vec![]);
+    let out = merge.merge(&current, vec![], None);
     assert_eq!(out.items, current);
     assert_eq!(out.rejected.len(), 1);
-    let out = merge.merge(&current, items(&["  ", ""]));
+    let out = merge.merge(&current, items(&["  ", ""]), None);
     assert_eq!(out.items, current);
 }
 
@@ -201,7 +225,7 @@ fn split_experience_strips_prefixes() {
 
 #[test]
 fn policies_are_named_after_the_banks() {
-    let p = tmas_merge_policies(0.7);
+    let p = tmas_merge_policies(DuplicateRule::lexical(0.7));
     let names: Vec<&str> = p.iter().map(|(n, _)| n.as_ref()).collect();
     assert_eq!(names, vec![EXPERIENCE_BANK, GUIDELINE_BANK]);
 }

@@ -54,7 +54,7 @@ use super::{
     Ctx, IterationEnd, Method, Replies, Req, Role, Step, candidate, embeddings_of, reply_of,
     text_of,
 };
-use crate::config::RseDedup;
+use crate::config::BankDedup;
 use crate::method::banks::merged_rejection;
 use crate::method::parse::find_json_object;
 use crate::method::prompts::{TemplateKind, bullet_list};
@@ -67,7 +67,7 @@ pub(crate) mod cosine;
 /// The roles RSE calls under `dedup`: the attempts, from the second iteration on the
 /// extractions of the previous ones and, with embeddings, one embeddings call of their
 /// items.
-pub fn roles(dedup: RseDedup) -> &'static [Role] {
+pub fn roles(dedup: BankDedup) -> &'static [Role] {
     if dedup.uses_embeddings() {
         &[Role::Solution, Role::Extraction, Role::Embedding]
     } else {

@@ -59,7 +59,7 @@ fn params(kind: MethodName, n: usize, m: usize, k: usize, iterations: u32) -> Ba
         iterations,
         no_proof: true,
         dedup_threshold: 0.7,
-        rse_dedup: crate::config::RseDedup::Jaccard,
+        rse_dedup: crate::config::BankDedup::Jaccard,
         embedding_threshold: 0.8,
         rse_extraction_attempts: 6,
         self_refine_history: crate::config::SelfRefineHistory::Full,
@@ -177,7 +177,7 @@ fn drive_with(
                 bank_updates += 1;
                 let mut rejected = Vec::new();
                 if let Some(p) = proposed {
-                    let out = policy.merge(&bank.0, p);
+                    let out = policy.merge(&bank.0, p, None);
                     bank.0 = out.items;
                     rejected = out.rejected;
                 }
@@ -391,7 +391,7 @@ fn rse_bank_grows_without_duplicates_and_reaches_the_attempts() {
 
 fn rse_embeddings(n: usize, t: u32) -> BaselineParams {
     let mut p = params(MethodName::Rse, n, 0, 0, t);
-    p.rse_dedup = crate::config::RseDedup::Embeddings;
+    p.rse_dedup = crate::config::BankDedup::Embeddings;
     p
 }
 

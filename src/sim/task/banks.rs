@@ -12,7 +12,7 @@ use crate::sim::options::TaskOptions;
 use crate::sim::rng::SimRng;
 
 /// What a strategy amounts to, for guideline items.
-fn describe(name: &str) -> &'static str {
+pub fn describe(name: &str) -> &'static str {
     match name {
         "generating functions" => "encode the sequence as a power series and read off coefficients",
         "induction on n" => "prove the pattern for small n and extend it step by step",
@@ -23,6 +23,24 @@ fn describe(name: &str) -> &'static str {
         "extremal principle" => "look at the largest or smallest configuration",
         "modular arithmetic" => "reduce modulo a well-chosen number",
         _ => "a direct attack",
+    }
+}
+
+/// The same as [`describe`] in other words: two words swapped for synonyms (or a phrase),
+/// the rest kept. A lexical rule sees a new item (token similarity below 0.7); a sentence
+/// embedding of the simulated kind sees the same one (cosine of the canonical spellings
+/// above 0.8; `crate::method` checks both numbers for every strategy).
+pub fn paraphrase(name: &str) -> &'static str {
+    match name {
+        "generating functions" => "write the sequence as a power series and pick off coefficients",
+        "induction on n" => "check the pattern for small n and grow it step by step",
+        "case split on parity" => "handle even and odd cases apart",
+        "invariant argument" => "find a quantity left unchanged by every single move",
+        "complementary counting" => "count the complement and take away",
+        "coordinate computation" => "put the figure in coordinates and compute explicitly",
+        "extremal principle" => "look closely at the largest or smallest possible arrangement",
+        "modular arithmetic" => "reduce modulo a carefully chosen number",
+        _ => "a straightforward attack",
     }
 }
 
@@ -72,10 +90,17 @@ pub fn experience(p: &Problem, prompt: &str) -> String {
 
 /// The guideline update: every strategy named in the prompt (old list plus strategies of
 /// the new rollouts). At `guideline_rewrite_rate` it returns a shorter, reworded list,
-/// which the orchestrator must not let shrink its append-only bank.
+/// which the orchestrator must not let shrink its append-only bank. Otherwise, at
+/// `guideline_paraphrase_rate`, each strategy is described in other words
+/// ([`paraphrase`]): the bank already holds the first wording, and a rule that reads
+/// meaning refuses the second. (The paraphrase draw is made only when the rate is
+/// positive, so seeded runs without it draw as before.)
 pub fn guideline(p: &Problem, prompt: &str, t: &TaskOptions, rng: &mut SimRng) -> String {
     let seen = strategies_mentioned(prompt, p);
-    let items: Vec<String> = if rng.chance(t.guideline_rewrite_rate) {
+    let rewrite = rng.chance(t.guideline_rewrite_rate);
+    let paraphrased =
+        !rewrite && t.guideline_paraphrase_rate > 0.0 && rng.chance(t.guideline_paraphrase_rate);
+    let items: Vec<String> = if rewrite {
         let keep = seen.len().div_ceil(2);
         seen[..keep]
             .iter()
@@ -85,7 +110,12 @@ pub fn guideline(p: &Problem, prompt: &str, t: &TaskOptions, rng: &mut SimRng) -
         seen.iter()
             .map(|j| {
                 let name = p.strategies[*j].name;
-                format!("Tried {name}: {}", describe(name))
+                let says = if paraphrased {
+                    paraphrase(name)
+                } else {
+                    describe(name)
+                };
+                format!("Tried {name}: {says}")
             })
             .collect()
     };

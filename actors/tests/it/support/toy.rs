@@ -259,7 +259,12 @@ pub fn spec(problem: &str, iteration: u32, role: &str, candidate: Option<u32>) -
 /// Keeps every item, appends new distinct ones, rejects repeats.
 pub struct AppendOnly;
 impl MergePolicy for AppendOnly {
-    fn merge(&self, current: &[String], proposed: Vec<String>) -> MergeOutcome {
+    fn merge(
+        &self,
+        current: &[String],
+        proposed: Vec<String>,
+        _: Option<&tmas_actors::strategy::ItemEmbeddings>,
+    ) -> MergeOutcome {
         let mut items = current.to_vec();
         let mut rejected = Vec::new();
         for p in proposed {
@@ -409,6 +414,7 @@ impl Strategy for Toy {
                     bank: "notes".into(),
                     iteration: self.round,
                     proposed: Some(proposed),
+                    embeddings: None,
                 }]
             }
             _ => panic!("unexpected call result in stage {:?}", self.stage),

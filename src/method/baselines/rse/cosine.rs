@@ -22,22 +22,7 @@
 
 use std::collections::HashMap;
 
-/// Cosine similarity of two vectors; 0 when either is all zeros (such a vector says
-/// nothing about its text, so it duplicates nothing). Summed in `f64` in index order:
-/// the same vectors always give the same value, so a resumed run decides the same.
-pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let (mut dot, mut aa, mut bb) = (0.0f64, 0.0f64, 0.0f64);
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(*x), f64::from(*y));
-        dot += x * y;
-        aa += x * x;
-        bb += y * y;
-    }
-    if aa == 0.0 || bb == 0.0 {
-        return 0.0;
-    }
-    dot / (aa.sqrt() * bb.sqrt())
-}
+pub use crate::method::banks::similarity::cosine;
 
 /// One item to de-duplicate.
 #[derive(Debug, Clone, Copy)]

@@ -6,7 +6,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tmas_actors::strategy::{
-    BankVersion, CallFailure, CallOutcome, CallSpec, Command, MergePolicy, Strategy,
+    BankVersion, CallFailure, CallOutcome, CallSpec, Command, EmbeddingSpec, ItemEmbeddings,
+    MergePolicy, Strategy,
 };
 use tmas_client::failure::FailureKind;
 use tmas_client::wire::{ChatResponse, Usage};
@@ -61,16 +62,26 @@ pub fn params(n: usize, m: usize, iterations: u32, epsilon: f64) -> TmasParams {
 
 enum Work {
     Call(CallSpec),
+    Embed(EmbeddingSpec),
     Bank {
         bank: Arc<str>,
         proposed: Option<Vec<String>>,
+        embeddings: Option<Arc<ItemEmbeddings>>,
     },
 }
+
+/// Answers a bank's embeddings call.
+pub type EmbedReply = Box<dyn Fn(&EmbeddingSpec) -> CallOutcome>;
 
 /// A finished run: the outcome plus every call in issue order.
 pub struct Run {
     pub outcome: TmasOutcome,
     pub calls: Vec<CallSpec>,
+    /// The embeddings calls, in issue order.
+    pub embeds: Vec<EmbeddingSpec>,
+    /// Every command as issued: `call ROLE`, `embed BANK-SLOT`, `update BANK (with
+    /// embeddings|lexical)`.
+    pub log: Vec<String>,
 }
 
 impl Run {
@@ -102,6 +113,8 @@ pub struct Driver {
     pub experience: Vec<String>,
     pub guidelines: Vec<String>,
     pub order: Order,
+    /// Answers embeddings calls (a run that makes one without it fails).
+    pub embed: Option<EmbedReply>,
 }
 
 impl Default for Driver {
@@ -111,6 +124,7 @@ impl Default for Driver {
             experience: Vec::new(),
             guidelines: Vec::new(),
             order: Order::Fifo,
+            embed: None,
         }
     }
 }
@@ -118,7 +132,7 @@ impl Default for Driver {
 impl Driver {
     pub fn run(&self, params: TmasParams, reply: impl Fn(&CallSpec) -> CallOutcome) -> Run {
         let prompts = Arc::new(PromptSet::builtin().expect("built-in prompts"));
-        let threshold = params.dedup_threshold;
+        let rule = params.duplicate_rule();
         let problem = ProblemInput {
             id: self.problem_id.into(),
             question: "QUESTION-TEXT: find x.".into(),
@@ -140,20 +154,48 @@ impl Driver {
             Order::Shuffled(seed) => Some(DecisionRng::for_decision(seed, "order", 0, 0, "")),
             _ => None,
         };
-        let push = |cmds: Vec<Command>, queue: &mut VecDeque<Work>, calls: &mut Vec<CallSpec>| {
-            for c in cmds {
-                match c {
-                    Command::Call(spec) => {
-                        calls.push(spec.clone());
-                        queue.push_back(Work::Call(spec));
+        let mut embeds = Vec::new();
+        let mut log = Vec::new();
+        let mut push =
+            |cmds: Vec<Command>, queue: &mut VecDeque<Work>, calls: &mut Vec<CallSpec>| {
+                for c in cmds {
+                    match c {
+                        Command::Call(spec) => {
+                            log.push(format!("call {}", spec.key.role));
+                            calls.push(spec.clone());
+                            queue.push_back(Work::Call(spec));
+                        }
+                        Command::UpdateBank {
+                            bank,
+                            proposed,
+                            embeddings,
+                            ..
+                        } => {
+                            let how = if embeddings.is_some() {
+                                "with embeddings"
+                            } else {
+                                "lexical"
+                            };
+                            log.push(format!("update {bank} ({how})"));
+                            queue.push_back(Work::Bank {
+                                bank,
+                                proposed,
+                                embeddings,
+                            })
+                        }
+                        Command::Embed(spec) => {
+                            assert!(
+                                self.embed.is_some(),
+                                "TMAS asked for embeddings: {}",
+                                spec.key
+                            );
+                            log.push(format!("embed {}", spec.key.index.unwrap_or(99)));
+                            embeds.push(spec.clone());
+                            queue.push_back(Work::Embed(spec));
+                        }
                     }
-                    Command::UpdateBank { bank, proposed, .. } => {
-                        queue.push_back(Work::Bank { bank, proposed })
-                    }
-                    Command::Embed(spec) => panic!("TMAS asked for embeddings: {}", spec.key),
                 }
-            }
-        };
+            };
         let first = s.start();
         push(first, &mut queue, &mut calls);
         let mut steps = 0;
@@ -172,7 +214,15 @@ impl Driver {
                     let outcome = reply(&spec);
                     s.on_call(spec.key, outcome)
                 }
-                Work::Bank { bank, proposed } => {
+                Work::Embed(spec) => {
+                    let outcome = self.embed.as_ref().map_or_else(fail, |f| f(&spec));
+                    s.on_call(spec.key, outcome)
+                }
+                Work::Bank {
+                    bank,
+                    proposed,
+                    embeddings,
+                } => {
                     let slot = if bank.as_ref() == EXPERIENCE_BANK {
                         0
                     } else {
@@ -181,10 +231,11 @@ impl Driver {
                     let (items, version) = &mut banks[slot];
                     let mut rejected = Vec::new();
                     if let Some(p) = proposed {
+                        let e = embeddings.as_deref();
                         let out = if slot == 0 {
-                            DedupReplaceMerge { threshold }.merge(items, p)
+                            DedupReplaceMerge { rule }.merge(items, p, e)
                         } else {
-                            AppendOnlyMerge { threshold }.merge(items, p)
+                            AppendOnlyMerge { rule }.merge(items, p, e)
                         };
                         *items = out.items;
                         rejected = out.rejected;
@@ -204,9 +255,12 @@ impl Driver {
             s.is_finished(),
             "queue drained but the strategy is not finished"
         );
+        drop(push);
         Run {
             outcome: Box::new(s).finish(),
             calls,
+            embeds,
+            log,
         }
     }
 }
