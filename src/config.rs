@@ -119,11 +119,15 @@ impl Config {
         self.method.bank_dedup = self.method.bank_dedup.resolved(server);
     }
 
-    /// Whether the `embedding` role is routed to a group of its own (not the solution
-    /// role's, whose chat servers would refuse embeddings requests): what
-    /// `rse_dedup = "auto"` takes as "an embeddings server is configured".
+    /// Whether the `embedding` role is routed to a group of its own: not the solution
+    /// role's, whose chat servers would refuse embeddings requests, and not the implicit
+    /// `default` group, which holds every endpoint (a config that moves its chat roles to
+    /// named groups and says nothing of embeddings leaves the role there). What
+    /// `rse_dedup = "auto"` and `bank_dedup = "auto"` take as "an embeddings server is
+    /// configured".
     pub fn embedding_server_configured(&self) -> bool {
-        self.roles[Role::Embedding].group != self.roles[Role::Solution].group
+        let group = &self.roles[Role::Embedding].group;
+        *group != self.roles[Role::Solution].group && group != DEFAULT_GROUP
     }
 
     /// The resolved config as TOML (only names of key variables, never keys).

@@ -31,6 +31,7 @@ mod pass_at_1_failed;
 mod resume_extend;
 mod resume_kill;
 mod rl_cli;
+mod run_bank_meaning;
 mod run_baselines_official;
 mod run_cli;
 mod run_engine;

@@ -1,0 +1,116 @@
+//! TMAS's banks reading meaning (`method.bank_dedup = "embeddings"`) in a run on the
+//! simulator, whose guideline agent sometimes describes every strategy in other words:
+//! the paraphrase of a guideline the bank holds is refused by the cosine of the canonical
+//! spellings' embeddings, the refusal is stored with the bank version (run store and
+//! `banks/` files, what `tmas view` shows), and the embeddings calls are made and counted.
+//! The same run de-duplicated lexically keeps both wordings.
+
+use std::collections::BTreeSet;
+
+use crate::support::engine::{Finished, bank_versions, dataset, run_on_sim, sim_options};
+
+const P: usize = 4;
+
+async fn run(dedup: &str) -> Finished {
+    let mut opts = sim_options(31);
+    opts.task.guideline_paraphrase_rate = 0.5;
+    let dedup = format!("method.bank_dedup=\"{dedup}\"");
+    let overrides = [
+        "method.n=3",
+        "method.m=1",
+        "method.iterations=4",
+        "method.epsilon=0.3",
+        "judge.enabled=false",
+        dedup.as_str(),
+    ];
+    run_on_sim(opts, dataset(P), &overrides).await
+}
+
+/// The strategy a simulated guideline names (`Tried NAME: …`).
+fn strategy_of(item: &str) -> Option<&str> {
+    item.strip_prefix("Tried ")?
+        .split_once(": ")
+        .map(|(name, _)| name)
+}
+
+/// Strategies the bank holds in two wordings.
+fn twice(bank: &[String]) -> usize {
+    let mut seen = BTreeSet::new();
+    bank.iter()
+        .filter_map(|item| strategy_of(item))
+        .filter(|name| !seen.insert(name.to_string()))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paraphrased_guideline_is_refused_by_meaning_and_the_refusal_is_stored() {
+    let done = run("embeddings").await;
+    let embeddings = done.sim.by_role.get("embedding").copied().unwrap_or(0);
+    let counted: u64 = done
+        .records
+        .iter()
+        .map(|r| u64::from(r.outcome.calls.embedding))
+        .sum();
+    assert!(embeddings > 0, "{:?}", done.sim.by_role);
+    assert_eq!(
+        counted, embeddings,
+        "the records count the embeddings calls"
+    );
+
+    let store = tmas::store::StoreReader::open_read_only(&done.dir.path().join("run.sqlite"))
+        .expect("the run store opens");
+    let mut refused = 0;
+    for r in &done.records {
+        let stored = store.bank_versions(&r.problem_id).expect("bank versions");
+        for v in bank_versions(done.dir.path(), &r.problem_id, "guideline") {
+            for rej in &v.rejected {
+                if !rej.reason.contains("of the canonical spellings") {
+                    continue;
+                }
+                // The other wording of the same strategy stayed in the bank.
+                let name = strategy_of(&rej.item).expect("a simulated guideline");
+                assert!(
+                    v.items
+                        .iter()
+                        .any(|i| strategy_of(i) == Some(name) && *i != rej.item),
+                    "{rej:?} in {:?}",
+                    v.items
+                );
+                // The run store holds the same refusal with that version.
+                assert!(
+                    stored.iter().any(|(_, s)| {
+                        &*s.bank == "guideline"
+                            && s.version == v.version
+                            && s.rejected
+                                .iter()
+                                .any(|s| s.item == rej.item && s.reason == rej.reason)
+                    }),
+                    "{rej:?} not in the store"
+                );
+                refused += 1;
+            }
+        }
+        assert_eq!(
+            twice(&r.outcome.guidelines),
+            0,
+            "{:?}",
+            r.outcome.guidelines
+        );
+    }
+    eprintln!("{embeddings} embeddings calls; {refused} paraphrased guidelines refused");
+    assert!(refused > 0, "no paraphrase was refused by meaning");
+
+    // Lexically, the paraphrases pile up and no embeddings call is made.
+    let lexical = run("jaccard").await;
+    assert_eq!(
+        lexical.sim.by_role.get("embedding").copied().unwrap_or(0),
+        0
+    );
+    let piled: usize = lexical
+        .records
+        .iter()
+        .map(|r| twice(&r.outcome.guidelines))
+        .sum();
+    eprintln!("{piled} strategies held in two wordings by the lexical banks");
+    assert!(piled > 0, "the lexical banks keep both wordings");
+}
