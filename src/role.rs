@@ -36,8 +36,8 @@ pub enum Role {
     Critique,
     /// RSE's extractor (a rollout into propositions and pitfalls).
     Extraction,
-    /// Sentence embeddings of bank items (RSE with `method.rse_dedup = "embeddings"`):
-    /// an embeddings endpoint, not a chat model.
+    /// Sentence embeddings of bank items (RSE with `method.rse_dedup = "embeddings"`, TMAS
+    /// with `method.bank_dedup = "embeddings"`): an embeddings endpoint, not a chat model.
     Embedding,
 }
 

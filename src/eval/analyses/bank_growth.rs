@@ -29,6 +29,9 @@ pub struct GrowthCell {
     pub dropped_by_model: usize,
     /// Updates whose reply could not be used (the bank kept its entries).
     pub failed_updates: usize,
+    /// Updates of banks that read meaning whose embeddings call failed: merged by the
+    /// lexical rule instead (`analyses.json` only).
+    pub lexical_fallbacks: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -50,6 +53,7 @@ fn growth(problems: &[ProblemRun<'_>], iterations: usize, bank: &str) -> Vec<Gro
                 if !u.proposed {
                     cell.failed_updates += 1;
                 }
+                cell.lexical_fallbacks += usize::from(u.lexical_fallback);
                 // The method's own de-duplication (RSE by embeddings), before the bank's.
                 cell.rejected_duplicates += u
                     .deduplicated

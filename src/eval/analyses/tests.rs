@@ -305,6 +305,20 @@ fn bank_growth_counts_a_methods_own_deduplication_as_duplicates() {
 }
 
 #[test]
+fn bank_growth_counts_updates_merged_lexically_after_a_failed_embeddings_call() {
+    let mut u = update("guideline", 2, &[]);
+    u.lexical_fallback = true;
+    let kept = update("experience", 1, &[]);
+    let p = vec![problem(
+        "f",
+        vec![(vec![(X, Some(1.0), 1.0)], vec![u, kept])],
+    )];
+    let g = Analyses::of(&runs(&p), 1).bank_growth;
+    assert_eq!(g.guideline[0].lexical_fallbacks, 1);
+    assert_eq!(g.experience[0].lexical_fallbacks, 0);
+}
+
+#[test]
 fn the_paradox_chart_draws_scores_as_its_table_and_leaves_out_an_empty_group() {
     let p = sample();
     let a = Analyses::of(&runs(&p), 1);
