@@ -145,7 +145,7 @@ fn a_paraphrase_is_refused_with_embeddings_and_kept_without() {
         run.log[update.unwrap()],
         "update guideline (with embeddings)"
     );
-    assert_eq!(run.outcome.guidelines, [a.clone()]);
+    assert_eq!(run.outcome.guidelines, std::slice::from_ref(&a));
     let version = run.outcome.iterations[0].bank_updates[0]
         .version
         .clone()

@@ -255,7 +255,6 @@ impl Driver {
             s.is_finished(),
             "queue drained but the strategy is not finished"
         );
-        drop(push);
         Run {
             outcome: Box::new(s).finish(),
             calls,
