@@ -114,9 +114,13 @@ impl Config {
         let attempts = self.method.effective_max_verification_attempts();
         self.method.max_verification_attempts = Some(attempts);
         self.groups = self.effective_groups();
+        // Each key turns to embeddings only for the method that reads it, so the other
+        // method's key never warns as set without effect.
         let server = self.embedding_server_configured();
-        self.method.rse_dedup = self.method.rse_dedup.resolved(server);
-        self.method.bank_dedup = self.method.bank_dedup.resolved(server);
+        let name = self.method.name;
+        self.method.rse_dedup = (self.method.rse_dedup).resolved(server && name == MethodName::Rse);
+        self.method.bank_dedup =
+            (self.method.bank_dedup).resolved(server && name == MethodName::Tmas);
     }
 
     /// Whether the `embedding` role is routed to a group of its own: not the solution

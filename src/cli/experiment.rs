@@ -124,7 +124,13 @@ pub async fn run(args: Args, console: Console) -> anyhow::Result<ExitCode> {
                     for v in &plan.variants {
                         let notice = crate::config::Config::from_toml_str(&v.config_toml, &v.name)
                             .ok()
-                            .and_then(|c| c.lexical_dedup_notice());
+                            .and_then(|c| {
+                                if args.quiet {
+                                    c.lexical_dedup_notice_quiet()
+                                } else {
+                                    c.lexical_dedup_notice()
+                                }
+                            });
                         if let Some(notice) = notice {
                             eprintln!("warning: variant {}: {notice}", v.name);
                         }

@@ -259,7 +259,12 @@ fn fresh_request(
         eprintln!("nothing was created; fix the above and run again");
         return Ok(Err(ExitCode::from(exit::BAD_INPUT)));
     }
-    if let Some(notice) = config.lexical_dedup_notice() {
+    let notice = if args.quiet {
+        config.lexical_dedup_notice_quiet()
+    } else {
+        config.lexical_dedup_notice()
+    };
+    if let Some(notice) = notice {
         eprintln!("warning: {notice}");
     }
     if !args.quiet {

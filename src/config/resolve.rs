@@ -239,6 +239,16 @@ impl Config {
     /// thing in other words then stay apart; with a server, `bank_dedup = "jaccard"` is a
     /// choice: the released TMAS's rule).
     pub fn lexical_dedup_notice(&self) -> Option<String> {
+        self.lexical_dedup(false)
+    }
+
+    /// [`Config::lexical_dedup_notice`] as `--quiet` prints it: RSE's only. TMAS's banks
+    /// are lexical by default, as released, so a quiet run is not told on every start.
+    pub fn lexical_dedup_notice_quiet(&self) -> Option<String> {
+        self.lexical_dedup(true)
+    }
+
+    fn lexical_dedup(&self, quiet: bool) -> Option<String> {
         let m = &self.method;
         if m.dedup()?.uses_embeddings() {
             return None;
@@ -257,7 +267,7 @@ impl Config {
                  docs/configuration.md, \"An embeddings endpoint for RSE\"",
                 m.dedup_threshold
             )),
-            _ if server => None,
+            _ if server || quiet => None,
             _ => Some(format!(
                 "TMAS de-duplicates its banks lexically (token similarity ≥ method.dedup_threshold = {}), \
                  so items that say one thing in other words stay apart: {why}; see \

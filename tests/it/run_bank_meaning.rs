@@ -114,3 +114,38 @@ async fn a_paraphrased_guideline_is_refused_by_meaning_and_the_refusal_is_stored
     eprintln!("{piled} strategies held in two wordings by the lexical banks");
     assert!(piled > 0, "the lexical banks keep both wordings");
 }
+
+#[test]
+fn a_tmas_run_says_at_start_when_its_banks_are_lexical() {
+    use crate::support::cli::{path_arg, show, text, tmas, write_config};
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write_config(tmp.path(), "embedded-sim", 1, 2);
+    let run = |dir: &str, extra: &[&str]| {
+        let out_dir = tmp.path().join(dir);
+        let mut args = vec![
+            "run",
+            "-c",
+            path_arg(&config),
+            "--out",
+            path_arg(&out_dir),
+            "--progress-every",
+            "0",
+            "--set",
+            "judge.enabled=false",
+        ];
+        args.extend(extra);
+        let out = tmas(&args);
+        assert!(out.status.success(), "{}", show(&out));
+        text(&out.stderr)
+    };
+    let warning = "warning: TMAS de-duplicates its banks lexically";
+    let stderr = run("lexical", &[]);
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with(warning))
+        .unwrap_or_else(|| panic!("no warning in:\n{stderr}"));
+    assert!(line.contains("no embeddings server is configured"), "{line}");
+    // Asked for embeddings (the embedded simulator answers them): no warning.
+    let stderr = run("meaning", &["--set", "method.bank_dedup=\"embeddings\""]);
+    assert!(!stderr.contains(warning), "{stderr}");
+}
