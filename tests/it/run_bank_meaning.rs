@@ -144,7 +144,10 @@ fn a_tmas_run_says_at_start_when_its_banks_are_lexical() {
         .lines()
         .find(|l| l.starts_with(warning))
         .unwrap_or_else(|| panic!("no warning in:\n{stderr}"));
-    assert!(line.contains("no embeddings server is configured"), "{line}");
+    assert!(
+        line.contains("no embeddings server is configured"),
+        "{line}"
+    );
     // Asked for embeddings (the embedded simulator answers them): no warning.
     let stderr = run("meaning", &["--set", "method.bank_dedup=\"embeddings\""]);
     assert!(!stderr.contains(warning), "{stderr}");

@@ -213,3 +213,46 @@ fn a_failed_embeddings_call_merges_lexically_and_is_recorded() {
         it.failures
     );
 }
+
+#[test]
+fn the_embeddings_asked_for_do_not_depend_on_completion_order() {
+    use super::harness::Order;
+    use super::replies::good;
+    // Both banks update each iteration; the guideline agent also proposes the paraphrase.
+    let reply = |spec: &CallSpec| match spec.key.role.as_ref() {
+        "guideline" => replies(spec),
+        _ => good(spec),
+    };
+    let mut p = params(3, 2, 3, 0.3);
+    p.bank_embeddings = true;
+    let run = |order: Order| {
+        let mut d = driver(true);
+        d.order = order;
+        d.run(p.clone(), reply)
+    };
+    let asked = |run: &Run| -> Vec<(String, Vec<String>)> {
+        let mut v: Vec<(String, Vec<String>)> = run
+            .embeds
+            .iter()
+            .map(|e| {
+                let inputs = e.request.inputs.iter().map(|i| i.to_string()).collect();
+                (e.key.to_string(), inputs)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let fifo = run(Order::Fifo);
+    assert!(
+        fifo.embeds.iter().any(|e| e.key.index == Some(0))
+            && fifo.embeds.iter().any(|e| e.key.index == Some(1)),
+        "both banks embed: {:?}",
+        fifo.log
+    );
+    for order in [Order::Lifo, Order::Shuffled(3), Order::Shuffled(8)] {
+        let other = run(order);
+        assert_eq!(asked(&other), asked(&fifo), "{order:?}");
+        assert_eq!(other.outcome.guidelines, fifo.outcome.guidelines);
+        assert_eq!(other.outcome.experience, fifo.outcome.experience);
+    }
+}
