@@ -3,7 +3,9 @@
 //! the paraphrase of a guideline the bank holds is refused by the cosine of the canonical
 //! spellings' embeddings, the refusal is stored with the bank version (run store and
 //! `banks/` files, what `tmas view` shows), and the embeddings calls are made and counted.
-//! The same run de-duplicated lexically keeps both wordings.
+//! The same run de-duplicated lexically keeps both wordings. A SIGKILLed run resumes to the
+//! same banks, replaying the stored embeddings calls; a run without an embeddings server
+//! says at start that its banks are lexical.
 
 use std::collections::BTreeSet;
 
@@ -151,4 +153,60 @@ fn a_tmas_run_says_at_start_when_its_banks_are_lexical() {
     // Asked for embeddings (the embedded simulator answers them): no warning.
     let stderr = run("meaning", &["--set", "method.bank_dedup=\"embeddings\""]);
     assert!(!stderr.contains(warning), "{stderr}");
+}
+
+#[test]
+fn a_sigkilled_run_whose_banks_read_meaning_resumes_to_the_same_banks() {
+    use crate::support::cli::*;
+    use std::time::Duration;
+    let sim = Sim::start(0, 100);
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write_config(tmp.path(), &sim.root, 4, 3);
+    let text = std::fs::read_to_string(&config).expect("config readable");
+    std::fs::write(
+        &config,
+        text.replace("[method]\n", "[method]\nbank_dedup = \"embeddings\"\n"),
+    )
+    .expect("config written");
+    let base = baseline(&sim, &config, &tmp.path().join("uninterrupted"));
+    let embeddings_at_sim = |sim: &Sim| sim.stats()["by_role"]["embedding"].as_u64().unwrap_or(0);
+    let base_embeddings = embeddings_at_sim(&sim);
+    assert!(base_embeddings > 0, "the run made embeddings calls");
+
+    reset(&sim);
+    let dir = tmp.path().join("killed");
+    let mut child = spawn_fresh(&config, &dir);
+    // Killed once an embeddings reply is stored, so the resume must replay one.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while stored_of_role(&dir, "embedding") == 0 {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("tmas exited ({status}) before an embeddings call was stored");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no embeddings call stored"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    signal(&child, libc::SIGKILL);
+    let _ = child.wait();
+    let stored_embeddings = stored_of_role(&dir, "embedding");
+    let before_resume = embeddings_at_sim(&sim);
+    assert!(stored_calls(&dir) < base.requests, "the kill came too late");
+
+    let out = ok(
+        tmas(&["run", "--resume", path_arg(&dir), "--progress-every", "0"]),
+        "resume after SIGKILL",
+    );
+    assert!(out.contains("replayed from the store"), "{out}");
+    // The same banks (and refusals), candidates and verdicts as the uninterrupted run.
+    assert_eq!(export(&dir), base.export, "resumed results differ");
+    assert_eq!(export_csv(&dir), base.csv);
+    // The stored embeddings calls were replayed, only the others sent.
+    let resent = embeddings_at_sim(&sim) - before_resume;
+    assert_eq!(
+        resent,
+        base_embeddings - stored_embeddings,
+        "{stored_embeddings} of {base_embeddings} embeddings calls were stored at the kill"
+    );
 }

@@ -214,24 +214,6 @@ fn rse_embeddings_config(dir: &std::path::Path, base_url: &str) -> std::path::Pa
     path
 }
 
-/// Calls of `role` committed to the run store so far.
-fn stored_of_role(run_dir: &std::path::Path, role: &str) -> u64 {
-    let path = run_dir.join("run.sqlite");
-    let Ok(conn) =
-        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-    else {
-        return 0;
-    };
-    let _ = conn.busy_timeout(Duration::from_secs(10));
-    conn.query_row(
-        "SELECT COUNT(*) FROM calls WHERE role = ?1 AND ok = 1",
-        [role],
-        |r| r.get::<_, i64>(0),
-    )
-    .map(|n| n as u64)
-    .unwrap_or(0)
-}
-
 #[test]
 fn a_sigkilled_rse_embeddings_run_resumes_to_the_same_banks_and_pass_at_1() {
     let sim = Sim::start(0, 100);

@@ -381,6 +381,24 @@ pub fn stored_calls(run_dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// Answered calls of `role` committed to the run store so far.
+pub fn stored_of_role(run_dir: &Path, role: &str) -> u64 {
+    let path = run_dir.join("run.sqlite");
+    let Ok(conn) =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+    else {
+        return 0;
+    };
+    let _ = conn.busy_timeout(Duration::from_secs(10));
+    conn.query_row(
+        "SELECT COUNT(*) FROM calls WHERE role = ?1 AND ok = 1",
+        [role],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n as u64)
+    .unwrap_or(0)
+}
+
 /// Polls until at least `n` calls are stored; panics if `child` exits first.
 pub fn wait_for_stored(run_dir: &Path, n: u64, child: &mut Child) {
     let deadline = Instant::now() + Duration::from_secs(120);
