@@ -102,6 +102,24 @@ async fn a_paraphrased_guideline_is_refused_by_meaning_and_the_refusal_is_stored
     eprintln!("{embeddings} embeddings calls; {refused} paraphrased guidelines refused");
     assert!(refused > 0, "no paraphrase was refused by meaning");
 
+    // `tmas view` lists them among a bank version's refused items.
+    let site = done.dir.path().join("site");
+    let out = crate::support::cli::tmas(&[
+        "view",
+        crate::support::cli::path_arg(done.dir.path()),
+        "--out",
+        crate::support::cli::path_arg(&site),
+    ]);
+    assert!(out.status.success(), "{}", crate::support::cli::show(&out));
+    let shown = std::fs::read_dir(&site)
+        .expect("the site")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with("-banks.html"))
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .filter(|html| html.contains("refused:") && html.contains("of the canonical spellings)"))
+        .count();
+    assert!(shown > 0, "no bank page shows a refusal by meaning");
+
     // Lexically, the paraphrases pile up and no embeddings call is made.
     let lexical = run("jaccard").await;
     assert_eq!(
