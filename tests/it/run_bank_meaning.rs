@@ -64,7 +64,19 @@ async fn a_paraphrased_guideline_is_refused_by_meaning_and_the_refusal_is_stored
     let mut refused = 0;
     for r in &done.records {
         let stored = store.bank_versions(&r.problem_id).expect("bank versions");
-        for v in bank_versions(done.dir.path(), &r.problem_id, "guideline") {
+        let versions = bank_versions(done.dir.path(), &r.problem_id, "guideline");
+        // Append-only still: a paraphrasing agent's list lacks the old wordings, and
+        // they stay where they were.
+        for pair in versions.windows(2) {
+            assert_eq!(
+                &pair[1].items[..pair[0].items.len()],
+                &pair[0].items[..],
+                "{} guideline v{}",
+                r.problem_id,
+                pair[1].version
+            );
+        }
+        for v in versions {
             for rej in &v.rejected {
                 if !rej.reason.contains("of the canonical spellings") {
                     continue;

@@ -94,13 +94,20 @@ fn roles_called(config: &Config) -> BTreeSet<Role> {
                 let vectors = spec.request.inputs.iter().map(|i| embed(i)).collect();
                 strategy.on_call(spec.key, answered(String::new(), Some(vectors)))
             }
-            Command::UpdateBank { bank, proposed, .. } => {
+            Command::UpdateBank {
+                bank,
+                proposed,
+                embeddings,
+                ..
+            } => {
                 let state = banks
                     .get_mut(&bank)
                     .unwrap_or_else(|| panic!("update of bank {bank}, which the job lacks"));
                 let mut rejected = Vec::new();
                 if let Some(proposed) = proposed {
-                    let out = state.policy.merge(&state.items, proposed, None);
+                    let out = state
+                        .policy
+                        .merge(&state.items, proposed, embeddings.as_deref());
                     state.items = out.items;
                     rejected = out.rejected;
                 }
@@ -134,6 +141,9 @@ fn each_method_declares_exactly_the_roles_its_strategy_calls() {
         if name == MethodName::Rse {
             config.method.rse_dedup = BankDedup::Embeddings;
             configs.push(config);
+        } else if name == MethodName::Tmas {
+            config.method.bank_dedup = BankDedup::Embeddings;
+            configs.push(config);
         }
     }
     for config in configs {
@@ -142,9 +152,10 @@ fn each_method_declares_exactly_the_roles_its_strategy_calls() {
         assert_eq!(
             roles_called(&config),
             declared,
-            "{} (rse_dedup {:?})",
+            "{} (rse_dedup {:?}, bank_dedup {:?})",
             m.name.as_str(),
-            m.rse_dedup
+            m.rse_dedup,
+            m.bank_dedup
         );
         // In the runtime's stage order, which is the roles' own order.
         assert!(m.roles().is_sorted(), "{:?}", m.roles());
@@ -162,6 +173,7 @@ fn every_role_but_the_judges_is_some_methods() {
             let mut config = Config::default();
             config.method.name = name;
             config.method.rse_dedup = dedup;
+            config.method.bank_dedup = dedup;
             union.extend(config.method.roles().iter().copied());
         }
     }
