@@ -42,8 +42,8 @@ pub use layers::{CliOverride, ENV_PREFIX};
 pub use loader::{load, load_str, load_str_in, load_with};
 pub use schema::{
     AdmissionKind, BankDedup, CallPriority, FailedCandidates, JudgeConfig, JudgeInput,
-    LlmJudgePolicy, MethodConfig, MethodName, ResilienceConfig, RseDedup, RunConfig,
-    SelfRefineHistory, ServeConfig,
+    LlmJudgePolicy, MethodConfig, MethodName, ResilienceConfig, RunConfig, SelfRefineHistory,
+    ServeConfig,
 };
 pub use shard::{Shard, ShardSource, shard_from_env};
 pub use templates::TemplateKind;

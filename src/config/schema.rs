@@ -163,9 +163,6 @@ pub enum BankDedup {
     Embeddings,
 }
 
-/// The name the server's method table (`crate::serve`) spells [`BankDedup`] by.
-pub type RseDedup = BankDedup;
-
 impl BankDedup {
     /// Whether the banks make embeddings calls under this setting.
     pub fn uses_embeddings(self) -> bool {

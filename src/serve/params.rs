@@ -180,8 +180,12 @@ pub fn nominal_calls(m: &MethodConfig) -> u64 {
     let (n, k, t) = (u64::from(m.n), u64::from(m.k), u64::from(m.iterations));
     let verifications = u64::from(m.m);
     match m.name {
-        // Per iteration: N solutions, N·M verifications, N summaries, two bank updates.
-        MethodName::Tmas => t * (n * (verifications + 2) + 2),
+        // Per iteration: N solutions, N·M verifications, N summaries, two bank updates,
+        // and before each update at most one embeddings call when the banks read meaning.
+        MethodName::Tmas => {
+            let embeddings = if m.uses_embeddings() { 2 * t } else { 0 };
+            t * (n * (verifications + 2) + 2) + embeddings
+        }
         MethodName::MajorityVote => k,
         MethodName::SelfRefine => n * t + n * t.saturating_sub(1),
         MethodName::VerifyRefine => n * t + n * verifications * t,
@@ -326,6 +330,13 @@ model = "sim-model"
             ..MethodConfig::default()
         };
         assert_eq!(nominal_calls(&m), 82, "the paper's 82 calls per iteration");
+        m.bank_dedup = crate::config::BankDedup::Embeddings;
+        assert_eq!(
+            nominal_calls(&m),
+            84,
+            "and an embeddings call per bank update"
+        );
+        m.bank_dedup = crate::config::BankDedup::Jaccard;
         m.k = 5;
         m.name = MethodName::MajorityVote;
         assert_eq!(nominal_calls(&m), 5);

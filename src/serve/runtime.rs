@@ -21,7 +21,7 @@ use tmas_actors::strategy::CallExecutor;
 
 use super::calls::{RequestCalls, ServeCalls};
 use super::store::ServeStore;
-use crate::config::{Config, MethodConfig, MethodName, RseDedup};
+use crate::config::{BankDedup, Config, MethodConfig, MethodName};
 use crate::engine::endpoints::Endpoints;
 use crate::engine::method_jobs::JobFactory;
 use crate::eval::dataset::Problem;
@@ -209,10 +209,12 @@ impl ServeRuntime {
 fn settings(config: &Config) -> RunnerSettings {
     let mut used = [false; Role::COUNT];
     for name in MethodName::ALL {
-        for rse_dedup in [RseDedup::Jaccard, RseDedup::Embeddings] {
+        // A request may choose either rule for its banks, so both rules' roles get a pool.
+        for dedup in [BankDedup::Jaccard, BankDedup::Embeddings] {
             let m = MethodConfig {
                 name,
-                rse_dedup,
+                rse_dedup: dedup,
+                bank_dedup: dedup,
                 ..config.method.clone()
             };
             for role in m.roles() {
