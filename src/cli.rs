@@ -168,7 +168,8 @@ fn partial_line(unfinished: &[String], total: usize, at_most: usize) -> Option<S
     }
     Some(format!(
         "partial: {} of {total} problems unfinished ({}); each row covers only the problems \
-         that finished its iteration (column `problems`)",
+         that have its iteration judged (column `problems`): the finished ones, and an \
+         unfinished one in the iterations it judged (column `unfinished`)",
         unfinished.len(),
         name_first(unfinished, at_most)
     ))

@@ -524,6 +524,7 @@ async fn start(
         judge,
         asked,
         to_run.iter().cloned(),
+        store.clone(),
     ));
     let watcher: Arc<dyn crate::method::IterationWatcher> = desk.clone();
     let writer = tokio::spawn(
@@ -703,6 +704,7 @@ async fn finish(closing: Closing, driven: Driven) -> anyhow::Result<RunResult> {
         problems_total: outputs.problems_total,
         problems_done: outputs.problems_done,
         problems_finished: Some(outputs.problems_total - outputs.unfinished.len()),
+        unfinished: outputs.table.unfinished.clone(),
         problems_failed: outputs.accounting.problems_failed.clone(),
         iterations,
         wall_seconds,

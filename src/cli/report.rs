@@ -68,7 +68,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         // Only the table's own counts (a copy of the outputs without the store).
         None if table.is_partial() => println!(
             "partial: some problems of the {total} are unfinished; each row covers only the \
-             problems that finished its iteration (column `problems`)"
+             problems that have its iteration judged (column `problems`)"
         ),
         None => {}
     }
@@ -94,9 +94,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let series = [Series::of_table(&table, &method_label(&dir))];
     if series[0].points.is_empty() {
-        // Nothing to draw yet (a run interrupted, or still in, its first iteration): the
-        // table above says so; a chart without a point would be an empty frame.
-        println!("chart: none yet: no problem has finished an iteration");
+        // Nothing to draw yet (a run interrupted before, or still before, its first
+        // judged iteration): the table above says so; a chart without a point would be an
+        // empty frame.
+        println!("chart: none yet: no problem has an iteration judged");
     } else {
         let png = dir.root.join("pass_at_1.png");
         let svg = dir.root.join("pass_at_1.svg");

@@ -1,7 +1,9 @@
 //! Judging as the run goes: each iteration is judged as soon as the strategy completes it
 //! (its candidates' final answers are known), while its texts are still in memory, beside
-//! the method's later iterations. The result writer then only collects a finished
-//! problem's judgments ([`JudgeDesk::take`]).
+//! the method's later iterations. Each judged iteration's candidate and verdict rows are
+//! stored at once ([`Fact::Judged`]), so a run stopped before the problem is done keeps
+//! them. The result writer then only collects a finished problem's judgments
+//! ([`JudgeDesk::take`]).
 //!
 //! Verdicts never reach the method: the desk is an [`IterationWatcher`], which only
 //! looks, so the method's calls, answers and outcome are the same as without it.
@@ -15,6 +17,9 @@ use tokio::task::JoinHandle;
 use crate::eval::dataset::Problem;
 use crate::eval::judge::JudgeRecord;
 use crate::method::{IterationResult, IterationWatcher, ProblemInput, TmasOutcome};
+
+use crate::store::rows::{CandidateRow, JudgedIterationRows};
+use crate::store::{Fact, RunStore};
 
 use super::judging::{Candidates, JudgeReuse, JudgeSetup};
 
@@ -30,6 +35,8 @@ pub struct JudgeDesk {
     /// The questions asked so far, so each is asked once (`judge.reuse`).
     asked: Arc<JudgeReuse>,
     problems: HashMap<Arc<str>, Arc<Problem>>,
+    /// Where each judged iteration's rows go.
+    store: RunStore,
     runtime: Handle,
     /// Iterations being judged or judged, by problem, until the writer takes them.
     pending: Mutex<ByProblem>,
@@ -38,12 +45,14 @@ pub struct JudgeDesk {
 }
 
 impl JudgeDesk {
-    /// A desk judging `problems`' iterations with `setup`, on the current runtime; `asked`
-    /// knows the judge calls earlier sessions stored.
+    /// A desk judging `problems`' iterations with `setup`, on the current runtime, and
+    /// storing each judged iteration in `store`; `asked` knows the judge calls earlier
+    /// sessions stored.
     pub fn new(
         setup: JudgeSetup,
         asked: JudgeReuse,
         problems: impl IntoIterator<Item = Problem>,
+        store: RunStore,
     ) -> Self {
         Self {
             setup,
@@ -52,6 +61,7 @@ impl JudgeDesk {
                 .into_iter()
                 .map(|p| (Arc::from(p.id.as_str()), Arc::new(p)))
                 .collect(),
+            store,
             runtime: Handle::current(),
             pending: Mutex::default(),
             discarded: Mutex::default(),
@@ -71,6 +81,7 @@ impl JudgeDesk {
         self.setup
             .judge_candidates(problem, &Candidates::of(it), &self.asked)
             .await
+            .judgments
     }
 
     /// Forgets the questions of `problem` once it is judged and stored.
@@ -95,12 +106,20 @@ impl JudgeDesk {
             .extend(judging.into_iter().map(|(_, handle)| handle));
     }
 
-    /// Waits until the judging of every problem set aside has ended (the run's end waits
-    /// for it as for its writer; after a stop, the judge's executor cuts what is left when
-    /// the grace period is over).
+    /// Waits until the judging of every problem set aside, and of every problem the run
+    /// left without a result (stopped before it reported), has ended, so that each
+    /// iteration judged is stored before the store closes (the run's end waits for it as
+    /// for its writer; after a stop, the judge's executor cuts what is left when the grace
+    /// period is over).
     pub async fn settle(&self) {
-        let judging =
+        let mut judging =
             std::mem::take(&mut *self.discarded.lock().unwrap_or_else(|p| p.into_inner()));
+        judging.extend(
+            std::mem::take(&mut *self.lock())
+                .into_values()
+                .flatten()
+                .map(|(_, handle)| handle),
+        );
         for handle in judging {
             let _ = handle.await;
         }
@@ -146,7 +165,11 @@ impl IterationWatcher for JudgeDesk {
             return;
         };
         let candidates = Candidates::of(iteration);
-        let (setup, asked) = (self.setup.clone(), self.asked.clone());
+        // An iteration a stop cut short (a call refused) is judged, so its judge calls are
+        // stored for the resume, but not stored as judged: the resume completes it.
+        let rows: Option<Vec<CandidateRow>> = (!iteration.cut_by_stop())
+            .then(|| iteration.candidates.iter().map(CandidateRow::of).collect());
+        let (setup, asked, store) = (self.setup.clone(), self.asked.clone(), self.store.clone());
         // Under a `judging` child of the problem's span: the judge's calls are in the
         // problem's trace.
         let span = tmas_actors::coordinator::current_problem_span().map_or_else(
@@ -154,7 +177,23 @@ impl IterationWatcher for JudgeDesk {
             |problem| tracing::info_span!(parent: &problem, "judging"),
         );
         let handle = self.runtime.spawn(tracing::Instrument::instrument(
-            async move { setup.judge_candidates(&p, &candidates, &asked).await },
+            async move {
+                let judged = setup.judge_candidates(&p, &candidates, &asked).await;
+                // Queued before the judgments are handed on: the writer commits facts in
+                // order, so these rows never land after the problem's `Done` record. An
+                // iteration whose judging the stop cut is not stored as judged.
+                if let Some(rows) = rows
+                    && !judged.cut
+                {
+                    store.send(Fact::Judged(Box::new(JudgedIterationRows {
+                        problem_id: p.id.as_str().into(),
+                        iteration: candidates.iteration,
+                        candidates: rows,
+                        judgments: judged.judgments.clone(),
+                    })));
+                }
+                judged.judgments
+            },
             span,
         ));
         self.lock()

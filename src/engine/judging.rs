@@ -200,28 +200,40 @@ impl Candidates {
     }
 }
 
+/// One iteration's judgments, and whether they are all the judge's.
+#[derive(Debug, Clone)]
+pub struct JudgedIteration {
+    /// `judgments[candidate]` (`None` where the solution call failed).
+    pub judgments: Vec<Option<JudgeRecord>>,
+    /// A judge call of the iteration was cut by the run's stop: those verdicts are missing
+    /// (not the judge's), so the iteration is not judged yet and a resume judges it.
+    pub cut: bool,
+}
+
 impl JudgeSetup {
-    /// Judges every candidate of one iteration of `problem`: `judgments[candidate]`
-    /// (`None` where the solution call failed). With `judge.reuse` each question (the
-    /// same rendered prompt and repeat) is asked once through `asked`, which the run
-    /// shares over every iteration and problem: the first asker's call answers every
-    /// later asker, in this iteration or a later one. Counts the iteration as judged.
+    /// Judges every candidate of one iteration of `problem` ([`JudgedIteration`]). With
+    /// `judge.reuse` each question (the same rendered prompt and repeat) is asked once
+    /// through `asked`, which the run shares over every iteration and problem: the first
+    /// asker's call answers every later asker, in this iteration or a later one. Counts the
+    /// iteration as judged.
     pub async fn judge_candidates(
         &self,
         problem: &Problem,
         it: &Candidates,
         asked: &JudgeReuse,
-    ) -> Vec<Option<JudgeRecord>> {
+    ) -> JudgedIteration {
         let (question, reference) = (problem.question.as_str(), problem.answer.as_str());
         let per_candidate = it.solutions.iter().map(|(index, solution)| async move {
             let asker = (it.iteration, *index);
-            let solution = solution.as_deref()?;
+            let Some(solution) = solution.as_deref() else {
+                return (None, false);
+            };
             let Some(llm) = &self.llm else {
-                return Some(JudgeRecord::from_reply(reference, solution));
+                return (Some(JudgeRecord::from_reply(reference, solution)), false);
             };
             if self.proof {
                 let prompt = llm.proof_prompt(problem, solution);
-                let grades = llm
+                let (grades, cut) = llm
                     .ask_shared(
                         prompt,
                         &problem.id,
@@ -232,17 +244,17 @@ impl JudgeSetup {
                         &self.progress,
                     )
                     .await;
-                return Some(JudgeRecord::from_grades(grades));
+                return (Some(JudgeRecord::from_grades(grades)), cut);
             }
             let record = JudgeRecord::from_reply(reference, solution);
             let shown = record
                 .needs_llm_judge(llm.policy, llm.input)
                 .then(|| record.judge_candidate(solution, llm.input))
                 .flatten();
-            Some(match shown {
+            match shown {
                 Some(answer) => {
                     let prompt = llm.prompts.judge(question, reference, &answer);
-                    let verdicts = llm
+                    let (verdicts, cut) = llm
                         .ask_shared(
                             prompt,
                             &problem.id,
@@ -253,16 +265,20 @@ impl JudgeSetup {
                             &self.progress,
                         )
                         .await;
-                    record.with_llm(verdicts)
+                    (Some(record.with_llm(verdicts)), cut)
                 }
-                None => record,
-            })
+                None => (Some(record), false),
+            }
         });
         let judged = join_all(per_candidate).await;
         self.progress
             .iterations_judged
             .fetch_add(1, Ordering::Relaxed);
-        judged
+        let cut = judged.iter().any(|(_, cut)| *cut);
+        JudgedIteration {
+            judgments: judged.into_iter().map(|(j, _)| j).collect(),
+            cut,
+        }
     }
 }
 
@@ -270,7 +286,7 @@ impl LlmJudge {
     /// Asks `prompt` `repeats` times for the candidate at `asker`: with reuse, each repeat
     /// through `asked` (another candidate's call may answer it, and it answers later
     /// askers); without, under the candidate's own keys. Counts calls and reused verdicts
-    /// in `progress`.
+    /// in `progress`. Also says whether a call was cut by the run's stop.
     #[allow(clippy::too_many_arguments)]
     async fn ask_shared<T>(
         &self,
@@ -281,7 +297,7 @@ impl LlmJudge {
         parse: fn(&str) -> Option<T>,
         asked: &JudgeReuse,
         progress: &JudgeProgress,
-    ) -> Vec<Option<T>> {
+    ) -> (Vec<Option<T>>, bool) {
         let replies = (0..self.repeats as u32).map(|repeat| {
             let request = judge_request(prompt.clone(), self.sampling, problem, asker.0);
             let make = |(iteration, candidate): reuse::Asker| {
@@ -303,15 +319,17 @@ impl LlmJudge {
             counter.fetch_add(1, Ordering::Relaxed);
             reply
         });
-        join_all(replies.collect::<Vec<_>>())
-            .await
-            .into_iter()
-            .map(|reply| reply.and_then(|content| parse(&content)))
-            .collect()
+        let replies = join_all(replies.collect::<Vec<_>>()).await;
+        let cut = replies.iter().any(|reply| *reply == Reply::Cut);
+        let parsed = replies
+            .iter()
+            .map(|reply| reply.content().and_then(parse))
+            .collect();
+        (parsed, cut)
     }
 
-    /// The call `key` asking `request`: its reply's content, or `None` when it failed
-    /// (logged here, once per call).
+    /// The call `key` asking `request` and its [`Reply`] (a failure is logged here, once
+    /// per call).
     fn make(
         &self,
         key: CallKey,
@@ -324,16 +342,16 @@ impl LlmJudge {
         async move {
             let (problem, iteration) = (&*key.problem, key.iteration);
             match call.await {
-                Ok(resp) => Some(resp.content),
-                // Cut by the run's shutdown: no failure; the problem is not stored, and a
-                // resume judges it.
+                Ok(resp) => Reply::Answered(resp.content),
+                // Cut by the run's shutdown: no failure; the iteration is not stored as
+                // judged, and a resume judges it.
                 Err(failure) if failure.is_stop() => {
                     tracing::debug!(problem, iteration, "{what} call not made: the run is stopping");
-                    None
+                    Reply::Cut
                 }
                 Err(failure) => {
                     tracing::warn!(problem, iteration, kind = %failure.kind, "{what} call failed: {}", failure.message);
-                    None
+                    Reply::Failed
                 }
             }
         }

@@ -406,6 +406,7 @@ async fn build(runs: &[ShardRun], root: &Path, missing: &[Shard]) -> anyhow::Res
         problems_total: outputs.problems_total,
         problems_done: outputs.problems_done,
         problems_finished: Some(outputs.problems_total - outputs.unfinished.len()),
+        unfinished: outputs.table.unfinished.clone(),
         problems_failed: outputs.accounting.problems_failed.clone(),
         iterations: first.iterations,
         // The shards ran side by side: the longest is the run's wall time.

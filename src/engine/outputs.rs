@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use crate::eval::judge::JudgeRecord;
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Error, PassAt1Table};
-use crate::store::export::{is_unfinished, stored_failed_candidates, table_builder};
+use crate::store::export::{JudgedSoFar, is_unfinished, stored_failed_candidates, table_builder};
 use crate::store::read::{RoleUsageRow, StoredProblem};
 use crate::store::{Fact, RunStore, StatusRow, StoreReader};
 
@@ -107,14 +107,20 @@ impl JudgedScores {
     }
 
     /// Adds the iterations the table covers for the problem to it, as
-    /// [`crate::store::export::pass_at_1_table`] does with a whole record.
+    /// [`crate::store::export::pass_at_1_table`] does with a whole record (nothing for an
+    /// unfinished problem: the table takes its judged iterations from the store).
     pub fn add_to(
         &self,
         builder: &mut PassAt1Builder,
         problem_id: &str,
     ) -> Result<(), PassAt1Error> {
-        let covered = builder.covered_iterations(problem_id);
-        for (t, candidates) in self.by_iteration.iter().enumerate().take(covered) {
+        if builder.is_unfinished(problem_id) {
+            return Ok(());
+        }
+        for (t, candidates) in self.by_iteration.iter().enumerate() {
+            if !builder.covers(problem_id, t) {
+                continue;
+            }
             for c in candidates {
                 let Some(c) = c else {
                     builder.record_failed(problem_id, t)?;
@@ -198,7 +204,8 @@ fn assemble(
     let problems = reader.problems()?;
     let done = reader.done_problem_ids()?;
     let rule = stored_failed_candidates(reader)?;
-    let mut builder = table_builder(&problems, iterations, rule);
+    let judged = JudgedSoFar::read(reader, &problems, iterations)?;
+    let mut builder = table_builder(&problems, iterations, rule, &judged);
     let mut results = dir.begin_results_rewrite()?;
     let mut from_store = 0usize;
     let mut unwritable = Vec::new();
@@ -243,6 +250,7 @@ fn assemble(
         mine.scores.add_to(&mut builder, id)?;
     }
     results.finish()?;
+    judged.add_to(&mut builder)?;
     // A problem whose files could not be written is failed from now on (the store is told
     // by the caller).
     let mut problems = problems;

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use tmas_actors::strategy::BankVersion;
 
 use super::accounting::Accounting;
-use crate::eval::pass_at_1::{PassAt1Table, pass_at_1_csv};
+use crate::eval::pass_at_1::{PassAt1Table, UnfinishedProblem, pass_at_1_csv};
 pub use crate::record::{FailedProblem, ProblemRecord, RoleUsage};
 use crate::store::bank_files::{JsonFileSink, file_holds, safe_name, uncapped_safe_name};
 
@@ -43,6 +43,11 @@ pub struct RunSummaryFile {
     /// than `problems_total` while the run is unfinished (absent in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problems_finished: Option<usize>,
+    /// The problems not finished, each with how many of its iterations are judged: the
+    /// rows of `pass_at_1.json` count an unfinished problem in those iterations only
+    /// (absent when every problem finished).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unfinished: Vec<UnfinishedProblem>,
     pub problems_failed: Vec<FailedProblem>,
     pub iterations: u32,
     pub wall_seconds: f64,

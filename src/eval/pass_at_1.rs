@@ -16,9 +16,11 @@
 //!
 //! A run that has not finished (interrupted, still going, or extended to more
 //! iterations) has problems without a result for some iterations. They are not scored 0:
-//! each row covers only the problems that finished its iteration ([`Coverage`]), and
-//! says how many (`problems`, of `problems_total` in the run), so a partial figure is
-//! never taken for the whole run's.
+//! each row covers only the problems that have its iteration judged ([`Coverage`]: a
+//! finished problem every iteration, an unfinished one the iterations judged so far), and
+//! says how many (`problems`, of `problems_total` in the run, `unfinished_problems` of
+//! them unfinished); the table lists each unfinished problem with how many iterations it
+//! has judged, so a partial figure is never taken for the whole run's.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -40,8 +42,8 @@ pub enum PassAt1Error {
         iterations: usize,
     },
     #[error(
-        "problem {problem:?}: iteration {iteration} has no result yet (the problem finished \
-         {covered} iterations)"
+        "problem {problem:?}: iteration {iteration} has no result yet (the problem has \
+         {covered} of its iterations judged, not this one)"
     )]
     NotCovered {
         problem: String,
@@ -67,26 +69,46 @@ struct Cell {
 }
 
 /// Which iterations of a problem have a result the table counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Coverage {
     /// Every iteration: the problem is done (its empty iterations score 0), or failed
     /// (every iteration scores 0).
     All,
-    /// Its first `n` iterations: it was done to a smaller T before the run was extended.
+    /// Its first `n` iterations: it was done to a smaller T before the run was extended
+    /// (unfinished in the extended run).
     First(usize),
-    /// None yet: the problem has not finished (interrupted, or still running).
-    Unfinished,
+    /// The problem has not finished (interrupted, or still running): the iterations
+    /// judged so far, in any order (none yet: empty). Each is a whole iteration, every
+    /// candidate judged, so it counts as a finished problem's does.
+    Judged(Vec<usize>),
 }
 
 impl Coverage {
-    /// How many of a run's `of` iterations this covers.
-    pub fn iterations(self, of: usize) -> usize {
+    /// Which of a run's `of` iterations this covers.
+    fn mask(&self, of: usize) -> Vec<bool> {
         match self {
-            Coverage::All => of,
-            Coverage::First(n) => n.min(of),
-            Coverage::Unfinished => 0,
+            Coverage::All => vec![true; of],
+            Coverage::First(n) => (0..of).map(|t| t < *n).collect(),
+            Coverage::Judged(judged) => {
+                let mut mask = vec![false; of];
+                for &t in judged {
+                    if let Some(slot) = mask.get_mut(t) {
+                        *slot = true;
+                    }
+                }
+                mask
+            }
         }
     }
+}
+
+/// A problem of the table that has not finished: it counts only in the rows of the
+/// iterations it has judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnfinishedProblem {
+    pub problem_id: String,
+    /// How many of the run's iterations it has judged (those rows count it).
+    pub iterations_judged: usize,
 }
 
 /// Collects judged candidates of a run, then computes the table.
@@ -97,8 +119,10 @@ pub struct PassAt1Builder {
     iterations: usize,
     /// `cells[problem][iteration]`.
     cells: Vec<Vec<Cell>>,
-    /// Per problem: how many of its first iterations the table counts.
-    covered: Vec<usize>,
+    /// `covered[problem][iteration]`: whether the table counts that iteration of it.
+    covered: Vec<Vec<bool>>,
+    /// Per problem: whether it is unfinished (its coverage is not [`Coverage::All`]).
+    unfinished: Vec<bool>,
     /// How a candidate without a judgment (failed solution call) counts.
     failed: FailedCandidates,
 }
@@ -126,12 +150,14 @@ impl PassAt1Builder {
         let mut problem_ids_out = Vec::new();
         let mut index = HashMap::new();
         let mut covered = Vec::new();
+        let mut unfinished = Vec::new();
         for (id, coverage) in problems {
             let id = id.into();
             if !index.contains_key(&id) {
                 index.insert(id.clone(), problem_ids_out.len());
                 problem_ids_out.push(id);
-                covered.push(coverage.iterations(iterations));
+                covered.push(coverage.mask(iterations));
+                unfinished.push(coverage != Coverage::All);
             }
         }
         let cells = vec![vec![Cell::default(); iterations]; problem_ids_out.len()];
@@ -141,6 +167,7 @@ impl PassAt1Builder {
             iterations,
             cells,
             covered,
+            unfinished,
             failed: FailedCandidates::default(),
         }
     }
@@ -191,11 +218,11 @@ impl PassAt1Builder {
                 iterations: self.iterations,
             });
         }
-        if iteration >= self.covered[p] {
+        if !self.covered[p][iteration] {
             return Err(PassAt1Error::NotCovered {
                 problem: problem.to_owned(),
                 iteration,
-                covered: self.covered[p],
+                covered: self.covered[p].iter().filter(|c| **c).count(),
             });
         }
         Ok(&mut self.cells[p][iteration])
@@ -274,10 +301,20 @@ impl PassAt1Builder {
         (cell.candidates > 0).then(|| cell.score_sum / cell.candidates as f64)
     }
 
-    /// How many of its first iterations `problem` has a result for (0 for a problem not
-    /// in the run).
-    pub fn covered_iterations(&self, problem: &str) -> usize {
-        self.index.get(problem).map_or(0, |&p| self.covered[p])
+    /// Whether the table counts `iteration` of `problem` (false for a problem not in the
+    /// run).
+    pub fn covers(&self, problem: &str, iteration: usize) -> bool {
+        self.index
+            .get(problem)
+            .and_then(|&p| self.covered[p].get(iteration))
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// Whether `problem` is in the run and unfinished (its coverage is not
+    /// [`Coverage::All`]).
+    pub fn is_unfinished(&self, problem: &str) -> bool {
+        self.index.get(problem).is_some_and(|&p| self.unfinished[p])
     }
 
     /// The problem ids in order of first appearance.
@@ -285,8 +322,8 @@ impl PassAt1Builder {
         &self.problem_ids
     }
 
-    /// The Pass@1 table, one row per iteration, each over the problems that finished
-    /// that iteration.
+    /// The Pass@1 table, one row per iteration, each over the problems that have that
+    /// iteration judged.
     pub fn build(&self) -> PassAt1Table {
         let rows = (0..self.iterations)
             .map(|t| {
@@ -296,9 +333,10 @@ impl PassAt1Builder {
                 };
                 // Per-problem shares c_i(t) / n_i(t), an empty problem's as 0.
                 let mut shares = Vec::new();
-                let covering = self.cells.iter().zip(&self.covered);
-                for (cells, _) in covering.filter(|(_, covered)| t < **covered) {
+                let covering = self.cells.iter().zip(&self.covered).zip(&self.unfinished);
+                for ((cells, _), unfinished) in covering.filter(|((_, covered), _)| covered[t]) {
                     row.problems += 1;
+                    row.unfinished_problems += usize::from(*unfinished);
                     let cell = &cells[t];
                     row.candidates += cell.candidates;
                     row.undecided += cell.undecided;
@@ -321,9 +359,21 @@ impl PassAt1Builder {
                 row
             })
             .collect();
+        let unfinished = self
+            .problem_ids
+            .iter()
+            .zip(&self.covered)
+            .zip(&self.unfinished)
+            .filter(|(_, unfinished)| **unfinished)
+            .map(|((id, covered), _)| UnfinishedProblem {
+                problem_id: id.clone(),
+                iterations_judged: covered.iter().filter(|c| **c).count(),
+            })
+            .collect();
         PassAt1Table {
             rows,
             problems_total: Some(self.problem_ids.len()),
+            unfinished,
         }
     }
 }
@@ -335,9 +385,13 @@ pub struct PassAt1Row {
     pub iteration: usize,
     /// In [0, 1] (0 when no problem finished this iteration yet).
     pub pass_at_1: f64,
-    /// P: the problems that finished this iteration (the denominator); all of the run's
-    /// once it has finished.
+    /// P: the problems that have this iteration judged (the denominator); all of the
+    /// run's once it has finished.
     pub problems: usize,
+    /// Of `problems`, those that have not finished (counted here because this iteration
+    /// of theirs is judged; `PassAt1Table::unfinished` lists them).
+    #[serde(default)]
+    pub unfinished_problems: usize,
     /// Candidates judged at this iteration, over all problems.
     pub candidates: usize,
     /// Problems with no candidate at this iteration (scored 0).
@@ -382,12 +436,19 @@ pub struct PassAt1Table {
     /// counted only finished problems: those counted every problem in every row).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problems_total: Option<usize>,
+    /// The problems that have not finished, each with how many iterations it has judged
+    /// (counted in those rows only), in the run's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unfinished: Vec<UnfinishedProblem>,
 }
 
 impl PassAt1Table {
     /// Pass@1 of the last iteration, once every problem of the run has finished it
     /// (`None` before, and for a table of no problem: there is no figure then).
     pub fn final_pass_at_1(&self) -> Option<f64> {
+        if !self.unfinished.is_empty() {
+            return None;
+        }
         self.rows
             .last()
             .filter(|r| r.problems > 0)
@@ -395,10 +456,45 @@ impl PassAt1Table {
             .map(|r| r.pass_at_1)
     }
 
-    /// Whether some row covers fewer problems than the run has.
+    /// Whether some problem has not finished: some row covers fewer problems than the
+    /// run has, or counts a problem whose later iterations are missing.
     pub fn is_partial(&self) -> bool {
-        self.problems_total
-            .is_some_and(|total| self.rows.iter().any(|r| r.problems < total))
+        !self.unfinished.is_empty()
+            || self
+                .problems_total
+                .is_some_and(|total| self.rows.iter().any(|r| r.problems < total))
+    }
+
+    /// A line saying which problems are unfinished and how many iterations each has
+    /// judged (the first `at_most` named); `None` when every problem finished.
+    pub fn unfinished_line(&self, at_most: usize) -> Option<String> {
+        if self.unfinished.is_empty() {
+            return None;
+        }
+        let iterations = self.rows.len();
+        let named: Vec<String> = self
+            .unfinished
+            .iter()
+            .take(at_most)
+            .map(|u| {
+                format!(
+                    "{} ({} of {iterations} judged)",
+                    u.problem_id, u.iterations_judged
+                )
+            })
+            .collect();
+        let more = self.unfinished.len().saturating_sub(at_most);
+        let more = if more > 0 {
+            format!(", and {more} more")
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "unfinished: {}, each counted only in the rows of the iterations it has judged \
+             (column `unfinished`): {}{more}",
+            crate::text::count_of(self.unfinished.len(), "problem"),
+            named.join(", ")
+        ))
     }
 
     /// Sets each row's lost calls (`by_iteration[t]`, 0 past its end).
@@ -408,13 +504,20 @@ impl PassAt1Table {
         }
     }
 
-    /// A fixed-width text table (Pass@1 in percent with two decimals, as the paper).
+    /// A fixed-width text table (Pass@1 in percent with two decimals, as the paper). A
+    /// table with unfinished problems has a column `unfinished` (of the row's problems,
+    /// those not finished) and a last line naming them with their judged iterations.
     pub fn render_text(&self) -> String {
-        let mut out = String::from(
-            "iteration  pass@1(%)  problems  candidates  empty  undecided  disagree  no-answer  failed  calls lost  95% CI (%)\n",
+        let partial = !self.unfinished.is_empty();
+        let mut out = String::from("iteration  pass@1(%)  problems");
+        if partial {
+            out.push_str("  unfinished");
+        }
+        out.push_str(
+            "  candidates  empty  undecided  disagree  no-answer  failed  calls lost  95% CI (%)\n",
         );
         for r in &self.rows {
-            // No problem finished this iteration yet: there is no figure.
+            // No problem has this iteration judged yet: there is no figure.
             let pass = if r.problems == 0 {
                 "-".to_owned()
             } else {
@@ -425,12 +528,13 @@ impl PassAt1Table {
                 Some(i) if r.problems > 0 => format!("{:.2}-{:.2}", i.lo * 100.0, i.hi * 100.0),
                 _ => "-".to_owned(),
             };
+            let _ = write!(out, "It{:<7} {:>10} {:>9}", r.iteration, pass, r.problems);
+            if partial {
+                let _ = write!(out, " {:>11}", r.unfinished_problems);
+            }
             let _ = writeln!(
                 out,
-                "It{:<7} {:>10} {:>9} {:>11} {:>6} {:>10} {:>9} {:>10} {:>7} {:>11}  {:>10}",
-                r.iteration,
-                pass,
-                r.problems,
+                " {:>11} {:>6} {:>10} {:>9} {:>10} {:>7} {:>11}  {:>10}",
                 r.candidates,
                 r.empty_problems,
                 r.undecided,
@@ -441,24 +545,36 @@ impl PassAt1Table {
                 interval
             );
         }
+        if let Some(line) = self.unfinished_line(10) {
+            out.push_str(&line);
+            out.push('\n');
+        }
         out
     }
 }
 
-/// The per-iteration Pass@1 table as CSV (`pass_at_1.csv`, `tmas export --format csv`).
+/// The per-iteration Pass@1 table as CSV (`pass_at_1.csv`, `tmas export --format csv`). A
+/// table with unfinished problems has a last column `unfinished_problems` (of the row's
+/// `problems`, those not finished).
 pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
+    let partial = !table.unfinished.is_empty();
     let mut csv = String::from(
-        "iteration,pass_at_1,problems,candidates,empty_problems,undecided,disagreements,no_answer,calls_lost,failed_candidates\n",
+        "iteration,pass_at_1,problems,candidates,empty_problems,undecided,disagreements,no_answer,calls_lost,failed_candidates",
     );
+    csv.push_str(if partial {
+        ",unfinished_problems\n"
+    } else {
+        "\n"
+    });
     for row in &table.rows {
-        // No problem finished this iteration yet: no figure (an empty field).
+        // No problem has this iteration judged yet: no figure (an empty field).
         let pass = if row.problems == 0 {
             String::new()
         } else {
             format!("{:.6}", row.pass_at_1)
         };
         csv.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{}",
             row.iteration,
             pass,
             row.problems,
@@ -470,6 +586,10 @@ pub fn pass_at_1_csv(table: &PassAt1Table) -> String {
             row.calls_lost,
             row.failed_candidates
         ));
+        if partial {
+            csv.push_str(&format!(",{}", row.unfinished_problems));
+        }
+        csv.push('\n');
     }
     csv
 }
@@ -663,7 +783,7 @@ mod tests {
             [
                 ("a", Coverage::All),
                 ("b", Coverage::First(1)),
-                ("c", Coverage::Unfinished),
+                ("c", Coverage::Judged(Vec::new())),
                 ("d", Coverage::All),
             ],
             3,
@@ -701,6 +821,70 @@ mod tests {
         let table = done.build();
         assert!(!table.is_partial());
         assert_eq!(table.final_pass_at_1(), Some(1.0));
+    }
+
+    #[test]
+    fn an_unfinished_problem_counts_in_the_rows_of_its_judged_iterations_and_is_named() {
+        // a: done; b: unfinished with iterations 0 and 2 judged (1's judging was cut).
+        let mut b = PassAt1Builder::with_coverage(
+            [("a", Coverage::All), ("b", Coverage::Judged(vec![2, 0]))],
+            3,
+        );
+        for t in 0..3 {
+            b.record_score("a", t, 1.0, false, false).unwrap();
+        }
+        b.record_score("b", 0, 0.0, false, false).unwrap();
+        b.record_score("b", 2, 0.5, false, false).unwrap();
+        assert!(matches!(
+            b.record_score("b", 1, 1.0, false, false),
+            Err(PassAt1Error::NotCovered { covered: 2, .. })
+        ));
+        let table = b.build();
+        let problems: Vec<usize> = table.rows.iter().map(|r| r.problems).collect();
+        assert_eq!(problems, [2, 1, 2]);
+        let unfinished: Vec<usize> = table.rows.iter().map(|r| r.unfinished_problems).collect();
+        assert_eq!(unfinished, [1, 0, 1]);
+        assert!((table.rows[0].pass_at_1 - 0.5).abs() < 1e-12);
+        assert!((table.rows[2].pass_at_1 - 0.75).abs() < 1e-12);
+        assert_eq!(
+            table.unfinished,
+            [UnfinishedProblem {
+                problem_id: "b".into(),
+                iterations_judged: 2
+            }]
+        );
+        // Every row counts every problem, yet the run is not finished: no final figure.
+        let mut all = PassAt1Builder::with_coverage([("b", Coverage::Judged(vec![0]))], 1);
+        all.record_score("b", 0, 1.0, false, false).unwrap();
+        let all = all.build();
+        assert_eq!(all.rows[0].problems, all.problems_total.unwrap());
+        assert!(all.is_partial());
+        assert_eq!(all.final_pass_at_1(), None);
+        let text = table.render_text();
+        assert!(
+            text.lines()
+                .next()
+                .unwrap()
+                .contains("problems  unfinished"),
+            "{text}"
+        );
+        assert!(
+            text.contains("unfinished: 1 problem,") && text.contains("b (2 of 3 judged)"),
+            "{text}"
+        );
+        let csv = pass_at_1_csv(&table);
+        assert!(
+            csv.lines()
+                .next()
+                .unwrap()
+                .ends_with(",unfinished_problems"),
+            "{csv}"
+        );
+        assert!(csv.lines().nth(2).unwrap().ends_with(",0"), "{csv}");
+        // A table without unfinished problems keeps its columns.
+        let done = PassAt1Builder::new(["a"], 1).build();
+        assert!(!done.render_text().contains("unfinished"));
+        assert!(!pass_at_1_csv(&done).contains("unfinished"));
     }
 
     #[test]

@@ -316,6 +316,17 @@ pub struct IterationResult {
     pub failures: Vec<FailureRecord>,
 }
 
+impl IterationResult {
+    /// A call of the iteration was refused or cut because this process stopped (not
+    /// because an endpoint failed it): the iteration is not what it will be once a resume
+    /// makes that call.
+    pub fn cut_by_stop(&self) -> bool {
+        self.failures
+            .iter()
+            .any(|f| matches!(f.kind, FailureRecordKind::Call(kind) if kind.is_transient()))
+    }
+}
+
 /// Told each iteration of a problem as the strategy completes it, while its texts are all
 /// in memory (the engine judges it then, beside the method's later iterations). It only
 /// looks: nothing it does reaches the strategy, so what the method calls and returns is

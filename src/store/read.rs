@@ -35,6 +35,16 @@ pub struct StoredProblem {
     pub error: Option<String>,
 }
 
+/// A stored verdict's numbers (a `judge_verdicts` row without its texts).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StoredVerdict {
+    pub score: f64,
+    pub undecided: bool,
+    pub disagreement: bool,
+    /// The candidate had a boxed answer.
+    pub has_answer: bool,
+}
+
 impl StoredProblem {
     /// Whether the problem has a reference answer ([`crate::record::has_reference`]).
     pub fn has_reference(&self) -> bool {
@@ -443,6 +453,46 @@ impl StoreReader {
                 what: format!("the record of `{problem_id}`"),
                 reason: format!("cannot be encoded again: {e}"),
             })
+    }
+
+    /// The judged iterations of `problem` the store holds: its `candidates` rows (written
+    /// as each iteration is judged, and for every iteration once it is done), each with its
+    /// verdict (`None`: no `judge_verdicts` row, its solution call failed), by iteration,
+    /// candidates by index.
+    pub fn judged_iterations(
+        &self,
+        problem: &str,
+    ) -> Result<BTreeMap<u32, Vec<Option<StoredVerdict>>>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT c.iteration, j.score, j.undecided, j.disagreement, j.answer IS NOT NULL \
+                 FROM candidates AS c LEFT JOIN judge_verdicts AS j \
+                 ON j.problem_id = c.problem_id AND j.iteration = c.iteration \
+                 AND j.candidate = c.candidate \
+                 WHERE c.problem_id = ?1 ORDER BY c.iteration, c.candidate",
+            )
+            .map_err(|e| self.err("reading judged iterations", e))?;
+        let rows = stmt
+            .query_map([problem], |r| {
+                let verdict = match r.get::<_, Option<f64>>(1)? {
+                    Some(score) => Some(StoredVerdict {
+                        score,
+                        undecided: r.get(2)?,
+                        disagreement: r.get(3)?,
+                        has_answer: r.get(4)?,
+                    }),
+                    None => None,
+                };
+                Ok((r.get::<_, u32>(0)?, verdict))
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err("reading judged iterations", e))?;
+        let mut out: BTreeMap<u32, Vec<Option<StoredVerdict>>> = BTreeMap::new();
+        for (iteration, verdict) in rows {
+            out.entry(iteration).or_default().push(verdict);
+        }
+        Ok(out)
     }
 
     /// Keys of every stored call (to skip the lookup for calls never made).

@@ -6,6 +6,8 @@ use tmas_actors::strategy::{BankVersion, CallKey, CallOutcome};
 use tmas_client::wire::ModelRequest;
 use tokio::sync::oneshot;
 
+use crate::eval::judge::JudgeRecord;
+use crate::method::result::{Branch, CandidateStatus, PromptMode};
 use crate::record::ProblemRecord;
 
 /// One finished model call (success or a failure after the client's retries).
@@ -43,6 +45,47 @@ pub struct StatusRow {
     pub error: Option<String>,
 }
 
+/// One judged iteration of a problem, stored as soon as its judging ends, before the
+/// problem is done: the `candidates` and `judge_verdicts` rows of that iteration, which
+/// replace any the store held for it. So an interrupted run keeps every iteration it
+/// judged (its tables and exports count them), and a resume that judges the iteration
+/// again (replaying its judge calls) writes the same rows over them.
+#[derive(Debug, Clone)]
+pub struct JudgedIterationRows {
+    pub problem_id: Arc<str>,
+    pub iteration: u32,
+    /// The iteration's candidates, by index (no texts: `calls` holds them).
+    pub candidates: Vec<CandidateRow>,
+    /// `judgments[i]` of `candidates[i]` (`None`: its solution call failed).
+    pub judgments: Vec<Option<JudgeRecord>>,
+}
+
+/// A `candidates` row (what the table keeps of a candidate, without its texts).
+#[derive(Debug, Clone)]
+pub struct CandidateRow {
+    pub index: u32,
+    pub branch: Branch,
+    pub mode: PromptMode,
+    pub status: CandidateStatus,
+    pub scores: Vec<f64>,
+    pub average_score: Option<f64>,
+    pub fully_verified: bool,
+}
+
+impl CandidateRow {
+    pub fn of(c: &crate::method::CandidateResult) -> Self {
+        Self {
+            index: c.index,
+            branch: c.branch,
+            mode: c.mode,
+            status: c.status,
+            scores: c.scores.clone(),
+            average_score: c.average_score,
+            fully_verified: c.fully_verified,
+        }
+    }
+}
+
 /// A write request; `Done` carries the judged problem, which the writer spreads over
 /// `candidates`, `verifications`, `summaries`, `judge_verdicts` and `problems`.
 #[derive(Debug)]
@@ -63,6 +106,8 @@ pub enum Fact {
         record: Arc<ProblemRecord>,
         iterations: u32,
     },
+    /// A judged iteration of a problem not yet done ([`JudgedIterationRows`]).
+    Judged(Box<JudgedIterationRows>),
     Meta(Vec<(String, String)>),
     /// The trace holding a problem's spans in this session (`super::traces`).
     Trace {

@@ -28,7 +28,9 @@ use super::by_allocation::ByAllocation;
 use super::prompts::{self, PromptCache};
 use super::record_texts;
 use super::rows::now_ms;
-use super::rows::{CallRow, Envelope, Fact, ProblemRow, StatusRow, WriteResult};
+use super::rows::{
+    CallRow, CandidateRow, Envelope, Fact, JudgedIterationRows, ProblemRow, StatusRow, WriteResult,
+};
 use super::schema::EMBEDDINGS_KIND;
 use crate::record::ProblemRecord;
 
@@ -170,6 +172,7 @@ fn commit(
             Fact::Done { record, iterations } => {
                 insert_done(&tx, record, *iterations, &cache.replies)?
             }
+            Fact::Judged(rows) => insert_judged(&tx, rows)?,
             Fact::Meta(pairs) => {
                 for (k, v) in pairs {
                     tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?
@@ -425,24 +428,7 @@ fn insert_done(
     }
     for (t, it) in record.outcome.iterations.iter().enumerate() {
         for c in &it.candidates {
-            tx.prepare_cached(
-                // No solution column: the solution call's `calls.content` holds it (view
-                // `candidate_solutions`), and so does `record_json`.
-                "INSERT INTO candidates (problem_id, iteration, candidate, branch, mode, status, \
-                 scores_json, average_score, fully_verified) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?
-            .execute(params![
-                p,
-                it.iteration,
-                c.index,
-                variant_name(&c.branch),
-                variant_name(&c.mode),
-                variant_name(&c.status),
-                json(&c.scores),
-                c.average_score,
-                c.fully_verified
-            ])?;
+            insert_candidate(tx, p, it.iteration, &CandidateRow::of(c))?;
             for v in &c.verifications {
                 tx.prepare_cached(
                     "INSERT INTO verifications (problem_id, iteration, candidate, idx, status, \
@@ -472,22 +458,7 @@ fn insert_done(
                 .and_then(|row| row.get(c.index as usize))
                 .and_then(Option::as_ref);
             if let Some(j) = judged {
-                tx.prepare_cached(
-                    "INSERT INTO judge_verdicts (problem_id, iteration, candidate, answer, \
-                     rule_outcome, llm_json, score, undecided, disagreement) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                )?
-                .execute(params![
-                    p,
-                    it.iteration,
-                    c.index,
-                    j.answer,
-                    variant_name(&j.rule.outcome),
-                    json(&j.llm),
-                    j.score,
-                    j.undecided,
-                    j.disagreement
-                ])?;
+                insert_verdict(tx, p, it.iteration, c.index, j)?;
             }
         }
     }
@@ -497,6 +468,79 @@ fn insert_done(
          record_json = ?3, record_texts = ?4, updated_at_ms = ?5 WHERE problem_id = ?1",
     )?
     .execute(params![p, iterations, record_json, record_texts, now_ms()])?;
+    Ok(())
+}
+
+/// One judged iteration of a problem not done yet: its `candidates` and `judge_verdicts`
+/// rows replace the iteration's earlier ones (a resume judging it again, or a session
+/// that ran the problem with other settings).
+fn insert_judged(tx: &Transaction<'_>, rows: &JudgedIterationRows) -> rusqlite::Result<()> {
+    let p = &*rows.problem_id;
+    for table in ["candidates", "judge_verdicts"] {
+        tx.prepare_cached(&format!(
+            "DELETE FROM {table} WHERE problem_id = ?1 AND iteration = ?2"
+        ))?
+        .execute(params![p, rows.iteration])?;
+    }
+    for (c, judged) in rows.candidates.iter().zip(&rows.judgments) {
+        insert_candidate(tx, p, rows.iteration, c)?;
+        if let Some(j) = judged {
+            insert_verdict(tx, p, rows.iteration, c.index, j)?;
+        }
+    }
+    Ok(())
+}
+
+fn insert_candidate(
+    tx: &Transaction<'_>,
+    p: &str,
+    iteration: u32,
+    c: &CandidateRow,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        // No solution column: the solution call's `calls.content` holds it (view
+        // `candidate_solutions`), and so does `record_json`.
+        "INSERT INTO candidates (problem_id, iteration, candidate, branch, mode, status, \
+         scores_json, average_score, fully_verified) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        p,
+        iteration,
+        c.index,
+        variant_name(&c.branch),
+        variant_name(&c.mode),
+        variant_name(&c.status),
+        json(&c.scores),
+        c.average_score,
+        c.fully_verified
+    ])?;
+    Ok(())
+}
+
+fn insert_verdict(
+    tx: &Transaction<'_>,
+    p: &str,
+    iteration: u32,
+    candidate: u32,
+    j: &crate::eval::judge::JudgeRecord,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO judge_verdicts (problem_id, iteration, candidate, answer, \
+         rule_outcome, llm_json, score, undecided, disagreement) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        p,
+        iteration,
+        candidate,
+        j.answer,
+        variant_name(&j.rule.outcome),
+        json(&j.llm),
+        j.score,
+        j.undecided,
+        j.disagreement
+    ])?;
     Ok(())
 }
 

@@ -1,10 +1,12 @@
 //! An interrupted run tells the truth everywhere: runs stopped by SIGINT at several
 //! points (and an extension stopped half-way) print a table, write `pass_at_1.json|csv`
 //! and `run.json`, and give a `tmas report` and a `tmas export --partial` that all agree
-//! with the run store, read here with plain SQL: each row over the problems that finished
-//! its iteration (their number shown), `final_pass_at_1` null until every problem
+//! with the run store, read here with plain SQL: each row over the problems that have its
+//! iteration judged (their number shown: a finished problem in every row, an unfinished
+//! one in the iterations it judged), `final_pass_at_1` null until every problem
 //! finished, the `partial:` line wherever a table is printed.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
@@ -17,12 +19,32 @@ const ITERATIONS: u32 = 3;
 /// What the store says, computed without the crate's table code.
 #[derive(Debug)]
 struct Truth {
-    /// Per problem in dataset order: id, status, iterations it covers, judged iterations
-    /// of its record (`None` without one).
-    problems: Vec<(String, String, usize, Option<usize>)>,
+    /// Per problem in dataset order: id, status, whether it finished, judged iterations of
+    /// its record (`None` without one).
+    problems: Vec<(String, String, bool, Option<usize>)>,
     /// Per iteration: the problems covering it and their mean candidate score.
     rows: Vec<(usize, f64)>,
     unfinished: usize,
+}
+
+/// The scores of an unfinished problem's judged iterations: its `candidates` rows with
+/// their verdicts, by iteration.
+fn judged_rows(conn: &rusqlite::Connection, problem: &str) -> BTreeMap<usize, Vec<Option<f64>>> {
+    let mut out: BTreeMap<usize, Vec<Option<f64>>> = BTreeMap::new();
+    let mut stmt = conn
+        .prepare(
+            "SELECT c.iteration, j.score FROM candidates AS c LEFT JOIN judge_verdicts AS j \
+             USING (problem_id, iteration, candidate) WHERE c.problem_id = ?1",
+        )
+        .unwrap();
+    let rows = stmt
+        .query_map([problem], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?)))
+        .unwrap();
+    for row in rows {
+        let (t, score) = row.unwrap();
+        out.entry(t as usize).or_default().push(score);
+    }
+    out
 }
 
 fn truth(dir: &Path) -> Truth {
@@ -52,15 +74,12 @@ fn truth(dir: &Path) -> Truth {
     let mut problems = Vec::new();
     let mut unfinished = 0;
     for (id, status, done_t, record) in rows {
-        let covered = match status.as_str() {
-            "failed" => t,
-            "done" => (done_t.unwrap() as usize).min(t),
-            _ => 0,
+        let finished = match status.as_str() {
+            "failed" => true,
+            "done" => done_t.unwrap() as usize >= t,
+            _ => false,
         };
-        if covered < t {
-            unfinished += 1;
-        }
-        let judgments: Vec<Vec<Option<f64>>> = record
+        let record_judgments: Vec<Vec<Option<f64>>> = record
             .as_deref()
             .map(|json| {
                 let v: Value = serde_json::from_str(json).unwrap();
@@ -78,18 +97,25 @@ fn truth(dir: &Path) -> Truth {
                     .collect()
             })
             .unwrap_or_default();
-        for (i, slot) in sums.iter_mut().enumerate().take(covered) {
-            let scores: Vec<f64> = judgments
-                .get(i)
-                .map(|c| c.iter().flatten().copied().collect())
-                .unwrap_or_default();
-            slot.0 += 1;
+        // A finished problem counts in every row (a failed one scores 0 there); an
+        // unfinished one in the iterations whose rows the store holds.
+        let judgments: BTreeMap<usize, Vec<Option<f64>>> = if finished {
+            (0..t)
+                .map(|i| (i, record_judgments.get(i).cloned().unwrap_or_default()))
+                .collect()
+        } else {
+            unfinished += 1;
+            judged_rows(&conn, &id)
+        };
+        for (i, scores) in judgments.into_iter().filter(|(i, _)| *i < t) {
+            let scores: Vec<f64> = scores.into_iter().flatten().collect();
+            sums[i].0 += 1;
             if !scores.is_empty() {
-                slot.1 += scores.iter().sum::<f64>() / scores.len() as f64;
+                sums[i].1 += scores.iter().sum::<f64>() / scores.len() as f64;
             }
         }
-        let judged = record.map(|_| judgments.len());
-        problems.push((id, status, covered, judged));
+        let judged = record.map(|_| record_judgments.len());
+        problems.push((id, status, finished, judged));
     }
     let rows = sums
         .into_iter()
@@ -223,9 +249,9 @@ fn assert_surfaces_agree(dir: &Path, stdout: &str, what: &str) {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), total, "{what}");
-    for (line, (id, status, covered, judged)) in lines.iter().zip(&truth.problems) {
+    for (line, (id, status, finished, judged)) in lines.iter().zip(&truth.problems) {
         assert_eq!(line["problem_id"], id.as_str(), "{what}");
-        let expected_status = if *covered < truth.rows.len() {
+        let expected_status = if !finished {
             "partial"
         } else {
             status.as_str()
@@ -414,7 +440,7 @@ fn a_run_stopped_before_any_iteration_finished_reports_without_a_chart() {
     let dir_s = dir.display().to_string();
     let report = ok(tmas(&["report", &dir_s]), "tmas report");
     assert!(
-        report.contains("chart: none yet: no problem has finished an iteration"),
+        report.contains("chart: none yet: no problem has an iteration judged"),
         "{report}"
     );
     assert!(report.contains("partial: "), "{report}");

@@ -140,13 +140,18 @@ async fn an_interrupted_run_keeps_the_judging_of_its_iterations_and_its_resume_s
             .any(|(_, problem, _)| unfinished.contains(problem.as_str())),
         "the judging of an unfinished problem's completed iterations is kept: {kept:?}"
     );
-    // The partial outputs cover the problems done, and only those.
+    // The partial outputs cover the problems done and the iterations the others judged.
     let summary = RunDir::open(&dir).and_then(|d| d.read_summary()).unwrap();
     assert_eq!(summary.problems_done, result.problems_done);
+    let judged_unfinished: u64 = summary
+        .unfinished
+        .iter()
+        .map(|u| u.iterations_judged as u64)
+        .sum();
     assert_eq!(
         summary.accounting.judge.verdicts,
-        result.problems_done as u64 * 6 * 3 * 2,
-        "verdicts counted over the done problems"
+        (result.problems_done as u64 * 6 + judged_unfinished) * 3 * 2,
+        "verdicts counted over the judged iterations"
     );
     let before = sim.stats().recent_requests.len();
 

@@ -22,6 +22,7 @@ mod export_parquet;
 mod interrupt_surfaces;
 mod judge_as_you_go;
 mod judge_cli;
+mod judge_partial;
 mod judge_reuse;
 mod judge_table;
 mod observability_content;

@@ -115,7 +115,7 @@ fn sigint_stops_gracefully_with_code_130_and_resume_finishes_without_resending()
         "{partial_line}"
     );
     assert!(
-        partial_line.contains("each row covers only the problems that finished its iteration"),
+        partial_line.contains("each row covers only the problems that have its iteration judged"),
         "{partial_line}"
     );
     let table_at = stdout.find("iteration  pass@1").expect("the table");

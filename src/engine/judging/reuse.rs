@@ -21,9 +21,27 @@ use futures::future::{BoxFuture, Shared};
 
 use crate::store::read::StoredJudgeCall;
 
-/// The reply a question got: its content, or `None` when the call failed (the failure is
-/// logged once, by the asker that made the call).
-pub type Reply = Option<Arc<str>>;
+/// The reply a question got (a failure is logged once, by the asker that made the call).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// The judge's reply.
+    Answered(Arc<str>),
+    /// The call failed: no verdict from it (the candidate's score rests on the others).
+    Failed,
+    /// The call was cut by the run's stop: the judge was not asked, so the verdicts of
+    /// its iteration are incomplete and a resume asks it.
+    Cut,
+}
+
+impl Reply {
+    /// The reply's content, if the judge answered.
+    pub fn content(&self) -> Option<&str> {
+        match self {
+            Reply::Answered(content) => Some(content),
+            Reply::Failed | Reply::Cut => None,
+        }
+    }
+}
 
 /// One question: the problem, the prompt's id ([`crate::store::prompts::id_of_messages`])
 /// and the repeat index.
@@ -101,7 +119,7 @@ mod tests {
         let calls = calls.clone();
         move |asker: Asker| {
             calls.lock().unwrap().push(asker);
-            async move { Some(Arc::from("\\boxed{yes}")) }.boxed()
+            async move { Reply::Answered(Arc::from("\\boxed{yes}")) }.boxed()
         }
     }
 
@@ -114,7 +132,7 @@ mod tests {
         for candidate in 0..4 {
             for repeat in 0..2 {
                 let (reply, r) = reuse.answer("p", "same".into(), repeat, (1, candidate), &make);
-                assert_eq!(reply.await.as_deref(), Some("\\boxed{yes}"));
+                assert_eq!(reply.await.content(), Some("\\boxed{yes}"));
                 reused.fetch_add(usize::from(r), Ordering::Relaxed);
             }
         }

@@ -206,7 +206,14 @@ async fn final_results_hold_each_done_problem_once_in_dataset_order() {
         .read(|r| Ok((r.problems()?, r.records()?)))
         .await
         .unwrap();
-    let former = pass_at_1_table(&problems, stored.iter().map(Ok), 3, Default::default()).unwrap();
+    let former = pass_at_1_table(
+        &problems,
+        stored.iter().map(Ok),
+        &Default::default(),
+        3,
+        Default::default(),
+    )
+    .unwrap();
     assert_eq!(
         serde_json::to_string(&outputs.table).unwrap(),
         serde_json::to_string(&former).unwrap()
@@ -336,7 +343,14 @@ async fn exports_read_done_records_one_at_a_time() {
         serde_json::to_string(&make(0)).unwrap()
     );
     assert_eq!(stored[0].problem_id, "p0");
-    let whole = pass_at_1_table(&problems, stored.iter().map(Ok), 3, Default::default()).unwrap();
+    let whole = pass_at_1_table(
+        &problems,
+        stored.iter().map(Ok),
+        &Default::default(),
+        3,
+        Default::default(),
+    )
+    .unwrap();
     let (csv, jsonl) = store
         .read(|r| {
             let (mut csv, mut jsonl) = (Vec::new(), Vec::new());
