@@ -282,6 +282,10 @@ pub fn write_jsonl(
         let mut line = problem_line(reader, problem, record.as_ref())?;
         if mark_partial && is_unfinished(problem, iterations) {
             line["status"] = json!("partial");
+            // The iterations judged since its record (all of them without one).
+            let from = record.as_ref().map_or(0, |r| r.judgments.len() as u32);
+            line["judged_iterations"] =
+                json!(reader.judged_iteration_rows(&problem.problem_id, from)?);
         }
         serde_json::to_writer(&mut *out, &line)?;
         out.write_all(b"\n")?;

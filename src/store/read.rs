@@ -495,6 +495,74 @@ impl StoreReader {
         Ok(out)
     }
 
+    /// The `candidates` rows of `problem` from iteration `from` on, each with its
+    /// `judge_verdicts` row, as JSON objects by iteration (`tmas export --partial`'s
+    /// `judged_iterations`): `iteration` and `candidates`, each with `candidate`,
+    /// `branch`, `mode`, `status`, `scores`, `average_score`, `fully_verified` and
+    /// `verdict` (`answer`, `rule_outcome`, `llm`, `score`, `undecided`, `disagreement`;
+    /// null when its solution call failed).
+    pub fn judged_iteration_rows(
+        &self,
+        problem: &str,
+        from: u32,
+    ) -> Result<Vec<serde_json::Value>, StoreError> {
+        use serde_json::{Value, json};
+        let parse = |text: String| serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT c.iteration, c.candidate, c.branch, c.mode, c.status, c.scores_json, \
+                 c.average_score, c.fully_verified, j.problem_id IS NOT NULL, j.answer, \
+                 j.rule_outcome, j.llm_json, j.score, j.undecided, j.disagreement \
+                 FROM candidates AS c LEFT JOIN judge_verdicts AS j \
+                 ON j.problem_id = c.problem_id AND j.iteration = c.iteration \
+                 AND j.candidate = c.candidate \
+                 WHERE c.problem_id = ?1 AND c.iteration >= ?2 ORDER BY c.iteration, c.candidate",
+            )
+            .map_err(|e| self.err("reading judged iterations", e))?;
+        let rows = stmt
+            .query_map(params![problem, from], |r| {
+                let verdict = if r.get::<_, bool>(8)? {
+                    json!({
+                        "answer": r.get::<_, Option<String>>(9)?,
+                        "rule_outcome": r.get::<_, String>(10)?,
+                        "llm": parse(r.get(11)?),
+                        "score": r.get::<_, f64>(12)?,
+                        "undecided": r.get::<_, bool>(13)?,
+                        "disagreement": r.get::<_, bool>(14)?,
+                    })
+                } else {
+                    Value::Null
+                };
+                let candidate = json!({
+                    "candidate": r.get::<_, u32>(1)?,
+                    "branch": r.get::<_, String>(2)?,
+                    "mode": r.get::<_, String>(3)?,
+                    "status": r.get::<_, String>(4)?,
+                    "scores": parse(r.get(5)?),
+                    "average_score": r.get::<_, Option<f64>>(6)?,
+                    "fully_verified": r.get::<_, bool>(7)?,
+                    "verdict": verdict,
+                });
+                Ok((r.get::<_, u32>(0)?, candidate))
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err("reading judged iterations", e))?;
+        let mut out: Vec<(u32, Vec<Value>)> = Vec::new();
+        for (iteration, candidate) in rows {
+            match out.last_mut() {
+                Some((t, candidates)) if *t == iteration => candidates.push(candidate),
+                _ => out.push((iteration, vec![candidate])),
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(
+                |(iteration, candidates)| json!({"iteration": iteration, "candidates": candidates}),
+            )
+            .collect())
+    }
+
     /// Keys of every stored call (to skip the lookup for calls never made).
     pub fn call_keys(&self) -> Result<HashSet<String>, StoreError> {
         self.strings("SELECT call_key FROM calls", "listing calls")

@@ -230,6 +230,34 @@ fn a_killed_run_keeps_its_judged_iterations_and_its_resume_sends_no_judge_call_a
             "{line} vs {want}\n{csv}"
         );
     }
+    // JSONL: an unfinished problem's line holds its judged iterations with their verdicts.
+    let jsonl = ok(tmas(&["export", &dir_s, "--partial"]), "export --partial");
+    for line in jsonl.lines() {
+        let line: serde_json::Value = serde_json::from_str(line).unwrap();
+        let id = line["problem_id"].as_str().unwrap();
+        let Some(its) = unfinished.get(id) else {
+            assert!(line.get("judged_iterations").is_none(), "{line}");
+            continue;
+        };
+        assert_eq!(line["status"], "partial");
+        let listed = line["judged_iterations"].as_array().unwrap();
+        let numbers: BTreeSet<u32> = listed
+            .iter()
+            .map(|it| it["iteration"].as_u64().unwrap() as u32)
+            .collect();
+        assert_eq!(&numbers, its, "{id}");
+        for it in listed {
+            let t = it["iteration"].as_u64().unwrap() as u32;
+            for c in it["candidates"].as_array().unwrap() {
+                let slot = (id.to_owned(), t, c["candidate"].as_u64().unwrap() as u32);
+                assert_eq!(
+                    c["verdict"]["score"].as_f64(),
+                    Some(kept[&slot].0),
+                    "{slot:?}"
+                );
+            }
+        }
+    }
     let report = ok(tmas(&["report", &dir_s]), "tmas report");
     let (first, judged) = unfinished.iter().next().unwrap();
     assert!(
