@@ -348,7 +348,7 @@ async fn with_and_without_judge(
     println!("without the judge: {:.1} s", reference.wall_s);
     let mut result = run_in(args, max_active, &with, true).await?;
     let db = with.join("run").join(crate::store::DB_FILE);
-    let (waiting_s, busy) = judge::busy_while_waiting(&db, args.judge_in_flight)?;
+    let busy = judge::busy_while_waiting(&db, args.judge_in_flight)?;
     let calls = result
         .judge
         .as_ref()
@@ -358,8 +358,11 @@ async fn with_and_without_judge(
         repeats: args.judge_repeats,
         wall_without_s: reference.wall_s,
         wall_ratio: result.wall_s / reference.wall_s,
-        waiting_s,
-        busy_share_while_waiting: busy,
+        waiting_s: busy.waiting_s,
+        busy_share_while_waiting: busy.share,
+        waiting_from_iteration_end_s: busy.waiting_from_iteration_end_s,
+        busy_share_from_iteration_end: busy.share_from_iteration_end,
+        mean_ask_to_send_ms: busy.mean_ask_to_send_ms,
         calls_asked: calls.0,
         calls_sent: calls.1,
         sent_over_asked: if calls.0 > 0 {
@@ -596,6 +599,9 @@ async fn run_in(
             wall_ratio: f64::NAN,
             waiting_s: f64::NAN,
             busy_share_while_waiting: f64::NAN,
+            waiting_from_iteration_end_s: f64::NAN,
+            busy_share_from_iteration_end: f64::NAN,
+            mean_ask_to_send_ms: f64::NAN,
             calls_asked: result.accounting.judge.verdicts,
             calls_sent: result.accounting.judge.calls,
             sent_over_asked: f64::NAN,
@@ -857,8 +863,12 @@ fn print_judge(j: &judge::JudgeFigures) {
         j.repeats, j.in_flight, j.wall_ratio, j.wall_without_s
     );
     println!(
-        "  judge busy       {:.3} of its cap while judge work waited ({:.1} s)  (target >= 0.9)",
+        "  judge busy       {:.3} of its cap while judge work waited ({:.1} s from each call's ask)  (target >= 0.9)",
         j.busy_share_while_waiting, j.waiting_s
+    );
+    println!(
+        "  judge busy       {:.3} counting a call as waiting from its iteration's end ({:.1} s; a lower bound); ask to send {:.1} ms on average",
+        j.busy_share_from_iteration_end, j.waiting_from_iteration_end_s, j.mean_ask_to_send_ms
     );
     println!(
         "  judge calls      {} sent of {} asked ({:.3}; judge.reuse)",

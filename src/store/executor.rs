@@ -263,6 +263,7 @@ impl StoreExecutor {
         group: Arc<str>,
         mut request: ModelRequest,
     ) -> BoxFuture<'static, CallOutcome> {
+        let asked_at_ms = now_ms();
         let key_text: Arc<str> = key.to_string().into();
         request.tags_mut().call = Some(key_text.clone());
         self.record_trace(&key.problem);
@@ -362,6 +363,7 @@ impl StoreExecutor {
                 group,
                 request,
                 outcome: outcome.clone(),
+                asked_at_ms,
                 completed_at_ms: now_ms(),
             };
             if !wait_for_commit {

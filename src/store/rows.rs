@@ -21,6 +21,9 @@ pub struct CallRow {
     /// request (its inputs).
     pub request: ModelRequest,
     pub outcome: CallOutcome,
+    /// When the call was asked of the store's executor (before any wait for a slot:
+    /// `completed_at_ms - latency_ms - asked_at_ms` is the time it waited to be sent).
+    pub asked_at_ms: i64,
     pub completed_at_ms: i64,
 }
 

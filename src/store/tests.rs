@@ -43,6 +43,7 @@ pub(crate) fn row(
             stream: false,
         }),
         outcome,
+        asked_at_ms: 0,
         completed_at_ms: 1,
     }
 }
@@ -156,6 +157,7 @@ async fn an_embeddings_call_round_trips_with_its_vectors_and_its_inputs_as_promp
             group: "embedding".into(),
             request: ModelRequest::Embeddings(request),
             outcome: Ok(reply.clone()),
+            asked_at_ms: 0,
             completed_at_ms: 1,
         })))
         .await

@@ -218,11 +218,11 @@ fn insert_call(
     let (prompt_id, request) = match &row.request {
         ModelRequest::Chat(r) => (
             prompts::insert_messages(tx, &r.messages, &mut cache.prompts)?,
-            request_summary(&row.group, r),
+            request_summary(&row.group, row.asked_at_ms, r),
         ),
         ModelRequest::Embeddings(r) => (
             prompts::insert(tx, &r.prompt_text(), &mut cache.prompts)?,
-            embeddings_summary(&row.group, r),
+            embeddings_summary(&row.group, row.asked_at_ms, r),
         ),
     };
     if let Ok(r) = &row.outcome
@@ -302,11 +302,12 @@ fn insert_call(
     Ok(())
 }
 
-/// `calls.request_json`: group, sampling, stream and, per message, its role, length and
-/// first 160 characters. Keys in alphabetical order and the sampling values widened to
-/// f64, as the `serde_json::Value` this once was printed them; written straight from the
-/// row instead of through a `Value` tree (one map and a few strings per call).
-fn request_summary(group: &str, r: &tmas_client::wire::ChatRequest) -> String {
+/// `calls.request_json`: when the call was asked (`asked_at_ms`, ms since the epoch),
+/// group, sampling, stream and, per message, its role, length and first 160 characters.
+/// Keys in alphabetical order and the sampling values widened to f64, as the
+/// `serde_json::Value` this once was printed them; written straight from the row instead
+/// of through a `Value` tree (one map and a few strings per call).
+fn request_summary(group: &str, asked_at_ms: i64, r: &tmas_client::wire::ChatRequest) -> String {
     #[derive(Serialize)]
     struct Message<'a> {
         bytes: usize,
@@ -315,6 +316,7 @@ fn request_summary(group: &str, r: &tmas_client::wire::ChatRequest) -> String {
     }
     #[derive(Serialize)]
     struct Request<'a> {
+        asked_at_ms: i64,
         group: &'a str,
         max_tokens: u32,
         messages: Vec<Message<'a>>,
@@ -335,6 +337,7 @@ fn request_summary(group: &str, r: &tmas_client::wire::ChatRequest) -> String {
         text.chars().take(HEAD_CHARS).collect::<String>().into()
     }
     json(&Request {
+        asked_at_ms,
         group,
         max_tokens: r.sampling.max_tokens,
         messages: r
@@ -353,10 +356,14 @@ fn request_summary(group: &str, r: &tmas_client::wire::ChatRequest) -> String {
     })
 }
 
-/// `calls.request_json` of an embeddings call: group, the kind (which replay reads) and,
-/// per input, its length and first 160 characters. Keys in alphabetical order, as for a
-/// chat call.
-fn embeddings_summary(group: &str, r: &tmas_client::wire::EmbeddingRequest) -> String {
+/// `calls.request_json` of an embeddings call: when it was asked, group, the kind (which
+/// replay reads) and, per input, its length and first 160 characters. Keys in
+/// alphabetical order, as for a chat call.
+fn embeddings_summary(
+    group: &str,
+    asked_at_ms: i64,
+    r: &tmas_client::wire::EmbeddingRequest,
+) -> String {
     #[derive(Serialize)]
     struct Input<'a> {
         bytes: usize,
@@ -364,12 +371,14 @@ fn embeddings_summary(group: &str, r: &tmas_client::wire::EmbeddingRequest) -> S
     }
     #[derive(Serialize)]
     struct Request<'a> {
+        asked_at_ms: i64,
         group: &'a str,
         inputs: Vec<Input<'a>>,
         kind: &'a str,
     }
     const HEAD_CHARS: usize = 160;
     json(&Request {
+        asked_at_ms,
         group,
         inputs: r
             .inputs
@@ -601,6 +610,7 @@ mod tests {
     /// What `calls.request_json` was when it was built as a `serde_json::Value`.
     fn request_as_value(group: &str, r: &tmas_client::wire::ChatRequest) -> String {
         serde_json::json!({
+            "asked_at_ms": 1_700_000_000_123i64,
             "group": group,
             "messages": r.messages.iter().map(|m| serde_json::json!({
                 "role": &*m.role,
@@ -642,7 +652,7 @@ mod tests {
                     stream: i % 2 == 0,
                 };
                 assert_eq!(
-                    request_summary("default", &request),
+                    request_summary("default", 1_700_000_000_123, &request),
                     request_as_value("default", &request),
                     "text {i}"
                 );
@@ -659,6 +669,7 @@ mod tests {
             tags: CallTags::default(),
         };
         let as_value = serde_json::json!({
+            "asked_at_ms": 7,
             "group": "emb",
             "kind": EMBEDDINGS_KIND,
             "inputs": request.inputs.iter().map(|i| serde_json::json!({
@@ -667,7 +678,7 @@ mod tests {
             })).collect::<Vec<_>>(),
         })
         .to_string();
-        assert_eq!(embeddings_summary("emb", &request), as_value);
+        assert_eq!(embeddings_summary("emb", 7, &request), as_value);
     }
 
     #[test]

@@ -201,14 +201,14 @@ impl Shared {
             let permit = match ep.limit.permits().clone().try_acquire_owned() {
                 Ok(p) => p,
                 Err(_) => {
-                    // Under prefix affinity a call queues for its preferred endpoint while
-                    // others may have free slots. Holding a global slot meanwhile would
-                    // leave one of theirs idle (the global cap is usually the sum of the
-                    // endpoints' limits): it is given back while the call queues and taken
-                    // again once the endpoint has room.
-                    if group.routing == Routing::PrefixAffinity {
-                        global = None;
-                    }
+                    // A queued call holds no global slot: other endpoints may have free
+                    // slots — of its own group under prefix affinity (it queues for its
+                    // preferred endpoint), of another group whatever the routing (a judge
+                    // on an endpoint of its own while the method's endpoints are full).
+                    // Holding one meanwhile would leave one of theirs idle (the global cap
+                    // is usually the sum of the endpoints' limits): it is given back while
+                    // the call queues and taken again once the endpoint has room.
+                    global = None;
                     match self.queue(group, &ep).await? {
                         Queue::Got(p) => p,
                         Queue::Down => continue 'route,

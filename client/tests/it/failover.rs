@@ -373,6 +373,57 @@ async fn under_prefix_affinity_a_queued_call_leaves_its_global_slot_to_others() 
     client.shutdown().await;
 }
 
+/// Whatever the routing, a call queued for a full endpoint holds no global slot, so a call
+/// of another group with an idle endpoint of its own is not held back by it (a judge on
+/// its own endpoint while the method's are full). The global cap (2) is the sum of the
+/// endpoints' limits (1 each): in group `g` a hung call A and a call B queued behind it;
+/// a call C of group `judge` must still run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_queued_in_one_group_leaves_its_global_slot_to_another_group() {
+    let method = MockServer::start(Reply::Hang);
+    let judge = MockServer::start(Reply::ok("judged"));
+    let mut cfg = config(
+        vec![
+            endpoint("m", &method.base_url(), 1),
+            endpoint("j", &judge.base_url(), 1),
+        ],
+        2,
+    );
+    cfg.groups = vec![
+        ("g".into(), vec!["m".into()]),
+        ("judge".into(), vec!["j".into()]),
+    ];
+    let client = ModelClient::start(cfg).await.unwrap();
+    let calls: Vec<_> = ["A", "B"]
+        .into_iter()
+        .map(|text| {
+            let client = client.clone();
+            tokio::spawn(async move { client.chat("g", request(text, false)).await })
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while method.chat_count() == 0 || client.snapshot().endpoints.iter().all(|e| e.queued == 0) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "A never ran or B never queued"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let c = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.chat("judge", request("C", false)),
+    )
+    .await
+    .expect("C waited for a global slot that a queued call held")
+    .expect("C is answered");
+    assert_eq!(&*c.content, "judged");
+    assert_eq!(method.chat_count(), 1, "B stays queued behind A");
+    for call in calls {
+        call.abort();
+    }
+    client.shutdown().await;
+}
+
 /// One call over endpoints `a` and `b` (picked first, all else equal) answering by their
 /// scripts: the base timeout 100 ms, each hedge allowed 10 times longer.
 async fn one_call_over_two(a_script: Vec<Reply>, b_script: Vec<Reply>) -> ChatResponse {

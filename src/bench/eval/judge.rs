@@ -4,10 +4,15 @@
 //! - wall with the judge ÷ wall without (the same workload, seed and process, the run
 //!   without the judge first);
 //! - the judge endpoint's busy share of its cap while judge work waited: over the times
-//!   when some judge call was ready and not yet sent, the judge calls in flight ÷ the
-//!   judge endpoint's cap. A judge call is ready when its iteration completed (the last
-//!   completion among that problem-iteration's method calls) and runs from its reply's
-//!   completion minus its latency to that completion (both as the run store keeps them);
+//!   when some judge call was asked and not yet sent, the judge calls in flight ÷ the
+//!   judge endpoint's cap. A judge call is asked when the judge desk hands it to the run
+//!   store's executor (`asked_at_ms` in its `calls.request_json`, before the gate and the
+//!   client's slots) and runs from its reply's completion minus its latency (from the
+//!   client's slot to the reply) to that completion;
+//! - the same share with a judge call counted as ready from its iteration's last method
+//!   completion instead (what the store held before the ask time was recorded: a lower
+//!   bound, since the iteration is committed and handed to the strategy, which completes
+//!   it and only then asks the judge), and the mean time from ask to send;
 //! - judge calls sent ÷ judge calls asked (one per candidate and repeat: `judge.reuse`
 //!   answers repeated questions without a call).
 
@@ -25,48 +30,86 @@ pub struct JudgeFigures {
     /// Wall time of the same run without the judge, and the ratio.
     pub wall_without_s: f64,
     pub wall_ratio: f64,
-    /// Time during which some judge call was ready and not yet sent, and the judge
+    /// Time during which some judge call was asked and not yet sent, and the judge
     /// endpoint's busy share of its cap over that time.
     pub waiting_s: f64,
     pub busy_share_while_waiting: f64,
+    /// The same two with a judge call ready from its iteration's last method completion
+    /// (a lower bound of the share: see the module documentation).
+    #[serde(default)]
+    pub waiting_from_iteration_end_s: f64,
+    #[serde(default)]
+    pub busy_share_from_iteration_end: f64,
+    /// Mean time from a judge call's ask to its send (the gate, the global cap and the
+    /// endpoint's slot), ms.
+    #[serde(default)]
+    pub mean_ask_to_send_ms: f64,
     pub calls_asked: u64,
     pub calls_sent: u64,
     pub sent_over_asked: f64,
 }
 
-/// (time spent with judge work waiting, busy share of `cap` over it) from the run store
-/// at `db`.
-pub fn busy_while_waiting(db: &Path, cap: usize) -> anyhow::Result<(f64, f64)> {
+/// What [`busy_while_waiting`] measures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BusyWhileWaiting {
+    /// From each judge call's ask: time with some call waiting, busy share over it.
+    pub waiting_s: f64,
+    pub share: f64,
+    /// From each judge call's iteration end instead.
+    pub waiting_from_iteration_end_s: f64,
+    pub share_from_iteration_end: f64,
+    pub mean_ask_to_send_ms: f64,
+}
+
+/// The judge endpoint's busy share of `cap` while judge work waited, from the run store
+/// at `db` (see the module documentation).
+pub fn busy_while_waiting(db: &Path, cap: usize) -> anyhow::Result<BusyWhileWaiting> {
     let conn =
         rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .with_context(|| format!("cannot open {}", db.display()))?;
-    let mut ready: HashMap<(String, i64), i64> = HashMap::new();
+    let mut iteration_end: HashMap<(String, i64), i64> = HashMap::new();
     let mut stmt = conn.prepare(
         "SELECT problem_id, iteration, MAX(completed_at_ms) FROM calls \
          WHERE role != 'judge' GROUP BY problem_id, iteration",
     )?;
     for row in stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)))? {
         let (key, at): ((String, i64), i64) = row?;
-        ready.insert(key, at);
+        iteration_end.insert(key, at);
     }
     let mut stmt = conn.prepare(
-        "SELECT problem_id, iteration, completed_at_ms, COALESCE(latency_ms, 0) FROM calls \
+        "SELECT problem_id, iteration, completed_at_ms, COALESCE(latency_ms, 0), \
+         json_extract(request_json, '$.asked_at_ms') FROM calls \
          WHERE role = 'judge' AND ok = 1",
     )?;
-    let mut calls = Vec::new();
+    let (mut from_ask, mut from_end) = (Vec::new(), Vec::new());
+    let mut ask_to_send_ms = 0f64;
     for row in stmt.query_map([], |r| {
         Ok((
             (r.get::<_, String>(0)?, r.get::<_, i64>(1)?),
             r.get::<_, i64>(2)?,
             r.get::<_, i64>(3)?,
+            r.get::<_, Option<i64>>(4)?,
         ))
     })? {
-        let (key, end, latency) = row?;
+        let (key, end, latency, asked) = row?;
         let start = end - latency;
-        let ready = ready.get(&key).copied().unwrap_or(start).min(start);
-        calls.push((ready, start, end));
+        let ended = iteration_end.get(&key).copied().unwrap_or(start).min(start);
+        // A store without ask times (written before they were recorded): the iteration's
+        // end is all there is.
+        let asked = asked.unwrap_or(ended).min(start);
+        ask_to_send_ms += (start - asked) as f64;
+        from_ask.push((asked, start, end));
+        from_end.push((ended, start, end));
     }
-    Ok(share(&calls, cap))
+    let (waiting_s, busy) = share(&from_ask, cap);
+    let (waiting_from_iteration_end_s, share_from_iteration_end) = share(&from_end, cap);
+    Ok(BusyWhileWaiting {
+        waiting_s,
+        share: busy,
+        waiting_from_iteration_end_s,
+        share_from_iteration_end,
+        mean_ask_to_send_ms: ask_to_send_ms / from_ask.len().max(1) as f64,
+    })
 }
 
 /// Over `calls` as (ready, start, end) in ms: the time some call was ready and not started,

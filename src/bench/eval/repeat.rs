@@ -62,6 +62,12 @@ pub struct EvalSummary {
     pub judge_wall_ratio: Option<Spread>,
     #[serde(default)]
     pub judge_busy_share: Option<Spread>,
+    /// The busy share counting judge work as waiting from its iteration's end (a lower
+    /// bound), and the mean time from a judge call's ask to its send.
+    #[serde(default)]
+    pub judge_busy_share_from_iteration_end: Option<Spread>,
+    #[serde(default)]
+    pub judge_ask_to_send_ms: Option<Spread>,
     #[serde(default)]
     pub judge_sent_over_asked: Option<Spread>,
 }
@@ -87,6 +93,10 @@ impl EvalSummary {
             }),
             judge_wall_ratio: spread(|r| r.judge.as_ref().map(|j| j.wall_ratio)),
             judge_busy_share: spread(|r| r.judge.as_ref().map(|j| j.busy_share_while_waiting)),
+            judge_busy_share_from_iteration_end: spread(|r| {
+                r.judge.as_ref().map(|j| j.busy_share_from_iteration_end)
+            }),
+            judge_ask_to_send_ms: spread(|r| r.judge.as_ref().map(|j| j.mean_ask_to_send_ms)),
             judge_sent_over_asked: spread(|r| r.judge.as_ref().map(|j| j.sent_over_asked)),
         }
     }
@@ -242,6 +252,13 @@ fn print_summary(s: &EvalSummary) {
         3,
         "  target >= 0.90",
     );
+    row(
+        "judge busy from it. end",
+        s.judge_busy_share_from_iteration_end,
+        3,
+        "  (a lower bound)",
+    );
+    row("judge ask→send ms", s.judge_ask_to_send_ms, 1, "");
     row("judge sent/asked", s.judge_sent_over_asked, 3, "");
 }
 
