@@ -320,7 +320,7 @@ impl LlmJudge {
             reply
         });
         let replies = join_all(replies.collect::<Vec<_>>()).await;
-        let cut = replies.iter().any(|reply| *reply == Reply::Cut);
+        let cut = replies.contains(&Reply::Cut);
         let parsed = replies
             .iter()
             .map(|reply| reply.content().and_then(parse))

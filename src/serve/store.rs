@@ -245,6 +245,7 @@ impl ServeStore {
             problems_total: outputs.problems_total,
             problems_done: outputs.problems_done,
             problems_finished: Some(outputs.problems_total - outputs.unfinished.len()),
+            unfinished: outputs.table.unfinished.clone(),
             problems_failed: outputs.accounting.problems_failed.clone(),
             iterations,
             wall_seconds: self.started.elapsed().as_secs_f64(),
