@@ -150,6 +150,52 @@ fn share(calls: &[(i64, i64, i64)], cap: usize) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::tests::{key, response, row};
+    use crate::store::{DB_FILE, Fact, RunStore};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_busy_share_is_read_from_each_judge_calls_ask_in_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::create(dir.path()).unwrap();
+        // The iteration's last method call ends at 1000 ms. Cap 2: judge call A is asked at
+        // 1100 and runs 1100–1300; B is asked at 1100 and waits for the send until 1200
+        // (runs 1200–1400).
+        let method = {
+            let mut r = row(
+                key("p", "solution", Some(0), None),
+                "solve".into(),
+                Ok(response("x")),
+            );
+            r.completed_at_ms = 1000;
+            r
+        };
+        let judge = |candidate: u32, asked: i64, start: i64, end: i64| {
+            let mut reply = response("\\boxed{yes}");
+            reply.latency_ms = (end - start) as u64;
+            let mut r = row(
+                key("p", "judge", Some(candidate), Some(0)),
+                "judge?".into(),
+                Ok(reply),
+            );
+            (r.asked_at_ms, r.completed_at_ms) = (asked, end);
+            r
+        };
+        for r in [
+            method,
+            judge(0, 1100, 1100, 1300),
+            judge(1, 1100, 1200, 1400),
+        ] {
+            store.write(Fact::Call(Box::new(r))).await.unwrap();
+        }
+        store.close().await.unwrap();
+        let busy = busy_while_waiting(&dir.path().join(DB_FILE), 2).unwrap();
+        // From the asks: B waits 1100–1200 beside A, one slot of two busy.
+        assert_eq!((busy.waiting_s, busy.share), (0.1, 0.5));
+        // From the iteration's end: both wait from 1000, nothing runs until 1100.
+        assert_eq!(busy.waiting_from_iteration_end_s, 0.2);
+        assert_eq!(busy.share_from_iteration_end, 0.25);
+        assert_eq!(busy.mean_ask_to_send_ms, 50.0);
+    }
 
     #[test]
     fn the_busy_share_counts_only_the_time_judge_work_waited() {
