@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::eval::judge::JudgeRecord;
+use crate::eval::analyses::{Analyses, ProblemRun};
+use crate::eval::judge::{FailedCandidates, JudgeRecord};
 use crate::method::TmasOutcome;
 
 /// Everything stored about one problem.
@@ -31,6 +32,22 @@ impl ProblemRecord {
     /// See [`has_reference`].
     pub fn has_reference(&self) -> bool {
         has_reference(&self.reference_answer)
+    }
+
+    /// The paper's analyses of `records` (one run), candidates without a judgment counted
+    /// by `failed`, the permutation test drawn from `seed`: what `tmas report`, the
+    /// experiment report and `tmas view` show.
+    pub fn analyses(records: &[ProblemRecord], failed: FailedCandidates, seed: u64) -> Analyses {
+        let runs: Vec<ProblemRun<'_>> = records
+            .iter()
+            .map(|r| ProblemRun {
+                id: &r.problem_id,
+                outcome: &r.outcome,
+                judgments: &r.judgments,
+                failed,
+            })
+            .collect();
+        Analyses::of(&runs, seed)
     }
 }
 

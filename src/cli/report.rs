@@ -9,7 +9,6 @@ use anyhow::Context;
 
 use crate::engine::accounting::Accounting;
 use crate::engine::run_dir::{ProblemRecord, RunDir, write_atomic};
-use crate::eval::analyses::{Analyses, ProblemRun};
 use crate::eval::chart::{ChartError, Series, write_line_chart, write_pass_at_1_chart};
 use crate::eval::pass_at_1::{PassAt1Builder, PassAt1Table};
 use crate::store::export::{stored_table, unfinished_problems};
@@ -148,16 +147,7 @@ fn load_accounting(dir: &RunDir, iterations: usize) -> anyhow::Result<Option<Acc
 fn report_analyses(dir: &RunDir, args: &Args) -> anyhow::Result<()> {
     let records = load_records(dir)?;
     let failed = dir.failed_candidates()?;
-    let runs: Vec<ProblemRun<'_>> = records
-        .iter()
-        .map(|r| ProblemRun {
-            id: &r.problem_id,
-            outcome: &r.outcome,
-            judgments: &r.judgments,
-            failed,
-        })
-        .collect();
-    let analyses = Analyses::of(&runs, args.permutation_seed);
+    let analyses = ProblemRecord::analyses(&records, failed, args.permutation_seed);
     println!();
     println!("{}", analyses.render_text());
     let json = dir.root.join("analyses.json");

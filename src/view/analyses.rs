@@ -11,8 +11,8 @@
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::eval::analyses::{Analyses, ProblemRun};
 use crate::eval::chart::{ChartError, line_chart_svg};
+use crate::record::ProblemRecord;
 use crate::store::StoreReader;
 use crate::store::browse::RecordsToken;
 use crate::store::export::stored_failed_candidates;
@@ -46,16 +46,7 @@ pub struct Section {
 pub fn compute(reader: &StoreReader, run_label: &str) -> anyhow::Result<Rendered> {
     let (token, records) = reader.records_without_texts()?;
     let failed = stored_failed_candidates(reader)?;
-    let runs: Vec<ProblemRun<'_>> = records
-        .iter()
-        .map(|r| ProblemRun {
-            id: &r.problem_id,
-            outcome: &r.outcome,
-            judgments: &r.judgments,
-            failed,
-        })
-        .collect();
-    let analyses = Analyses::of(&runs, SEED);
+    let analyses = ProblemRecord::analyses(&records, failed, SEED);
     let sections = analyses
         .sections(run_label)
         .into_iter()

@@ -30,8 +30,8 @@ use anyhow::Context;
 use super::{ExperimentPlan, PlannedVariant};
 use crate::config::Config;
 use crate::engine::run_dir::{ProblemRecord, RunDir, RunSummaryFile, write_atomic};
+use crate::eval::analyses::Analyses;
 use crate::eval::analyses::guidelines::{sweep_chart, sweep_text};
-use crate::eval::analyses::{Analyses, ProblemRun};
 use crate::eval::chart::{
     Reference, Series, XySeries, n_label, write_line_chart, write_pass_at_1_chart,
     write_pass_at_1_xy_chart,
@@ -177,16 +177,7 @@ pub fn read_variant(root: &Path, v: &PlannedVariant) -> anyhow::Result<VariantRe
             Ok(d) => d.failed_candidates()?,
             Err(_) => Default::default(),
         };
-        let runs: Vec<ProblemRun<'_>> = records
-            .iter()
-            .map(|r| ProblemRun {
-                id: &r.problem_id,
-                outcome: &r.outcome,
-                judgments: &r.judgments,
-                failed,
-            })
-            .collect();
-        report.analyses = Some(Analyses::of(&runs, ANALYSES_SEED));
+        report.analyses = Some(ProblemRecord::analyses(&records, failed, ANALYSES_SEED));
     }
     Ok(report)
 }
