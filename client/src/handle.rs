@@ -184,19 +184,7 @@ impl ModelClient {
         group: &str,
         request: ChatRequest,
     ) -> Result<ChatResponse, ClientError> {
-        use tracing::Instrument;
-        let span = tracing::debug_span!(
-            "model_call",
-            group,
-            role = %request.tags.role,
-            problem = %request.tags.problem,
-            iteration = request.tags.iteration,
-        );
-        self.inner
-            .shared
-            .call(group, request, None)
-            .instrument(span)
-            .await
+        self.chat_call(group, request, None).await
     }
 
     /// [`Self::chat`] that also sends the reply's pieces to `deltas` as they arrive
@@ -210,6 +198,16 @@ impl ModelClient {
         request: ChatRequest,
         deltas: &crate::wire::DeltaSink,
     ) -> Result<ChatResponse, ClientError> {
+        self.chat_call(group, request, Some(deltas)).await
+    }
+
+    /// One chat call under its `model_call` span, its pieces to `deltas` if any.
+    async fn chat_call(
+        &self,
+        group: &str,
+        request: ChatRequest,
+        deltas: Option<&crate::wire::DeltaSink>,
+    ) -> Result<ChatResponse, ClientError> {
         use tracing::Instrument;
         let span = tracing::debug_span!(
             "model_call",
@@ -220,7 +218,7 @@ impl ModelClient {
         );
         self.inner
             .shared
-            .call(group, request, Some(deltas))
+            .call(group, request, deltas)
             .instrument(span)
             .await
     }
