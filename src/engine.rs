@@ -73,7 +73,7 @@ use outputs::rebuild_outputs;
 use plan::Plan;
 pub use plan::RequestedConfig;
 use results::ResultWriter;
-use run_dir::{FailedProblem, RunSummaryFile};
+use run_dir::FailedProblem;
 
 /// What to run (a fresh run).
 pub struct RunRequest {
@@ -697,28 +697,20 @@ async fn finish(closing: Closing, driven: Driven) -> anyhow::Result<RunResult> {
     };
     observe::on_accounting(&outputs.accounting);
     let wall_seconds = started.elapsed().as_secs_f64();
-    dir.write_summary(&RunSummaryFile {
-        status: status.into(),
-        config_file: config_source,
-        dataset: dataset_label,
-        problems_total: outputs.problems_total,
-        problems_done: outputs.problems_done,
-        problems_finished: Some(outputs.problems_total - outputs.unfinished.len()),
-        unfinished: outputs.table.unfinished.clone(),
-        problems_failed: outputs.accounting.problems_failed.clone(),
+    let mut summary = outputs.summary(
+        status,
+        config_source,
+        dataset_label,
         iterations,
         wall_seconds,
-        usage_by_role: outputs.usage_by_role,
-        final_pass_at_1: outputs.table.final_pass_at_1(),
-        accounting: outputs.accounting.clone(),
-        stopped_by: permanent_stop.as_ref().map(|p| {
-            format!(
-                "endpoint `{}` answered {} calls in a row with a permanent error; the last: {}",
-                p.endpoint, p.consecutive, p.error
-            )
-        }),
-        merge: None,
-    })?;
+    );
+    summary.stopped_by = permanent_stop.as_ref().map(|p| {
+        format!(
+            "endpoint `{}` answered {} calls in a row with a permanent error; the last: {}",
+            p.endpoint, p.consecutive, p.error
+        )
+    });
+    dir.write_summary(&summary)?;
     store.send(Fact::Meta(vec![(META_STATUS.into(), status.into())]));
     store
         .close()

@@ -399,31 +399,22 @@ async fn build(runs: &[ShardRun], root: &Path, missing: &[Shard]) -> anyhow::Res
     } else {
         "degraded"
     };
-    dir.write_summary(&RunSummaryFile {
-        status: status.into(),
-        config_file: first.config_source.clone(),
-        dataset: first.dataset.clone(),
-        problems_total: outputs.problems_total,
-        problems_done: outputs.problems_done,
-        problems_finished: Some(outputs.problems_total - outputs.unfinished.len()),
-        unfinished: outputs.table.unfinished.clone(),
-        problems_failed: outputs.accounting.problems_failed.clone(),
-        iterations: first.iterations,
+    let mut summary = outputs.summary(
+        status,
+        first.config_source.clone(),
+        first.dataset.clone(),
+        first.iterations,
         // The shards ran side by side: the longest is the run's wall time.
-        wall_seconds: runs.iter().map(|r| r.wall_seconds).fold(0.0, f64::max),
-        usage_by_role: outputs.usage_by_role,
-        final_pass_at_1: if missing.is_empty() {
-            outputs.table.final_pass_at_1()
-        } else {
-            None
-        },
-        accounting: outputs.accounting.clone(),
-        stopped_by: None,
-        merge: Some(MergeSummary {
-            shards: runs.iter().map(|r| r.dir.display().to_string()).collect(),
-            missing: missing.iter().map(Shard::to_string).collect(),
-        }),
-    })?;
+        runs.iter().map(|r| r.wall_seconds).fold(0.0, f64::max),
+    );
+    if !missing.is_empty() {
+        summary.final_pass_at_1 = None;
+    }
+    summary.merge = Some(MergeSummary {
+        shards: runs.iter().map(|r| r.dir.display().to_string()).collect(),
+        missing: missing.iter().map(Shard::to_string).collect(),
+    });
+    dir.write_summary(&summary)?;
     store.send(Fact::Meta(vec![(META_STATUS.into(), status.into())]));
     store
         .close()

@@ -23,7 +23,7 @@ use crate::store::read::{RoleUsageRow, StoredProblem};
 use crate::store::{Fact, RunStore, StatusRow, StoreReader};
 
 use super::accounting::{Accounting, JudgeUse};
-use super::run_dir::{FailedProblem, LineRange, RoleUsage, RunDir};
+use super::run_dir::{FailedProblem, LineRange, RoleUsage, RunDir, RunSummaryFile};
 
 /// What the end of the run needs of one problem this process stored and wrote.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,6 +155,38 @@ pub struct StoredOutputs {
     pub usage_by_role: BTreeMap<String, RoleUsage>,
     /// Lost calls and the problems' states.
     pub accounting: Accounting,
+}
+
+impl StoredOutputs {
+    /// `run.json` for these outputs: their counts, usage, accounting and final Pass@1, with
+    /// what the caller knows (status, config, dataset, T, wall time). `stopped_by` and
+    /// `merge` are left empty for the caller that has them.
+    pub fn summary(
+        &self,
+        status: &str,
+        config_file: String,
+        dataset: String,
+        iterations: u32,
+        wall_seconds: f64,
+    ) -> RunSummaryFile {
+        RunSummaryFile {
+            status: status.into(),
+            config_file,
+            dataset,
+            problems_total: self.problems_total,
+            problems_done: self.problems_done,
+            problems_finished: Some(self.problems_total - self.unfinished.len()),
+            unfinished: self.table.unfinished.clone(),
+            problems_failed: self.accounting.problems_failed.clone(),
+            iterations,
+            wall_seconds,
+            usage_by_role: self.usage_by_role.clone(),
+            final_pass_at_1: self.table.final_pass_at_1(),
+            accounting: self.accounting.clone(),
+            stopped_by: None,
+            merge: None,
+        }
+    }
 }
 
 /// Writes `results.jsonl` (each done problem once, in dataset order), the

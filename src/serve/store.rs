@@ -26,7 +26,7 @@ use tmas_actors::coordinator::ProblemError;
 use crate::config::{BadInput, Config};
 use crate::engine::outputs::{WrittenOutputs, rebuild_outputs};
 use crate::engine::plan::prompts_digest;
-use crate::engine::run_dir::{RunDir, RunSummaryFile, not_empty};
+use crate::engine::run_dir::{RunDir, not_empty};
 use crate::method::{PromptSet, TmasOutcome};
 use crate::record::ProblemRecord;
 use crate::store::bank_files::JsonFileSink;
@@ -238,23 +238,13 @@ impl ServeStore {
         } else {
             "interrupted"
         };
-        self.dir.write_summary(&RunSummaryFile {
-            status: status.into(),
-            config_file: self.config_source.clone(),
-            dataset: SERVE_DATASET.into(),
-            problems_total: outputs.problems_total,
-            problems_done: outputs.problems_done,
-            problems_finished: Some(outputs.problems_total - outputs.unfinished.len()),
-            unfinished: outputs.table.unfinished.clone(),
-            problems_failed: outputs.accounting.problems_failed.clone(),
+        self.dir.write_summary(&outputs.summary(
+            status,
+            self.config_source.clone(),
+            SERVE_DATASET.into(),
             iterations,
-            wall_seconds: self.started.elapsed().as_secs_f64(),
-            usage_by_role: outputs.usage_by_role,
-            final_pass_at_1: outputs.table.final_pass_at_1(),
-            accounting: outputs.accounting,
-            stopped_by: None,
-            merge: None,
-        })?;
+            self.started.elapsed().as_secs_f64(),
+        ))?;
         self.store
             .send(Fact::Meta(vec![(META_STATUS.into(), status.into())]));
         self.store
