@@ -269,18 +269,10 @@ fn load_table(dir: &RunDir) -> anyhow::Result<Loaded> {
 /// The legend text: the run's method as its `config.toml` names it (`tmas`, the only
 /// method older runs had, when the file or key is missing).
 fn method_label(dir: &RunDir) -> String {
-    #[derive(serde::Deserialize)]
-    struct Method {
-        name: crate::config::MethodName,
-    }
-    #[derive(serde::Deserialize)]
-    struct Only {
-        method: Method,
-    }
     std::fs::read_to_string(dir.root.join("config.toml"))
-        .ok()
-        .and_then(|text| toml::from_str::<Only>(&text).ok())
-        .map_or(crate::config::MethodName::Tmas, |c| c.method.name)
+        .map_or(crate::config::MethodName::Tmas, |text| {
+            crate::config::MethodName::of_stored_config(&text)
+        })
         .as_str()
         .to_string()
 }

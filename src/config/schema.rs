@@ -111,6 +111,20 @@ pub enum MethodName {
 }
 
 impl MethodName {
+    /// The method a stored `config.toml` text names: [`MethodName::Tmas`], the only method
+    /// older runs had, when the key is missing or the text does not read.
+    pub fn of_stored_config(text: &str) -> Self {
+        #[derive(Deserialize)]
+        struct Method {
+            name: MethodName,
+        }
+        #[derive(Deserialize)]
+        struct Only {
+            method: Method,
+        }
+        toml::from_str::<Only>(text).map_or(MethodName::Tmas, |c| c.method.name)
+    }
+
     pub const ALL: [MethodName; 6] = [
         MethodName::Tmas,
         MethodName::MajorityVote,

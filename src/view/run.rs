@@ -246,22 +246,12 @@ impl Run {
 pub struct NotStarted(pub String);
 
 fn method_name(reader: &StoreReader) -> anyhow::Result<String> {
-    #[derive(serde::Deserialize)]
-    struct Method {
-        name: crate::config::MethodName,
-    }
-    #[derive(serde::Deserialize)]
-    struct Only {
-        method: Method,
-    }
-    // The method a run's stored config names (`tmas`, the only method older runs had,
-    // when the key is missing).
-    Ok(reader
+    let method = reader
         .meta(META_CONFIG)?
-        .and_then(|text| toml::from_str::<Only>(&text).ok())
-        .map_or(crate::config::MethodName::Tmas, |c| c.method.name)
-        .as_str()
-        .to_string())
+        .map_or(crate::config::MethodName::Tmas, |text| {
+            crate::config::MethodName::of_stored_config(&text)
+        });
+    Ok(method.as_str().to_string())
 }
 
 /// The cell of (`problem`, iteration `t`), growing the row for an iteration past T (a run

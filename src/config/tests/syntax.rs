@@ -133,3 +133,15 @@ fn an_api_key_in_the_file_gets_a_hint_and_is_not_echoed() {
     assert!(s.contains("name that variable in api_key_env"), "{s}");
     assert!(!s.contains("sk-secret-123"), "{s}");
 }
+
+#[test]
+fn a_stored_config_names_its_method_and_older_ones_are_tmas() {
+    use crate::config::MethodName;
+    let rse = "[run]\nseed = 1\n\n[method]\nname = \"rse\"\nn = 4\n";
+    assert_eq!(MethodName::of_stored_config(rse), MethodName::Rse);
+    assert_eq!(
+        MethodName::of_stored_config("[method]\nn = 4\n"),
+        MethodName::Tmas
+    );
+    assert_eq!(MethodName::of_stored_config("not toml ["), MethodName::Tmas);
+}
