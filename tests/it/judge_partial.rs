@@ -173,15 +173,7 @@ fn a_killed_run_keeps_its_judged_iterations_and_its_resume_sends_no_judge_call_a
     wait_for_judged_iterations(&dir, &mut child);
     // Frozen, so the store and the simulator's count are read at one moment.
     signal(&child, libc::SIGSTOP);
-    let mut received = sim.requests();
-    loop {
-        std::thread::sleep(Duration::from_millis(300));
-        let now = sim.requests();
-        if now == received {
-            break;
-        }
-        received = now;
-    }
+    let received = sim.settled_requests();
     let stored = stored_calls(&dir);
     signal(&child, libc::SIGKILL);
     let _ = child.wait();

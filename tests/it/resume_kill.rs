@@ -4,8 +4,6 @@
 //! were in flight when it stopped (counted at the simulator). An interrupted run's table
 //! and export say they are partial.
 
-use std::time::Duration;
-
 use crate::support::cli::*;
 
 const PROBLEMS: usize = 4;
@@ -27,15 +25,7 @@ fn sigkill_mid_run_then_resume_equals_an_uninterrupted_run() {
     // the simulator received minus calls committed = the calls in flight at the kill.
     signal(&child, libc::SIGSTOP);
     let in_flight_at_sim = sim.stats()["in_flight"].as_u64().unwrap_or(0);
-    let mut received = sim.requests();
-    loop {
-        std::thread::sleep(Duration::from_millis(300));
-        let now = sim.requests();
-        if now == received {
-            break;
-        }
-        received = now;
-    }
+    let received = sim.settled_requests();
     let stored = stored_calls(&dir);
     signal(&child, libc::SIGKILL);
     let _ = child.wait();

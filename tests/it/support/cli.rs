@@ -86,6 +86,20 @@ impl Sim {
         self.stats()["requests_total"].as_u64().unwrap_or(0)
     }
 
+    /// The requests received once their count has stopped rising (two reads 300 ms
+    /// apart agree): with the orchestrator frozen, every request it sent has arrived.
+    pub fn settled_requests(&self) -> u64 {
+        let mut received = self.requests();
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = self.requests();
+            if now == received {
+                return received;
+            }
+            received = now;
+        }
+    }
+
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
