@@ -65,15 +65,19 @@ fn verdicts(dir: &Path) -> Verdicts {
 }
 
 /// The iterations with `candidates` rows, by problem, of the problems not stored as done.
+/// A store whose schema the run has not written yet reads as nothing judged.
 fn judged_unfinished(dir: &Path) -> BTreeMap<String, BTreeSet<u32>> {
     let mut out: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
     let conn = store(dir);
-    let mut stmt = conn
-        .prepare(
-            "SELECT c.problem_id, c.iteration FROM candidates AS c \
-             JOIN problems AS p USING (problem_id) WHERE p.status != 'done'",
-        )
-        .unwrap();
+    let stmt = conn.prepare(
+        "SELECT c.problem_id, c.iteration FROM candidates AS c \
+         JOIN problems AS p USING (problem_id) WHERE p.status != 'done'",
+    );
+    let mut stmt = match stmt {
+        Ok(stmt) => stmt,
+        Err(e) if e.to_string().contains("no such table") => return out,
+        Err(e) => panic!("reading the store: {e}"),
+    };
     let rows = stmt
         .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?)))
         .unwrap();
