@@ -156,6 +156,45 @@ pub struct CallFilter {
     pub retried: bool,
 }
 
+/// A page of the calls table and how far it looked: what it may say about the calls it
+/// did not show.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallsScan {
+    /// The calls found that pass the filter, in rowid order (up to the limit asked for).
+    pub calls: Vec<CallSummary>,
+    pub end: ScanEnd,
+}
+
+/// Where a page of the calls table stopped looking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanEnd {
+    /// The page is full: more calls may pass the filter after its last row.
+    Full,
+    /// The page looked at the rows up to this rowid and no further, and calls are stored
+    /// after it: whether any of them passes is not known yet.
+    Stopped { upto: i64 },
+    /// Every call stored after the page's start was looked at: the page holds all of
+    /// them that pass.
+    Complete,
+}
+
+impl CallsScan {
+    /// The rule: `found` rows passing the filter (`limit` at most) in a window ending at
+    /// rowid `upto` (`None`: no window, every row after the start was read) of a table
+    /// whose last rowid is `last_stored`.
+    fn of(found: Vec<CallSummary>, limit: usize, upto: Option<i64>, last_stored: i64) -> Self {
+        let end = if found.len() >= limit {
+            ScanEnd::Full
+        } else {
+            match upto {
+                Some(upto) if last_stored > upto => ScanEnd::Stopped { upto },
+                _ => ScanEnd::Complete,
+            }
+        };
+        Self { calls: found, end }
+    }
+}
+
 const CALL_COLUMNS: &str = "rowid, call_key, problem_id, iteration, role, candidate, idx, \
      attempt, ok, prompt_tokens, completion_tokens, latency_ms, endpoint, attempts, \
      finish_reason, error_kind, error_message, completed_at_ms";
@@ -457,29 +496,34 @@ impl StoreReader {
     }
 
     /// Up to `limit` calls after rowid `after` that pass `filter`, in the order they were
-    /// stored. A page reads rows from `after` on until it has `limit` of them.
+    /// stored, looking at `scan` rows at most (see [`CallsScan`]): one problem's calls
+    /// are a range of the key's index and are all looked at (a problem has a bounded
+    /// number of calls); otherwise only the rows `after + 1 ..= after + scan`, so that a
+    /// filter no call passes costs `scan` rows, not the whole table.
     pub fn calls_page(
         &self,
         filter: &CallFilter,
         after: i64,
         limit: usize,
-    ) -> Result<Vec<CallSummary>, StoreError> {
+        scan: i64,
+    ) -> Result<CallsScan, StoreError> {
         let what = "listing calls";
-        // One problem's calls are a range of the key's index (`PROBLEM/…`); without a
-        // problem the rows are read in rowid order until the page is full.
-        let (range, from, to) = match &filter.problem_id {
+        // Without a problem, the rowid window bounds the rows read (the table's own
+        // b-tree, in rowid order); with one, the key range does.
+        let (range, from, to, upto) = match &filter.problem_id {
             Some(p) => (
-                "AND call_key >= ?7 AND call_key < ?8",
-                format!("{p}/"),
-                format!("{p}0"),
+                "AND call_key >= ?7 AND call_key < ?8 AND ?13 IS NULL",
+                Some(format!("{p}/")),
+                Some(format!("{p}0")),
+                None,
             ),
             None => (
-                "AND ?7 IS NULL AND ?8 IS NULL",
-                String::new(),
-                String::new(),
+                "AND ?7 IS NULL AND ?8 IS NULL AND rowid <= ?13",
+                None,
+                None,
+                Some(after.saturating_add(scan.max(1))),
             ),
         };
-        let bounds = filter.problem_id.as_ref().map(|_| (from, to));
         let mut stmt = self
             .connection()
             .prepare_cached(&format!(
@@ -502,18 +546,26 @@ impl StoreReader {
                     filter.endpoint,
                     filter.problem_id,
                     limit as i64,
-                    bounds.as_ref().map(|b| b.0.as_str()),
-                    bounds.as_ref().map(|b| b.1.as_str()),
+                    from,
+                    to,
                     filter.min_latency_ms,
                     filter.max_latency_ms,
                     filter.min_tokens,
                     filter.retried,
+                    upto,
                 ],
                 call_summary,
             )
             .map_err(|e| self.sql_error(what, e))?;
-        rows.collect::<Result<_, _>>()
-            .map_err(|e| self.sql_error(what, e))
+        let calls: Vec<CallSummary> = rows
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.sql_error(what, e))?;
+        let last_stored = match upto {
+            // A full page needs no more: the next one starts after its last row.
+            Some(_) if calls.len() < limit => self.change_token()?.last_call,
+            _ => 0,
+        };
+        Ok(CallsScan::of(calls, limit, upto, last_stored))
     }
 
     /// (rowid, problem, iteration) of up to `limit` calls stored after rowid `after`: what
@@ -619,6 +671,94 @@ mod tests {
                 "{key} should be outside"
             );
         }
+    }
+
+    /// A store with `n` calls of problem `p`, rowids 1..=n: the call with rowid `failed`
+    /// (if any) failed, every other one answered.
+    fn store_with_calls(n: i64, failed: Option<i64>) -> StoreReader {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::ensure_schema_for_tests(&mut conn);
+        conn.execute(
+            "INSERT INTO prompts (id, bytes, chunks) VALUES ('x', 0, '[]')",
+            [],
+        )
+        .unwrap();
+        for i in 1..=n {
+            conn.execute(
+                "INSERT INTO calls (rowid, call_key, problem_id, iteration, role, candidate, \
+                 attempt, prompt_id, request_json, ok, latency_ms, completed_at_ms) \
+                 VALUES (?1, ?2, 'p', 0, 'solution', ?1, 0, 'x', '{}', ?3, 5, ?1)",
+                params![i, format!("p/it0/solution/c{i}/a0"), Some(i) != failed],
+            )
+            .unwrap();
+        }
+        StoreReader::from_conn(conn, std::path::Path::new("mem")).unwrap()
+    }
+
+    fn failed_only() -> CallFilter {
+        CallFilter {
+            ok: Some(false),
+            ..CallFilter::default()
+        }
+    }
+
+    fn rowids(scan: &CallsScan) -> Vec<i64> {
+        scan.calls.iter().map(|c| c.rowid).collect()
+    }
+
+    #[test]
+    fn a_filter_no_call_passes_stops_after_its_window_and_says_so() {
+        let reader = store_with_calls(25, None);
+        let scan = reader.calls_page(&failed_only(), 0, 11, 10).unwrap();
+        assert_eq!(scan.end, ScanEnd::Stopped { upto: 10 });
+        assert!(scan.calls.is_empty());
+        let scan = reader.calls_page(&failed_only(), 10, 11, 10).unwrap();
+        assert_eq!(scan.end, ScanEnd::Stopped { upto: 20 });
+        // The last window reaches the table's end: now "none" is known.
+        let scan = reader.calls_page(&failed_only(), 20, 11, 10).unwrap();
+        assert_eq!(scan.end, ScanEnd::Complete);
+        assert!(scan.calls.is_empty());
+    }
+
+    #[test]
+    fn a_match_beyond_the_window_is_found_by_a_later_page_never_reported_absent() {
+        let reader = store_with_calls(25, Some(23));
+        let mut after = 0;
+        let mut pages = 0;
+        let found = loop {
+            let scan = reader.calls_page(&failed_only(), after, 11, 10).unwrap();
+            pages += 1;
+            match scan.end {
+                ScanEnd::Stopped { upto } => {
+                    assert!(scan.calls.is_empty(), "{:?}", rowids(&scan));
+                    after = upto;
+                }
+                ScanEnd::Complete => break rowids(&scan),
+                ScanEnd::Full => panic!("one call passes: no full page"),
+            }
+        };
+        assert_eq!((found, pages), (vec![23], 3));
+    }
+
+    #[test]
+    fn a_page_that_fills_is_full_and_one_problems_calls_are_all_looked_at() {
+        let reader = store_with_calls(25, Some(25));
+        let scan = reader.calls_page(&CallFilter::default(), 0, 4, 10).unwrap();
+        assert_eq!((rowids(&scan), scan.end), (vec![1, 2, 3, 4], ScanEnd::Full));
+        // Less than a page in the window, and rows after it.
+        let any = CallFilter::default();
+        let scan = reader.calls_page(&any, 18, 11, 5).unwrap();
+        assert_eq!(
+            (rowids(&scan), scan.end),
+            (vec![19, 20, 21, 22, 23], ScanEnd::Stopped { upto: 23 })
+        );
+        // A problem's calls: the key range, whatever the window.
+        let of_p = CallFilter {
+            problem_id: Some("p".into()),
+            ..failed_only()
+        };
+        let scan = reader.calls_page(&of_p, 0, 11, 10).unwrap();
+        assert_eq!((rowids(&scan), scan.end), (vec![25], ScanEnd::Complete));
     }
 
     #[test]

@@ -264,6 +264,99 @@ fn the_calls_table_filters_by_latency_tokens_and_retries() {
     assert!(body.contains("min_latency = `fast`"), "{body}");
 }
 
+/// The `after=N` of the next-page link of a calls page, if it has one.
+fn next_after(body: &str) -> Option<i64> {
+    let at = body.find("\">next page</a>")?;
+    let link = &body[..at];
+    let from = link.rfind("after=")? + "after=".len();
+    link[from..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .ok()
+}
+
+/// A store with more calls than a page looks at: a filter that only its last call passes
+/// is answered page by page, each saying how far it looked, and none says that no call
+/// passes before the last row was looked at.
+#[test]
+fn a_calls_filter_that_few_calls_pass_looks_at_a_bounded_window_per_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = finished_run(dir.path());
+    let conn = rusqlite::Connection::open(run.join("run.sqlite")).expect("store opens");
+    // 45,000 answered calls of a problem of their own, then one from another endpoint.
+    conn.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 45000) \
+         INSERT INTO calls (call_key, problem_id, iteration, role, attempt, prompt_id, \
+           request_json, ok, latency_ms, endpoint, attempts, completed_at_ms) \
+         SELECT 'filler/it0/solution/c' || i || '/a0', 'filler', 0, 'solution', 0, \
+           (SELECT prompt_id FROM calls LIMIT 1), '{}', 1, 5, 'sim', 1, 0 FROM n; \
+         INSERT INTO calls (call_key, problem_id, iteration, role, attempt, prompt_id, \
+           request_json, ok, latency_ms, endpoint, attempts, completed_at_ms) \
+         SELECT 'filler/it0/solution/c0/a0', 'filler', 0, 'solution', 0, \
+           (SELECT prompt_id FROM calls LIMIT 1), '{}', 1, 5, 'far-away', 1, 0;",
+    )
+    .expect("calls added");
+    let last: i64 = conn
+        .query_row("SELECT MAX(rowid) FROM calls", [], |r| r.get(0))
+        .unwrap();
+    drop(conn);
+    let view = Viewer::start(&[&run]);
+    let page = |query: &str| {
+        let (status, body) = view.get(&format!("/r/run/calls.html?{query}"));
+        assert_eq!(status, 200, "{query}: {body:.600}");
+        body
+    };
+    let mut after = 0;
+    let mut looked = Vec::new();
+    let found = loop {
+        let body = page(&format!("endpoint=far-away&after={after}"));
+        if body.contains("data-scan=\"complete\"") {
+            break body;
+        }
+        assert!(body.contains("data-scan=\"stopped\""), "{body:.2000}");
+        assert!(
+            !body.contains("No call stored"),
+            "claimed none: {body:.2000}"
+        );
+        assert!(
+            body.contains("No match in the rows after row") && body.contains("not looked at yet"),
+            "{body:.2000}"
+        );
+        assert_eq!(body.matches("</td></tr>").count(), 0);
+        let next = next_after(&body).expect("a next page");
+        assert!(next > after && next < last, "{after} → {next}");
+        looked.push(next - after);
+        after = next;
+    };
+    assert!(
+        looked.len() >= 2 && looked.iter().all(|&rows| rows <= 20_000),
+        "each page looks at a bounded window: {looked:?}"
+    );
+    assert!(
+        found.contains(">filler/it0/solution/c0/a0</a>"),
+        "{found:.2000}"
+    );
+    assert_eq!(found.matches("</td></tr>").count(), 1);
+    assert_eq!(next_after(&found), None, "nothing after the last row");
+    // Only once every row after the start was looked at does a page say none passes.
+    let none = page(&format!("endpoint=nowhere&after={after}"));
+    assert!(
+        none.contains(&format!(
+            "No call stored after row {after} passing the filter"
+        )),
+        "{none:.2000}"
+    );
+    // One problem's calls are looked at whole, whatever their number.
+    let of_problem = page("problem=filler&endpoint=far-away");
+    assert!(
+        of_problem.contains("data-scan=\"complete\""),
+        "{of_problem:.2000}"
+    );
+    assert_eq!(of_problem.matches("</td></tr>").count(), 1);
+}
+
 /// A run exported to an OTLP collector: the store names each problem's trace, the one
 /// its exported `problem` span is in, and the problem and calls pages show it, linked to
 /// the Jaeger UI `--jaeger-url` names.

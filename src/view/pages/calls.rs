@@ -10,10 +10,15 @@ use super::super::paths::{RunPage, encode_query};
 use super::super::run::Run;
 use super::{Head, Mode, NotFound, PAGE_ROWS, TraceView, head_of, problem_href, trace_view};
 use crate::role::Role;
-use crate::store::browse::{CallFilter, CallSummary};
+use crate::store::browse::{CallFilter, CallSummary, CallsScan, ScanEnd};
 use crate::store::traces::ProblemTrace;
 
 // ----------------------------------------------------------------------------- calls
+
+/// How many stored rows one page request looks at, at most, when it is not one
+/// problem's calls: a filter few calls pass stops there and the page says how far it
+/// looked, so that no request reads the whole table of a large store.
+pub const SCAN_ROWS: i64 = 20_000;
 
 /// The calls page's query.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -57,6 +62,8 @@ struct CallsPage {
     min_tokens: String,
     retried: bool,
     shown: String,
+    /// `full`, `stopped` or `complete` ([`ScanEnd`]).
+    scan: &'static str,
     rows: Vec<CallRow>,
     first: Option<String>,
     next: Option<String>,
@@ -164,15 +171,16 @@ pub fn calls_page(
         },
     };
     let after = query.after.unwrap_or(0);
-    let mut calls = run.with_reader(|r| Ok(r.calls_page(&filter, after, PAGE_ROWS + 1)?))?;
+    let CallsScan { mut calls, end } =
+        run.with_reader(|r| Ok(r.calls_page(&filter, after, PAGE_ROWS + 1, SCAN_ROWS)?))?;
     // A small table: one row per problem and session.
     let mut traces: HashMap<String, Vec<ProblemTrace>> = HashMap::new();
     for t in run.with_reader(|r| Ok(r.problem_traces(filter.problem_id.as_deref())?))? {
         traces.entry(t.problem_id.clone()).or_default().push(t);
     }
-    let more = calls.len() > PAGE_ROWS;
     calls.truncate(PAGE_ROWS);
-    let last = calls.last().map(|c| c.rowid);
+    let filtered = filter != CallFilter::default();
+    let shown = scan_note(calls.len(), after, end, filtered);
     let href_of = |c: &CallSummary| match s.problem_by_id(&c.problem_id) {
         Some(p) => match c.candidate {
             Some(candidate) => format!(
@@ -218,7 +226,11 @@ pub fn calls_page(
                 .map(|t| trace_view(run, &t.trace_id)),
         })
         .collect();
-    let next_after = last.filter(|_| more);
+    let next_after = match end {
+        ScanEnd::Full => calls.last().map(|c| c.rowid),
+        ScanEnd::Stopped { upto } => Some(upto),
+        ScanEnd::Complete => None,
+    };
     let page = CallsPage {
         head: Head::of_run(run, mode, "calls".into(), Vec::new()),
         static_export: mode.static_export,
@@ -243,14 +255,75 @@ pub fn calls_page(
             .unwrap_or_default(),
         min_tokens: filter.min_tokens.map(|v| v.to_string()).unwrap_or_default(),
         retried: filter.retried,
-        shown: format!(
-            "{} call(s) stored after row {after}{}.",
-            calls.len(),
-            if more { ", more on the next page" } else { "" }
-        ),
+        shown,
+        scan: match end {
+            ScanEnd::Full => "full",
+            ScanEnd::Stopped { .. } => "stopped",
+            ScanEnd::Complete => "complete",
+        },
         rows,
         first: (after > 0).then(|| next_name(0)),
         next: next_after.map(next_name),
     };
     Ok((page.render()?, next_after))
+}
+
+/// What a page says about the calls it shows (`shown` of them, found after row `after`)
+/// and those it did not look at: it never says no call passes unless it looked at every
+/// call stored after `after`.
+fn scan_note(shown: usize, after: i64, end: ScanEnd, filtered: bool) -> String {
+    let calls = crate::text::count_of(shown, "call");
+    let passing = if filtered { " passing the filter" } else { "" };
+    match end {
+        ScanEnd::Full => {
+            format!("{calls}{passing} stored after row {after}, more on the next page.")
+        }
+        ScanEnd::Stopped { upto } if shown == 0 => format!(
+            "No match in the rows after row {after} up to row {upto} (a page looks at {SCAN_ROWS} \
+             rows at most); the calls stored after row {upto} are not looked at yet — the \
+             next page looks at them."
+        ),
+        ScanEnd::Stopped { upto } => format!(
+            "{calls}{passing} in the rows after row {after} up to row {upto} (a page looks at \
+             {SCAN_ROWS} rows at most); the calls stored after row {upto} are not looked at \
+             yet — the next page looks at them."
+        ),
+        ScanEnd::Complete if shown == 0 && after == 0 => {
+            format!("No call stored{passing}.")
+        }
+        ScanEnd::Complete if shown == 0 => format!("No call stored after row {after}{passing}."),
+        ScanEnd::Complete => format!(
+            "{calls}{passing} stored after row {after}: every call stored after it was looked at."
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_says_no_call_passes_only_when_it_looked_at_every_call() {
+        let stopped = scan_note(0, 0, ScanEnd::Stopped { upto: 20_000 }, true);
+        assert!(
+            stopped.starts_with("No match in the rows after row 0 up to row 20000"),
+            "{stopped}"
+        );
+        assert!(stopped.contains("not looked at yet"), "{stopped}");
+        assert!(!stopped.contains("No call"), "{stopped}");
+        assert_eq!(
+            scan_note(0, 0, ScanEnd::Complete, true),
+            "No call stored passing the filter."
+        );
+        assert_eq!(
+            scan_note(0, 40, ScanEnd::Complete, true),
+            "No call stored after row 40 passing the filter."
+        );
+        let some = scan_note(3, 40, ScanEnd::Stopped { upto: 20_040 }, true);
+        assert!(
+            some.starts_with("3 calls passing the filter in the rows after row 40"),
+            "{some}"
+        );
+        assert!(scan_note(100, 0, ScanEnd::Full, false).ends_with("more on the next page."));
+    }
 }
