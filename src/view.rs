@@ -32,6 +32,13 @@ use std::sync::Arc;
 pub use export::Written;
 pub use run::LiveStatus;
 
+/// A test's knob, never needed in use: milliseconds each computation of the analyses
+/// sleeps before it starts, so that a test can see the run page show "computing…" and its
+/// script put the analyses in place, on a store small enough to build in a test (a store
+/// slow enough to compute would take minutes to write). `tmas view` says on stderr when
+/// it is set.
+pub const ANALYSES_DELAY_ENV: &str = "TMAS_VIEW_TEST_ANALYSES_DELAY_MS";
+
 /// The runs in `dirs`, ready to serve or export.
 pub struct Viewer {
     catalog: Arc<server::Catalog>,
@@ -40,13 +47,20 @@ pub struct Viewer {
 impl Viewer {
     /// `jaeger`: the base URL of a Jaeger UI (`http://host:16686`), to link each trace
     /// id the pages show; without it they show the ids alone.
-    pub fn open(dirs: &[PathBuf], jaeger: Option<JaegerUrl>) -> anyhow::Result<Self> {
+    ///
+    /// `analyses_delay`: how long each computation of a run's analyses sleeps before it
+    /// starts, [`ANALYSES_DELAY_ENV`]'s knob for tests (`None` in use).
+    pub fn open(
+        dirs: &[PathBuf],
+        jaeger: Option<JaegerUrl>,
+        analyses_delay: Option<std::time::Duration>,
+    ) -> anyhow::Result<Self> {
         let entries = catalog::discover(dirs)?;
         Ok(Self {
             catalog: Arc::new(server::Catalog::new(
                 entries
                     .into_iter()
-                    .map(|e| run::Run::new(e, jaeger.clone()))
+                    .map(|e| run::Run::new(e, jaeger.clone(), analyses_delay))
                     .collect(),
             )),
         })

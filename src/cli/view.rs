@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::view::{JaegerUrl, Viewer, is_loopback};
+use crate::view::{ANALYSES_DELAY_ENV, JaegerUrl, Viewer, is_loopback};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -38,7 +38,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.dirs.clone()
     };
-    let viewer = Viewer::open(&dirs, args.jaeger_url.clone())?;
+    let analyses_delay = analyses_delay()?;
+    let viewer = Viewer::open(&dirs, args.jaeger_url.clone(), analyses_delay)?;
     if let Some(out) = args.out {
         let written = tokio::task::block_in_place(|| viewer.export(&out))?;
         println!(
@@ -66,4 +67,22 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let _ = std::io::stdout().flush();
     viewer.serve(listener, super::shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The test knob [`ANALYSES_DELAY_ENV`], said on stderr when it is set.
+fn analyses_delay() -> anyhow::Result<Option<std::time::Duration>> {
+    let Some(text) = std::env::var_os(ANALYSES_DELAY_ENV) else {
+        return Ok(None);
+    };
+    let text = text.to_string_lossy();
+    let ms: u64 = text.trim().parse().map_err(|_| {
+        crate::config::BadInput(format!(
+            "environment {ANALYSES_DELAY_ENV} = `{text}`: not a whole number of milliseconds"
+        ))
+    })?;
+    eprintln!(
+        "tmas view: every computation of the analyses waits {ms} ms first \
+         ({ANALYSES_DELAY_ENV}, a knob for tests)"
+    );
+    Ok(Some(std::time::Duration::from_millis(ms)))
 }

@@ -124,6 +124,8 @@ pub struct Run {
     progress: Mutex<Progress>,
     tally: Mutex<CallTally>,
     analyses: Arc<AnalysesCache>,
+    /// Slept before each computation of the analyses ([`super::ANALYSES_DELAY_ENV`]).
+    analyses_delay: Option<std::time::Duration>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -132,7 +134,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Run {
-    pub fn new(entry: RunEntry, jaeger: Option<super::JaegerUrl>) -> Self {
+    pub fn new(
+        entry: RunEntry,
+        jaeger: Option<super::JaegerUrl>,
+        analyses_delay: Option<std::time::Duration>,
+    ) -> Self {
         Self {
             entry,
             jaeger,
@@ -141,6 +147,7 @@ impl Run {
             progress: Mutex::new(Progress::default()),
             tally: Mutex::new(CallTally::default()),
             analyses: Arc::new(AnalysesCache::default()),
+            analyses_delay,
         }
     }
 
@@ -186,7 +193,11 @@ impl Run {
         let now = self.with_reader(|r| Ok(r.records_token()?))?;
         let db = self.entry.db();
         let label = self.entry.label.clone();
+        let delay = self.analyses_delay;
         Ok(self.analyses.get(now, wait, move || {
+            if let Some(delay) = delay {
+                std::thread::sleep(delay);
+            }
             let reader = StoreReader::open_read_only(&db)?;
             analyses::compute(&reader, &label)
         }))

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::support::cli::{spawn_fresh, stored_calls, write_config};
-use crate::support::view::{Viewer, artefacts, chromium, dump_dom, screenshot};
+use crate::support::view::{Viewer, artefacts, chromium, dump_dom, raw_get, screenshot};
 use crate::view_pages::{SCRIPT, finished_run};
 
 /// The number in the element with id `id` of a dumped DOM.
@@ -142,4 +142,59 @@ fn the_run_page_follows_a_run_in_progress() {
     screenshot(&chromium, &page, &artefacts().join("run-live.png"), 500);
     let _ = run.kill();
     let _ = run.wait();
+}
+
+/// The run page of a run whose analyses take longer than a page waits: it shows
+/// "computing…", and its script puts the analyses in place without a reload. The viewer's
+/// test knob delays each computation (a store slow enough to compute would take minutes
+/// to write); the page itself is the product's.
+#[test]
+fn the_run_page_shows_computing_then_swaps_the_analyses_in() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let run = finished_run(dir.path());
+    let delay_ms = 8000;
+    let view = Viewer::start_with_env(
+        &[&run],
+        &[],
+        &[(tmas::view::ANALYSES_DELAY_ENV, &delay_ms.to_string())],
+    );
+    let (status, served) = raw_get(&view.root, "/r/run/");
+    assert_eq!(status, 200, "{served:.600}");
+    assert!(
+        served.contains("data-state=\"computing\"")
+            && served.contains("Computing the paper&#39;s analyses"),
+        "the page says computing… first: {}",
+        served
+            .find("<section id=\"analyses\"")
+            .map_or(served.as_str(), |at| &served[at..])
+    );
+    assert!(!served.contains("id=\"analysis-"), "no analyses yet");
+    // Polls cost real time (each fetch waits up to 0.25 s at the server) while the
+    // budget's virtual time stands still during a fetch: room for far more than the delay.
+    let dom = dump_dom(&chromium, &format!("{}r/run/", view.root), 120_000);
+    let section = dom
+        .find("<section id=\"analyses\"")
+        .map(|at| &dom[at..])
+        .expect("an analyses section");
+    let open_tag = &section[..section.find('>').expect("a tag")];
+    assert!(
+        open_tag.contains("data-state=\"ready\"") && open_tag.contains("data-swapped-after=\""),
+        "the page's script put the ready analyses in place: {open_tag}"
+    );
+    for stem in [
+        "unique_guidelines",
+        "verification_paradox",
+        "explore_exploit",
+        "bank_growth",
+    ] {
+        assert!(
+            dom.contains(&format!("id=\"analysis-{stem}\"")),
+            "the swapped-in analyses hold {stem}"
+        );
+    }
+    assert!(
+        !dom.contains("Computing the paper"),
+        "the computing note is gone"
+    );
 }

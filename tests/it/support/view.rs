@@ -24,11 +24,17 @@ impl Viewer {
 
     /// [`Viewer::start`] with more arguments (`--jaeger-url URL`).
     pub fn start_with(dirs: &[&Path], more: &[&str]) -> Viewer {
+        Self::start_with_env(dirs, more, &[])
+    }
+
+    /// [`Viewer::start_with`] with environment variables set for the child alone.
+    pub fn start_with_env(dirs: &[&Path], more: &[&str], env: &[(&str, &str)]) -> Viewer {
         let mut args = vec!["view", "--addr", "127.0.0.1:0"];
         args.extend_from_slice(more);
         args.extend(dirs.iter().map(|d| path_arg(d)));
         let mut child = command(&args)
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
