@@ -547,8 +547,21 @@ pub fn new_run_dir_path(parent: &Path) -> PathBuf {
     candidate
 }
 
-/// `YYYYMMDD-HHMMSS` for a Unix time (UTC), by the civil-from-days algorithm.
+/// `YYYYMMDD-HHMMSS` for a Unix time (UTC).
 fn utc_stamp(secs: u64) -> String {
+    let [y, m, d, h, min, sec] = utc_civil(secs);
+    format!("{y:04}{m:02}{d:02}-{h:02}{min:02}{sec:02}")
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` for a Unix time, as a page shows when something happened.
+pub fn utc_time(secs: u64) -> String {
+    let [y, m, d, h, min, sec] = utc_civil(secs);
+    format!("{y:04}-{m:02}-{d:02} {h:02}:{min:02}:{sec:02} UTC")
+}
+
+/// Year, month, day, hour, minute and second of a Unix time (UTC), by the
+/// civil-from-days algorithm.
+fn utc_civil(secs: u64) -> [i64; 6] {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let z = days + 719_468;
@@ -560,12 +573,8 @@ fn utc_stamp(secs: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let rem = rem as i64;
+    [y, m, d, rem / 3600, rem % 3600 / 60, rem % 60]
 }
 
 #[cfg(test)]
@@ -623,6 +632,7 @@ mod tests {
         assert_eq!(utc_stamp(0), "19700101-000000");
         assert_eq!(utc_stamp(951_782_400), "20000229-000000");
         assert_eq!(utc_stamp(1_798_502_400 + 3_661), "20261229-010101");
+        assert_eq!(utc_time(1_798_502_400 + 3_661), "2026-12-29 01:01:01 UTC");
     }
 
     #[test]

@@ -59,3 +59,4 @@ mod store_versions;
 mod verl_hybrid;
 mod view_browser;
 mod view_pages;
+mod view_traces;

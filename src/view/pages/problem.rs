@@ -30,7 +30,15 @@ struct ProblemPage {
     pending_note: String,
     iterations: Vec<IterationView>,
     problem_id: String,
-    traces: Vec<TraceView>,
+    /// The problem's traces, one per session that worked on it, newest first.
+    traces: Vec<SessionTrace>,
+}
+
+/// One session's trace of a problem, with when that session first made or replayed one
+/// of the problem's calls.
+struct SessionTrace {
+    trace: TraceView,
+    since: String,
 }
 
 struct IterationView {
@@ -60,10 +68,15 @@ pub fn problem_page(run: &Run, mode: Mode, ordinal: i64) -> anyhow::Result<Strin
     let p = lookup_problem(&s, ordinal)?;
     let id = p.problem.problem_id.clone();
     let candidates = run.with_reader(|r| Ok(r.problem_candidates(&id, None)?))?;
+    // Stored oldest first; the session a reader resumed last comes first.
     let traces = run
         .with_reader(|r| Ok(r.problem_traces(Some(&id))?))?
         .iter()
-        .map(|t| trace_view(run, &t.trace_id))
+        .rev()
+        .map(|t| SessionTrace {
+            trace: trace_view(run, &t.trace_id),
+            since: crate::engine::run_dir::utc_time((t.recorded_at_ms.max(0) / 1000) as u64),
+        })
         .collect();
     let mut iterations: Vec<IterationView> = Vec::new();
     for c in candidates {
