@@ -74,15 +74,31 @@ fn analyses_delay() -> anyhow::Result<Option<std::time::Duration>> {
     let Some(text) = std::env::var_os(ANALYSES_DELAY_ENV) else {
         return Ok(None);
     };
-    let text = text.to_string_lossy();
-    let ms: u64 = text.trim().parse().map_err(|_| {
-        crate::config::BadInput(format!(
-            "environment {ANALYSES_DELAY_ENV} = `{text}`: not a whole number of milliseconds"
-        ))
-    })?;
+    let ms = delay_ms(&text.to_string_lossy())?;
     eprintln!(
         "tmas view: every computation of the analyses waits {ms} ms first \
          ({ANALYSES_DELAY_ENV}, a knob for tests)"
     );
     Ok(Some(std::time::Duration::from_millis(ms)))
+}
+
+/// [`ANALYSES_DELAY_ENV`]'s value as milliseconds, or an error naming the variable.
+fn delay_ms(text: &str) -> Result<u64, crate::config::BadInput> {
+    text.trim().parse().map_err(|_| {
+        crate::config::BadInput(format!(
+            "environment {ANALYSES_DELAY_ENV} = `{text}`: not a whole number of milliseconds"
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_analyses_delay_is_whole_milliseconds_or_an_error_naming_the_variable() {
+        assert_eq!(delay_ms(" 8000 ").unwrap(), 8000);
+        let e = delay_ms("8s").unwrap_err().to_string();
+        assert!(e.contains(ANALYSES_DELAY_ENV) && e.contains("`8s`"), "{e}");
+    }
 }
