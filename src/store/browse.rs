@@ -156,6 +156,38 @@ pub struct CallFilter {
     pub retried: bool,
 }
 
+/// The statement of [`StoreReader::calls_page`]. Without a problem, the rowid window
+/// (`?1`, `?13`] bounds the rows read (a range of the table's own b-tree, in rowid
+/// order). With one, the key range [`?7`, `?8`) of the key's index does; the `+` keeps
+/// the planner off the rowid whatever its estimates (a shorter statement of the same
+/// shape is planned as a rowid scan from `?1` to the table's end, sparing the sort of the
+/// problem's few calls).
+fn calls_page_sql(one_problem: bool) -> String {
+    let (start, range, order) = if one_problem {
+        (
+            "+rowid > ?1",
+            "AND call_key >= ?7 AND call_key < ?8 AND ?13 IS NULL",
+            "+rowid",
+        )
+    } else {
+        (
+            "rowid > ?1",
+            "AND ?7 IS NULL AND ?8 IS NULL AND rowid <= ?13",
+            "rowid",
+        )
+    };
+    format!(
+        "SELECT {CALL_COLUMNS} FROM calls WHERE {start} \
+         AND (?2 IS NULL OR role = ?2) AND (?3 IS NULL OR ok = ?3) \
+         AND (?4 IS NULL OR endpoint = ?4) AND (?5 IS NULL OR problem_id = ?5) \
+         AND (?9 IS NULL OR latency_ms >= ?9) AND (?10 IS NULL OR latency_ms <= ?10) \
+         AND (?11 IS NULL \
+              OR COALESCE(prompt_tokens, 0) + COALESCE(completion_tokens, 0) >= ?11) \
+         AND (?12 = 0 OR attempts > 1) \
+         {range} ORDER BY {order} LIMIT ?6"
+    )
+}
+
 /// A page of the calls table and how far it looked: what it may say about the calls it
 /// did not show.
 #[derive(Debug, Clone, PartialEq)]
@@ -508,34 +540,13 @@ impl StoreReader {
         scan: i64,
     ) -> Result<CallsScan, StoreError> {
         let what = "listing calls";
-        // Without a problem, the rowid window bounds the rows read (the table's own
-        // b-tree, in rowid order); with one, the key range does.
-        let (range, from, to, upto) = match &filter.problem_id {
-            Some(p) => (
-                "AND call_key >= ?7 AND call_key < ?8 AND ?13 IS NULL",
-                Some(format!("{p}/")),
-                Some(format!("{p}0")),
-                None,
-            ),
-            None => (
-                "AND ?7 IS NULL AND ?8 IS NULL AND rowid <= ?13",
-                None,
-                None,
-                Some(after.saturating_add(scan.max(1))),
-            ),
+        let (from, to, upto) = match &filter.problem_id {
+            Some(p) => (Some(format!("{p}/")), Some(format!("{p}0")), None),
+            None => (None, None, Some(after.saturating_add(scan.max(1)))),
         };
         let mut stmt = self
             .connection()
-            .prepare_cached(&format!(
-                "SELECT {CALL_COLUMNS} FROM calls WHERE rowid > ?1 \
-                 AND (?2 IS NULL OR role = ?2) AND (?3 IS NULL OR ok = ?3) \
-                 AND (?4 IS NULL OR endpoint = ?4) AND (?5 IS NULL OR problem_id = ?5) \
-                 AND (?9 IS NULL OR latency_ms >= ?9) AND (?10 IS NULL OR latency_ms <= ?10) \
-                 AND (?11 IS NULL \
-                      OR COALESCE(prompt_tokens, 0) + COALESCE(completion_tokens, 0) >= ?11) \
-                 AND (?12 = 0 OR attempts > 1) \
-                 {range} ORDER BY rowid LIMIT ?6"
-            ))
+            .prepare_cached(&calls_page_sql(filter.problem_id.is_some()))
             .map_err(|e| self.sql_error(what, e))?;
         let rows = stmt
             .query_map(
@@ -759,6 +770,32 @@ mod tests {
         };
         let scan = reader.calls_page(&of_p, 0, 11, 10).unwrap();
         assert_eq!((rowids(&scan), scan.end), (vec![25], ScanEnd::Complete));
+    }
+
+    #[test]
+    fn each_calls_page_statement_reads_a_bounded_range() {
+        let reader = store_with_calls(3, None);
+        let plan = |one_problem: bool| -> String {
+            let sql = format!("EXPLAIN QUERY PLAN {}", calls_page_sql(one_problem));
+            let mut stmt = reader.connection().prepare(&sql).unwrap();
+            // Planned without values, as a prepared statement is (unbound: NULL).
+            let mut rows = stmt.raw_query();
+            let mut steps = Vec::new();
+            while let Some(row) = rows.next().unwrap() {
+                steps.push(row.get::<_, String>(3).unwrap());
+            }
+            steps.join("; ")
+        };
+        let window = plan(false);
+        assert!(
+            window.contains("INTEGER PRIMARY KEY (rowid>? AND rowid<?)"),
+            "{window}"
+        );
+        let problem = plan(true);
+        assert!(
+            problem.contains("USING INDEX sqlite_autoindex_calls_1 (call_key>? AND call_key<?)"),
+            "{problem}"
+        );
     }
 
     #[test]
