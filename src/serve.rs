@@ -79,7 +79,11 @@ pub async fn start(
         None => None,
     };
     let mut config = served.config.clone();
-    let runtime = ServeRuntime::start(&mut config, &options.env, prompts, record).await?;
+    let runtime =
+        match ServeRuntime::start(&mut config, &options.env, prompts, record.clone()).await {
+            Ok(runtime) => runtime,
+            Err(e) => return Err(not_started(e, record.as_deref()).await),
+        };
     let metrics = match tmas_observability::prometheus::recorder() {
         Ok(handle) => Some(handle),
         Err(e) => {
@@ -115,6 +119,28 @@ pub async fn start(
         api_keys,
         served,
     })
+}
+
+/// The start-up failed with `error` after the request store was created: the store is
+/// closed as stopped, naming the cause, so it never claims a server that did not run.
+async fn not_started(error: anyhow::Error, record: Option<&store::ServeStore>) -> anyhow::Error {
+    let Some(record) = record else {
+        return error;
+    };
+    let cause = tmas_observability::error_text(error.as_ref());
+    let dir = record.store().path().display().to_string();
+    match record
+        .close_not_started(format!("the server did not start: {cause}"))
+        .await
+    {
+        Ok(()) => error.context(format!(
+            "the server did not start; the request store {dir} is marked stopped"
+        )),
+        Err(closing) => error.context(format!(
+            "the server did not start, and the request store {dir} could not be marked \
+             stopped: {closing:#}"
+        )),
+    }
 }
 
 /// The served config: the file's text, loaded with the server's environment and flags.

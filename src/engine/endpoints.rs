@@ -42,7 +42,7 @@ impl Endpoints {
             Ok(client_config) => ModelClient::start(client_config)
                 .await
                 .context("starting the model client"),
-            Err(errors) => Err(anyhow::anyhow!("{errors}")),
+            Err(errors) => Err(errors.into()),
         };
         match client {
             Ok(client) => Ok(Self { client, sim }),

@@ -217,6 +217,17 @@ impl ServeStore {
     /// Once every admitted problem has ended: commits what is queued, writes the run
     /// directory's files from the store (as a run's end does) and closes the store.
     pub async fn close(&self) -> anyhow::Result<()> {
+        self.finish(None).await
+    }
+
+    /// The server failed to start after the store was created: the store is closed with
+    /// the status a run stopped by an error has (`stopped`, `run.json`'s `stopped_by`
+    /// saying `why`), never left claiming a server is running.
+    pub async fn close_not_started(&self, why: String) -> anyhow::Result<()> {
+        self.finish(Some(why)).await
+    }
+
+    async fn finish(&self, stopped_by: Option<String>) -> anyhow::Result<()> {
         let path = self.store.path().display().to_string();
         self.store
             .flush()
@@ -233,18 +244,22 @@ impl ServeStore {
             WrittenOutputs::default(),
         )
         .await?;
-        let status = if outputs.unfinished.is_empty() {
+        let status = if stopped_by.is_some() {
+            "stopped"
+        } else if outputs.unfinished.is_empty() {
             "completed"
         } else {
             "interrupted"
         };
-        self.dir.write_summary(&outputs.summary(
+        let mut summary = outputs.summary(
             status,
             self.config_source.clone(),
             SERVE_DATASET.into(),
             iterations,
             self.started.elapsed().as_secs_f64(),
-        ))?;
+        );
+        summary.stopped_by = stopped_by;
+        self.dir.write_summary(&summary)?;
         self.store
             .send(Fact::Meta(vec![(META_STATUS.into(), status.into())]));
         self.store

@@ -206,6 +206,53 @@ fn a_serve_store_is_created_in_a_new_or_empty_directory_only() {
 }
 
 #[test]
+fn a_server_that_fails_to_start_after_creating_its_store_leaves_it_stopped_with_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("served");
+    let config = write_serve_config(dir.path(), "embedded-sim", "");
+    // The endpoint's key variable is checked when the model client starts, which is after
+    // the store exists.
+    let unset = "TMAS_SERVE_TEST_KEY_NEVER_SET";
+    let failed = tmas(&[
+        "serve",
+        "-c",
+        path_arg(&config),
+        "--addr",
+        "127.0.0.1:0",
+        "--out",
+        path_arg(&out),
+        "--set",
+        &format!("endpoints.sim.api_key_env=\"{unset}\""),
+    ]);
+    assert!(!failed.status.success(), "{}", show(&failed));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        stderr.contains("the server did not start") && stderr.contains(unset),
+        "{}",
+        show(&failed)
+    );
+    let conn = rusqlite::Connection::open_with_flags(
+        out.join("run.sqlite"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("the store was created");
+    let status: String = conn
+        .query_row("SELECT value FROM meta WHERE key = 'status'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(status, "stopped", "never `running`");
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(summary["status"], "stopped");
+    let why = summary["stopped_by"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("did not start") && why.contains(unset),
+        "{summary}"
+    );
+}
+
+#[test]
 fn a_request_whose_client_goes_away_is_stored_failed_and_its_calls_still_stop_at_once() {
     // Calls that would take a minute: only cancellation ends them soon.
     let sim = Sim::start(0, 60_000);
