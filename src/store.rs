@@ -32,6 +32,7 @@ pub(crate) mod parquet;
 pub(crate) mod prompts;
 pub(crate) mod read;
 pub(crate) mod record_texts;
+pub mod requests;
 pub(crate) mod resume;
 pub(crate) mod rows;
 pub(crate) mod schema;

@@ -312,6 +312,35 @@ impl MethodConfig {
         self.dedup().is_some_and(BankDedup::uses_embeddings)
     }
 
+    /// The keys that shape the method's call graph, as named in `[method]` with their
+    /// values, in the order docs/configuration.md lists them: what a reader needs to tell
+    /// two requests' runs apart (the other keys are in the whole section).
+    pub fn shape(&self) -> Vec<(&'static str, String)> {
+        let (n, m, k, epsilon) = match self.name {
+            MethodName::Tmas => (true, true, false, true),
+            MethodName::VerifyRefine => (true, true, false, false),
+            MethodName::MajorityVote => (false, false, true, false),
+            MethodName::SelfRefine | MethodName::Pacore | MethodName::Rse => {
+                (true, false, false, false)
+            }
+        };
+        let mut out = Vec::with_capacity(4);
+        if k {
+            out.push(("k", self.k.to_string()));
+        }
+        if n {
+            out.push(("n", self.n.to_string()));
+        }
+        if m {
+            out.push(("m", self.m.to_string()));
+        }
+        out.push(("iterations", self.iterations.to_string()));
+        if epsilon {
+            out.push(("epsilon", self.epsilon.to_string()));
+        }
+        out
+    }
+
     /// `max_verification_attempts`, or its derived default (2 × M) when unset.
     pub fn effective_max_verification_attempts(&self) -> u32 {
         self.max_verification_attempts

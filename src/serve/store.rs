@@ -30,6 +30,7 @@ use crate::engine::run_dir::{RunDir, not_empty};
 use crate::method::{PromptSet, TmasOutcome};
 use crate::record::ProblemRecord;
 use crate::store::bank_files::JsonFileSink;
+use crate::store::requests::request_meta;
 use crate::store::schema::{
     META_CONFIG, META_CONFIG_SOURCE, META_DATASET, META_ITERATIONS, META_PROMPTS, META_SEED,
     META_STATUS,
@@ -39,10 +40,6 @@ use crate::store::{Fact, ProblemRow, RunStore, StatusRow};
 
 /// What `meta.dataset` says of a serve store: its problems are requests, not a dataset's.
 pub const SERVE_DATASET: &str = "tmas serve requests";
-
-/// `meta` key prefix of a problem's method and keys (`request/req-N-cI`: the request's
-/// `[method]` section as JSON).
-pub const REQUEST_META_PREFIX: &str = "request/";
 
 /// A problem admitted and not yet stored as ended.
 struct Admitted {
@@ -154,8 +151,8 @@ impl ServeStore {
         }]));
         let mut meta = Vec::with_capacity(2);
         // Requests mix methods and keys: each problem's are kept beside it.
-        match serde_json::to_string(&config.method) {
-            Ok(method) => meta.push((format!("{REQUEST_META_PREFIX}{id}"), method)),
+        match request_meta(id, &config.method) {
+            Ok(row) => meta.push(row),
             Err(e) => tracing::warn!(problem = %id, "cannot record the request's method: {e}"),
         }
         if self.iterations.fetch_max(iterations, Ordering::Relaxed) < iterations {

@@ -13,6 +13,7 @@ use askama::Template;
 use super::paths::RunPage;
 use super::run::{ProblemSummary, Run, RunSummary};
 use crate::engine::accounting::ProblemState;
+use crate::store::requests::RequestMethod;
 
 pub use calls::{CallsQuery, calls_page};
 pub use compare::{CompareQuery, compare_page};
@@ -110,6 +111,33 @@ pub(super) fn head_of(text: &str, chars: usize) -> String {
         out.push('…');
     }
     out
+}
+
+/// A request's method as the pages show it (`tmas n=4 m=2 iterations=3 epsilon=0.2`), or
+/// `None` for a problem that is not a request's; also the whole `[method]` section (JSON)
+/// it ran with.
+pub(super) struct MethodShown {
+    pub short: String,
+    pub keys: String,
+}
+
+pub(super) fn request_method(s: &RunSummary, problem_id: &str) -> Option<MethodShown> {
+    Some(match s.requests.get(problem_id)? {
+        RequestMethod::Ran(method) => {
+            let mut short = method.name.as_str().to_string();
+            for (key, value) in method.shape() {
+                short.push_str(&format!(" {key}={value}"));
+            }
+            MethodShown {
+                short,
+                keys: serde_json::to_string_pretty(method).unwrap_or_default(),
+            }
+        }
+        RequestMethod::Unreadable(why) => MethodShown {
+            short: "(unreadable)".into(),
+            keys: why.clone(),
+        },
+    })
 }
 
 pub(super) fn lookup_problem(s: &RunSummary, ordinal: i64) -> anyhow::Result<&ProblemSummary> {

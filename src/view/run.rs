@@ -21,6 +21,7 @@ use crate::store::StoreReader;
 use crate::store::browse::ChangeToken;
 use crate::store::export::{is_unfinished, stored_iterations, stored_table};
 use crate::store::read::{RoleUsageRow, StoredProblem};
+use crate::store::requests::RequestMethod;
 use crate::store::schema::{META_CONFIG, META_STATUS};
 
 /// A problem × iteration cell of the problems grid.
@@ -79,6 +80,8 @@ pub struct RunSummary {
     pub usage: Vec<RoleUsageRow>,
     /// The Pass@1 chart (`None`: no point to draw yet).
     pub chart_svg: Option<String>,
+    /// In a `tmas serve --out` store: each request's method, by problem id (else empty).
+    pub requests: BTreeMap<String, RequestMethod>,
 }
 
 impl RunSummary {
@@ -383,5 +386,6 @@ fn build_summary(
         table,
         usage: tally.usage(),
         chart_svg,
+        requests: reader.request_methods()?,
     })
 }

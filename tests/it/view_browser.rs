@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::support::cli::{spawn_fresh, stored_calls, write_config};
+use crate::support::serve::served_store;
 use crate::support::view::{Viewer, artefacts, chromium, dump_dom, raw_get, screenshot};
 use crate::view_pages::{SCRIPT, finished_run};
 
@@ -197,4 +198,41 @@ fn the_run_page_shows_computing_then_swaps_the_analyses_in() {
         !dom.contains("Computing the paper"),
         "the computing note is gone"
     );
+}
+
+#[test]
+fn the_browser_shows_a_servers_requests_with_their_methods() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let served = served_store(dir.path());
+    let view = Viewer::start(&[&served]);
+    let url = |page: &str| format!("{}{page}", view.root);
+
+    let list = dump_dom(&chromium, &url("r/served/problems.html"), 1000);
+    assert!(list.contains("<th>method</th>"), "{list}");
+    assert!(
+        list.contains("<td class=\"method\">tmas n=2 m=1 iterations=1 epsilon=0.5</td>"),
+        "{list}"
+    );
+    assert!(
+        list.contains("<td class=\"method\">majority-vote k=3 iterations=1</td>"),
+        "{list}"
+    );
+    let problem = dump_dom(&chromium, &url("r/served/p0.html"), 1000);
+    assert!(
+        problem.contains("<code id=\"method\">tmas n=2 m=1 iterations=1 epsilon=0.5</code>"),
+        "{problem}"
+    );
+    let shots = artefacts();
+    for (page, name, height) in [
+        ("r/served/problems.html", "served-problems", 400),
+        ("r/served/p0.html", "served-problem", 700),
+    ] {
+        screenshot(
+            &chromium,
+            &url(page),
+            &shots.join(format!("{name}.png")),
+            height,
+        );
+    }
 }

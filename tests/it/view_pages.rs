@@ -9,6 +9,7 @@ use crate::export_parquet::parquet_rows;
 use crate::support::cli::{ok, path_arg, run_fresh, tmas, write_config};
 use crate::support::engine::{dataset, run_process_on_sim, sim_options};
 use crate::support::otlp::{Collector, attr};
+use crate::support::serve::served_store;
 use crate::support::view::Viewer;
 
 /// A script a model could reply with: it must show as text, never run.
@@ -525,6 +526,40 @@ fn a_static_export_writes_the_runs_pages_linked_relatively() {
     // The export's folder must be new or empty.
     let again = tmas(&["view", path_arg(&run), "--out", path_arg(&out)]);
     assert_eq!(again.status.code(), Some(2));
+}
+
+#[test]
+fn a_servers_store_shows_each_requests_method_in_the_list_and_on_its_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = served_store(dir.path());
+    let view = Viewer::start(&[&served]);
+    let (status, list) = view.get("/r/served/problems.html");
+    assert_eq!(status, 200, "{list}");
+    assert!(list.contains("<th>method</th>"), "{list}");
+    for method in [
+        "tmas n=2 m=1 iterations=1 epsilon=0.5",
+        "majority-vote k=3 iterations=1",
+    ] {
+        assert!(
+            list.contains(&format!("<td class=\"method\">{method}</td>")),
+            "the list names {method}:\n{list}"
+        );
+    }
+    let (status, page) = view.get("/r/served/p1.html");
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("<code id=\"method\">majority-vote k=3 iterations=1</code>"),
+        "{page}"
+    );
+    assert!(page.contains("id=\"method-keys\""), "{page}");
+
+    // A run over a dataset has no request: no method column, no method line.
+    let run = finished_run(dir.path());
+    let view = Viewer::start(&[&run]);
+    let (_, list) = view.get("/r/run/problems.html");
+    assert!(!list.contains("<th>method</th>"), "{list}");
+    let (_, page) = view.get("/r/run/p0.html");
+    assert!(!page.contains("id=\"method\""), "{page}");
 }
 
 #[test]

@@ -418,3 +418,29 @@ fn simulator_section_is_validated_by_the_simulator_rules() {
     let c = load_text("[simulator]\nseed = 9").expect("loads");
     assert_eq!(c.simulator.seed, 9);
 }
+
+#[test]
+fn a_methods_shape_names_the_keys_its_call_graph_uses() {
+    let shape = |name| {
+        MethodConfig {
+            name,
+            k: 5,
+            n: 3,
+            m: 2,
+            iterations: 4,
+            epsilon: 0.25,
+            ..MethodConfig::default()
+        }
+        .shape()
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+    };
+    assert_eq!(shape(MethodName::Tmas), "n=3 m=2 iterations=4 epsilon=0.25");
+    assert_eq!(shape(MethodName::VerifyRefine), "n=3 m=2 iterations=4");
+    assert_eq!(shape(MethodName::MajorityVote), "k=5 iterations=4");
+    for name in [MethodName::SelfRefine, MethodName::Pacore, MethodName::Rse] {
+        assert_eq!(shape(name), "n=3 iterations=4", "{name:?}");
+    }
+}

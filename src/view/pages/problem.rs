@@ -8,8 +8,8 @@ use super::super::paths::{RunPage, encode_query};
 use super::super::reply::{Section, prompt_sections, split_think};
 use super::super::run::Run;
 use super::{
-    Head, Mode, NotFound, TraceView, branch_name, candidate_status_name, head_of, lookup_problem,
-    state_name, trace_view,
+    Head, MethodShown, Mode, NotFound, TraceView, branch_name, candidate_status_name, head_of,
+    lookup_problem, request_method, state_name, trace_view,
 };
 use crate::role::Role;
 use crate::store::browse::CallSummary;
@@ -25,6 +25,8 @@ struct ProblemPage {
     error: Option<String>,
     question: String,
     reference: String,
+    /// The request's method (a server's store only).
+    method: Option<MethodShown>,
     banks_href: String,
     calls_href: Option<String>,
     pending_note: String,
@@ -154,6 +156,7 @@ pub fn problem_page(run: &Run, mode: Mode, ordinal: i64) -> anyhow::Result<Strin
         } else {
             "none (a request recorded by tmas serve: not judged)".into()
         },
+        method: request_method(&s, &id),
         banks_href: RunPage::Banks(ordinal).file_name(),
         calls_href: (!mode.static_export)
             .then(|| format!("calls.html?problem={}", encode_query(&id))),

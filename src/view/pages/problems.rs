@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use super::super::paths::encode_query;
 use super::super::run::{Cell, ProblemSummary, Run, RunSummary};
-use super::{Head, Mode, NotFound, PAGE_ROWS, percent, problem_href, state_name};
+use super::{Head, Mode, NotFound, PAGE_ROWS, percent, problem_href, request_method, state_name};
 use crate::engine::accounting::ProblemState;
 
 // ---------------------------------------------------------------------- problems grid
@@ -110,6 +110,8 @@ struct ProblemsPage {
     others: Vec<(String, String, bool)>,
     shown: String,
     iterations: Vec<usize>,
+    /// A server's store: each row names its request's method.
+    requests: bool,
     rows: Vec<GridRow>,
     prev: Option<String>,
     next: Option<String>,
@@ -121,6 +123,8 @@ struct GridRow {
     href: String,
     state: &'static str,
     first_solved: String,
+    /// The request's method and its shape (a server's store only).
+    method: String,
     cells: Vec<GridCell>,
 }
 
@@ -235,6 +239,7 @@ pub fn problems_page(
             href: problem_href(p),
             state: state_name(p.state),
             first_solved: p.first_solved.map(|t| t.to_string()).unwrap_or_default(),
+            method: request_method(&s, &p.problem.problem_id).map_or(String::new(), |m| m.short),
             cells: p.cells.iter().map(grid_cell).collect(),
         })
         .collect();
@@ -269,6 +274,7 @@ pub fn problems_page(
             end
         ),
         iterations: (0..s.iterations).collect(),
+        requests: !s.requests.is_empty(),
         rows,
         prev: (page > 0).then(|| link(page - 1)),
         next: (end < total).then(|| link(page + 1)),

@@ -363,3 +363,29 @@ pub fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A `tmas serve --out` store in `dir/served` (the server on the embedded simulator,
+/// stopped by SIGTERM once answered) holding two requests that ran different methods:
+/// `req-0-c0` TMAS with N = 2, M = 1, T = 1, ε = 0.5, and `req-1-c0` MV@3.
+pub fn served_store(dir: &Path) -> PathBuf {
+    let out = dir.join("served");
+    let config = write_serve_config(dir, "embedded-sim", "");
+    let server = Server::start_with(&config, &["--out", super::cli::path_arg(&out)], &[]);
+    for (model, ext) in [
+        (
+            "tmas/tmas-sim",
+            serde_json::json!({"n": 2, "m": 1, "iterations": 1, "epsilon": 0.5}),
+        ),
+        ("majority-vote/tmas-sim", serde_json::json!({"k": 3})),
+    ] {
+        let reply = server.post(&serde_json::json!({
+            "model": model,
+            "messages": [{"role": "user", "content": "What is 6 times 7?"}],
+            "tmas": ext,
+        }));
+        assert_eq!(reply.status, 200, "{model}: {}", reply.body);
+    }
+    let (status, stderr) = server.terminate();
+    assert!(status.success(), "{status:?}\n{stderr}");
+    out
+}

@@ -1,0 +1,110 @@
+//! The method each request of a `tmas serve --out` store ran with. Requests mix methods
+//! and keys while `meta.config_toml` holds the served config, so each request's problem
+//! keeps its own `[method]` section beside it: `meta` key `request/PROBLEM`, the section
+//! as JSON. This module is the one place that spells the key and (de)serializes the value.
+
+use std::collections::BTreeMap;
+
+use super::StoreError;
+use super::read::StoreReader;
+use crate::config::MethodConfig;
+
+/// `meta` key prefix of a request's method (`request/req-N-cI`).
+const REQUEST_PREFIX: &str = "request/";
+
+/// The `meta` row that records the method problem `problem_id` (a request's choice) ran
+/// with.
+pub fn request_meta(
+    problem_id: &str,
+    method: &MethodConfig,
+) -> serde_json::Result<(String, String)> {
+    Ok((
+        format!("{REQUEST_PREFIX}{problem_id}"),
+        serde_json::to_string(method)?,
+    ))
+}
+
+/// How a request's stored method reads back.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequestMethod {
+    /// The `[method]` section the request's choice ran with.
+    Ran(MethodConfig),
+    /// The stored keys are not a `[method]` section this `tmas` reads (a newer one wrote
+    /// them): why.
+    Unreadable(String),
+}
+
+impl RequestMethod {
+    fn decode(json: &str) -> Self {
+        match serde_json::from_str(json) {
+            Ok(method) => RequestMethod::Ran(method),
+            Err(e) => RequestMethod::Unreadable(format!("the stored method does not read: {e}")),
+        }
+    }
+}
+
+impl StoreReader {
+    /// Each request's method, by problem id: empty for a store that is not a server's.
+    pub fn request_methods(&self) -> Result<BTreeMap<String, RequestMethod>, StoreError> {
+        let what = "reading the requests' methods";
+        let conn = self.connection();
+        let mut stmt = conn
+            .prepare("SELECT key, value FROM meta WHERE substr(key, 1, ?1) = ?2")
+            .map_err(|e| self.sql_error(what, e))?;
+        let rows = stmt
+            .query_map(
+                rusqlite::params![REQUEST_PREFIX.len() as i64, REQUEST_PREFIX],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+            )
+            .map_err(|e| self.sql_error(what, e))?;
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let (key, value) = row.map_err(|e| self.sql_error(what, e))?;
+            if let Some(problem) = key.strip_prefix(REQUEST_PREFIX) {
+                out.insert(problem.to_string(), RequestMethod::decode(&value));
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MethodName;
+    use crate::store::{Fact, RunStore};
+
+    #[tokio::test]
+    async fn a_requests_method_reads_back_as_it_was_stored_and_other_meta_is_not_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::create(dir.path()).unwrap();
+        let method = MethodConfig {
+            name: MethodName::VerifyRefine,
+            n: 3,
+            m: 2,
+            iterations: 4,
+            ..MethodConfig::default()
+        };
+        let row = request_meta("req-0-c1", &method).unwrap();
+        assert_eq!(row.0, "request/req-0-c1");
+        store
+            .write(Fact::Meta(vec![
+                row,
+                (
+                    "request/req-1-c0".into(),
+                    "{\"name\": \"from-the-future\"}".into(),
+                ),
+                ("requested_by".into(), "not a request".into()),
+            ]))
+            .await
+            .unwrap();
+        let reader = StoreReader::open_read_only(store.path()).unwrap();
+        let methods = reader.request_methods().unwrap();
+        assert_eq!(methods.len(), 2, "{methods:?}");
+        assert_eq!(methods["req-0-c1"], RequestMethod::Ran(method));
+        assert!(
+            matches!(&methods["req-1-c0"], RequestMethod::Unreadable(why) if why.contains("from-the-future")),
+            "{methods:?}"
+        );
+    }
+}
