@@ -25,6 +25,10 @@
 //!   priority = (roles still unknown) × 2⁵² + estimate
 //!   ```
 //!
+//!   T is the problem's own iteration count when its job gives one
+//!   (`ProblemJob::iterations`: the requests to a server each ask for theirs), else the
+//!   runner's.
+//!
 //!   Why this formula. A problem ends when its dependency chain ends: each iteration runs
 //!   its stages one after the other and the next iteration waits for the last stage, so
 //!   what is left of a problem is the rest of this iteration plus T − iteration − 1 whole

@@ -82,7 +82,8 @@ pub struct RunnerSettings {
     pub admission: Admission,
     pub priority: CallPriority,
     /// How many iterations each problem runs, when known. The latency-aware order needs
-    /// it (a problem's remaining chain counts the iterations it has left).
+    /// it (a problem's remaining chain counts the iterations it has left); a job that
+    /// says its own ([`ProblemJob::iterations`]) is counted by that instead.
     pub iterations: Option<u32>,
     /// Put prompt and response text on the call spans (when an exporter runs). A setting
     /// of this run, not of the process: two runs in one process may differ.
@@ -169,6 +170,11 @@ pub struct ProblemJob<O> {
     /// its caller's trace). `None`: the problem's span is the root of a trace of its own,
     /// linked to the span the runner runs in.
     pub parent: Option<tracing::Span>,
+    /// How many iterations this problem's strategy runs, when the job knows: the
+    /// latency-aware order counts what is left of the problem from this rather than from
+    /// [`RunnerSettings::iterations`], since problems of one runner may run different
+    /// numbers (each request to a server asks for its own). `None`: the runner's.
+    pub iterations: Option<u32>,
 }
 
 /// A problem's result as given to `on_done`.
@@ -443,6 +449,7 @@ impl Runner {
             strategy,
             banks,
             parent,
+            iterations,
         } = job;
         let span = problem_span(&id, parent.as_ref());
         let report_tx = tx.clone();
@@ -454,7 +461,7 @@ impl Runner {
             sink: self.sink.clone(),
             seq,
             priority: self.settings.priority,
-            stages: self.stages.clone(),
+            stages: problem_stages(&self.stages, iterations),
             latencies: ProblemLatencies::new(self.latencies.clone()),
             trace_content: self.settings.trace_content,
             span: span.clone(),
@@ -565,9 +572,47 @@ fn problem_span(id: &Arc<str>, parent: Option<&tracing::Span>) -> tracing::Span 
     span
 }
 
+/// The stage order a problem's calls are ranked by: the runner's, with the problem's own
+/// iteration count when its job says one.
+fn problem_stages(run: &Arc<StageOrder>, iterations: Option<u32>) -> Arc<StageOrder> {
+    match iterations {
+        Some(t) if run.iterations() != Some(t) => Arc::new(run.for_iterations(t)),
+        _ => run.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::waiting_problems;
+    use std::sync::Arc;
+
+    use super::{CallPriority, StageOrder, problem_stages, waiting_problems};
+    use crate::priority::{ProblemLatencies, RunLatencies};
+
+    #[test]
+    fn the_latency_aware_estimate_counts_the_iterations_of_the_problems_own_job() {
+        // A runner told T = 20; two roles in sequence, 1 s each once observed.
+        let run = Arc::new(StageOrder::new(&[false, false], Some(20)).unwrap());
+        let mut latencies = ProblemLatencies::new(Arc::new(RunLatencies::new(2)));
+        latencies.observe(0, 1_000_000);
+        latencies.observe(1, 1_000_000);
+        let first_call = |iterations| {
+            CallPriority::LatencyAware.of_call(
+                &problem_stages(&run, iterations),
+                0,
+                0,
+                0,
+                &latencies,
+            )
+        };
+        // Every role known: the priority is the estimate, 2 s per iteration left.
+        assert_eq!(first_call(Some(3)), 3 * 2_000_000, "a 3-iteration request");
+        assert_eq!(first_call(None), 20 * 2_000_000, "the runner's T");
+        assert_eq!(first_call(Some(20)), first_call(None));
+        // Its last iteration's last call: only that call's stage is left.
+        let last =
+            CallPriority::LatencyAware.of_call(&problem_stages(&run, Some(3)), 0, 2, 1, &latencies);
+        assert_eq!(last, 1_000_000);
+    }
 
     #[test]
     fn waiting_problems_is_known_only_when_the_iterator_knows_its_length() {

@@ -87,6 +87,14 @@ impl JobFactory {
         }
     }
 
+    /// T: the iterations each job's strategy runs.
+    pub fn iterations(&self) -> u32 {
+        match self {
+            JobFactory::Tmas(params, _) => params.iterations,
+            JobFactory::Baseline(params, _, _) => params.iterations,
+        }
+    }
+
     /// The job of `problem`; its strategy tells `watcher` each iteration it completes.
     pub fn job(
         &self,
@@ -147,6 +155,7 @@ impl JobFactory {
             strategy,
             banks,
             parent: None,
+            iterations: Some(self.iterations()),
         }
     }
 }

@@ -49,6 +49,14 @@ impl StageOrder {
         })
     }
 
+    /// The same roles and stages, for a problem that runs `iterations`.
+    pub fn for_iterations(&self, iterations: u32) -> Self {
+        Self {
+            iterations: Some(iterations),
+            ..self.clone()
+        }
+    }
+
     /// Number of roles.
     pub fn roles(&self) -> usize {
         self.stage_of.len()

@@ -211,6 +211,7 @@ async fn released_order(priority: CallPriority) -> Vec<String> {
         }) as Box<dyn Strategy<Output = ()>>,
         banks: Vec::new(),
         parent: None,
+        iterations: None,
     });
     let mut failures = Vec::new();
     let run = runner.run(jobs, |r| {

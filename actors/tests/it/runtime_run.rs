@@ -42,6 +42,7 @@ fn jobs(n: usize, plan: ToyPlan) -> impl Iterator<Item = ProblemJob<ToyOutput>> 
                 policy: Arc::new(AppendOnly),
             }],
             parent: None,
+            iterations: None,
         }
     })
 }
@@ -483,6 +484,7 @@ async fn stalled_strategies_and_unknown_banks_fail_their_problem_with_a_clear_er
         strategy: Box::new(Scripted(cmds)) as Box<dyn Strategy<Output = ToyOutput>>,
         banks: vec![],
         parent: None,
+        iterations: None,
     });
     let (summary, results) = run(
         settings(Admission::Fixed {

@@ -78,6 +78,7 @@ async fn run_one_problem() {
             policy: Arc::new(AppendOnly),
         }],
         parent: None,
+        iterations: None,
     };
     let mut ok = 0;
     let run = runner.run([job], |r| ok += usize::from(r.result.is_ok()));

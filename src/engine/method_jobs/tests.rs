@@ -22,6 +22,27 @@ fn tmas_jobs_of_a_run_let_go_of_the_texts_the_store_holds() {
     assert!(!Config::default().tmas_params().release_texts);
 }
 
+/// Each job says the T its strategy runs, so the latency-aware order counts a server
+/// request's own iterations rather than the runner's.
+#[test]
+fn each_job_carries_the_iterations_of_the_config_it_was_made_from() {
+    let prompts = Arc::new(PromptSet::builtin().expect("built-in prompts"));
+    let problem = Problem {
+        id: "p".into(),
+        question: "q".into(),
+        answer: String::new(),
+        reference_solution: None,
+        grading_guidelines: None,
+    };
+    for name in MethodName::ALL {
+        let mut config = Config::default();
+        config.method.name = name;
+        config.method.iterations = 3;
+        let job = JobFactory::keeping_texts(&config, prompts.clone()).job(&problem, None);
+        assert_eq!(job.iterations, Some(3), "{name:?}");
+    }
+}
+
 /// A successful reply: `content` for a chat call, `embeddings` for an embeddings call.
 fn answered(content: String, embeddings: Option<Vec<Vec<f32>>>) -> CallOutcome {
     Ok(ChatResponse {
