@@ -12,11 +12,14 @@
 //! - [`runtime`]: the runtime and each request's admission.
 //! - [`openai`]: the wire format, the answer (the method's final selection) and usage.
 //! - [`http`]: routes, API keys, limits; [`stream`]: `stream: true` as server-sent events.
+//! - [`store`]: every request kept in a run store (`--out`); [`pass_through`]: a
+//!   plain-model choice as a problem of that store.
 
 pub(crate) mod calls;
 pub(crate) mod http;
 pub(crate) mod openai;
 pub(crate) mod params;
+pub(crate) mod pass_through;
 pub(crate) mod runtime;
 pub(crate) mod store;
 pub(crate) mod stream;

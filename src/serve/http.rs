@@ -13,11 +13,13 @@ use futures::future::join_all;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use tmas_actors::strategy::{CallFailure, CallOutcome};
 use tmas_client::wire::{CallTags, ChatMessage, ChatRequest};
 
 use super::calls::{Budget, CancelOnDrop, RequestCalls};
 use super::openai::{self, ApiError, ChatCompletionRequest, Usage};
 use super::params::{ServedConfig, Target, model_name, target};
+use super::pass_through::{self, PassThroughChoice};
 use super::runtime::{ServeRuntime, Ticket};
 use super::stream;
 use crate::config::{Config, MethodName};
@@ -374,20 +376,41 @@ async fn upstream(
         })
         .collect();
     let id = app.runtime.request_id();
+    // Each choice is one problem, as a method request's choices are (named alike).
+    let keys: Vec<_> = (0..choices)
+        .map(|index| pass_through::call_key(&format!("{id}-c{index}")))
+        .collect();
     let chat = |index: u32| ChatRequest {
         messages: messages.clone(),
         sampling: config.role(Role::Solution).sampling(),
         tags: CallTags {
             role: Role::Solution.as_str().into(),
-            problem: id.as_str().into(),
+            problem: keys[index as usize].problem.clone(),
             iteration: 0,
-            call: Some(format!("{id}/c{index}").into()),
+            call: Some(keys[index as usize].to_string().into()),
             affinity: None,
         },
         // A streamed request streams from the endpoint, so its pieces pass through as
         // they come.
         stream: request.stream,
     };
+    // With `--out`, each choice is recorded before its call goes out.
+    let question = openai::question(&request.messages).unwrap_or_default();
+    let mut records: Vec<Option<PassThroughChoice>> = keys
+        .iter()
+        .enumerate()
+        .map(|(index, key)| {
+            app.runtime.record().map(|store| {
+                PassThroughChoice::admit(
+                    store.clone(),
+                    key.clone(),
+                    &question,
+                    &app.served.model,
+                    &chat(index as u32),
+                )
+            })
+        })
+        .collect();
     let id_text = format!("chatcmpl-{id}");
     if request.stream {
         let include_usage = request
@@ -399,6 +422,7 @@ async fn upstream(
             request.model.clone(),
             app.runtime.client().clone(),
             (0..choices).map(chat).collect(),
+            records,
             include_usage,
         ));
     }
@@ -407,10 +431,20 @@ async fn upstream(
             .client()
             .chat(Config::client_group(Role::Solution), chat(index))
     });
+    let results: Vec<CallOutcome> = join_all(calls)
+        .await
+        .into_iter()
+        .map(|r| r.map_err(CallFailure::from))
+        .collect();
+    for (record, result) in records.iter_mut().zip(&results) {
+        if let Some(record) = record.take() {
+            record.ended(result.clone(), None);
+        }
+    }
     let mut out = Vec::new();
     let (mut prompt, mut completion) = (0u64, 0u64);
-    for (index, result) in join_all(calls).await.into_iter().enumerate() {
-        let response = result.map_err(openai::upstream_failure)?;
+    for (index, result) in results.into_iter().enumerate() {
+        let response = result.map_err(openai::upstream_call_failure)?;
         prompt += response.usage.prompt_tokens;
         completion += response.usage.completion_tokens;
         out.push(json!({

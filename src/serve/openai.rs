@@ -245,8 +245,7 @@ impl ApiError {
 
 /// A call of the served model that failed (after the client's retries): 504 when it
 /// timed out, else 502, with the failure's message.
-pub fn upstream_failure(e: tmas_client::ClientError) -> ApiError {
-    let failure = tmas_actors::strategy::CallFailure::from(e);
+pub fn upstream_call_failure(failure: tmas_actors::strategy::CallFailure) -> ApiError {
     ApiError {
         status: if failure.kind == FailureKind::Timeout {
             StatusCode::GATEWAY_TIMEOUT

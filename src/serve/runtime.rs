@@ -131,6 +131,11 @@ impl ServeRuntime {
         self.calls.registered()
     }
 
+    /// The request store (`--out`), if any.
+    pub fn record(&self) -> Option<&Arc<ServeStore>> {
+        self.record.as_ref()
+    }
+
     /// The request store's first write failure, if it has one (`--out`).
     pub fn store_failure(&self) -> Option<Arc<str>> {
         self.record.as_ref().and_then(|r| r.store().failure())

@@ -7,7 +7,8 @@
 //! through the run store's executor (committed before the method sees them, as in a
 //! run), its bank versions into `bank_versions` and `banks/`, and its record into
 //! `problems.record_json` and the per-candidate tables once it ends — all through the
-//! one store writer the runs use. A request has no reference answer: its problem is
+//! one store writer the runs use. A choice of a request to the plain model is a problem
+//! too, of its one call ([`super::pass_through`]). A request has no reference answer: its problem is
 //! stored with an empty one ([`crate::record::has_reference`]) and is never judged, so
 //! Pass@1 leaves it out instead of scoring it. The run directory's files (`results.jsonl`,
 //! `problems/`, `pass_at_1.*`, `run.json`) are written when the server stops.
@@ -30,7 +31,7 @@ use crate::engine::run_dir::{RunDir, not_empty};
 use crate::method::{PromptSet, TmasOutcome};
 use crate::record::ProblemRecord;
 use crate::store::bank_files::JsonFileSink;
-use crate::store::requests::request_meta;
+use crate::store::requests::{pass_through_meta, request_meta};
 use crate::store::schema::{
     META_CONFIG, META_CONFIG_SOURCE, META_DATASET, META_ITERATIONS, META_PROMPTS, META_SEED,
     META_STATUS,
@@ -169,6 +170,23 @@ impl ServeStore {
         );
     }
 
+    /// Records problem `id`, a choice of a request to the served model `model` itself
+    /// asking `question` ([`super::pass_through`]), before its call goes out.
+    pub fn admit_pass_through(&self, id: &str, question: &str, model: &str) {
+        self.store.send(Fact::Problems(vec![ProblemRow {
+            problem_id: id.to_string(),
+            ordinal: self.next_ordinal.fetch_add(1, Ordering::Relaxed),
+            question: question.to_string(),
+            reference_answer: String::new(),
+            reference_solution: None,
+            grading_guidelines: None,
+        }]));
+        match pass_through_meta(id, model) {
+            Ok(row) => self.store.send(Fact::Meta(vec![row])),
+            Err(e) => tracing::warn!(problem = %id, "cannot record the request's model: {e}"),
+        }
+    }
+
     /// Forgets a problem that was recorded but never ran (the runtime had stopped): it is
     /// marked failed with `why`.
     pub fn abandon(&self, id: &str, why: &str) {
@@ -176,7 +194,7 @@ impl ServeStore {
         self.fail(id, why.to_string());
     }
 
-    fn fail(&self, id: &str, error: String) {
+    pub(super) fn fail(&self, id: &str, error: String) {
         self.store.send(Fact::Status(StatusRow {
             problem_id: id.to_string(),
             status: "failed",

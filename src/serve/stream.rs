@@ -20,9 +20,11 @@ use tokio::sync::mpsc;
 
 use super::calls::{CancelOnDrop, IterationSummary, Progress};
 use super::openai::{self, ApiError, Usage};
+use super::pass_through::PassThroughChoice;
 use super::runtime::{ProblemResult, Ticket};
 use crate::config::{Config, MethodName};
 use crate::role::Role;
+use tmas_actors::strategy::CallFailure;
 use tmas_client::ModelClient;
 use tmas_client::wire::{ChatRequest, StreamDelta};
 
@@ -288,10 +290,11 @@ pub fn pass_through(
     model: String,
     client: ModelClient,
     calls: Vec<ChatRequest>,
+    records: Vec<Option<PassThroughChoice>>,
     include_usage: bool,
 ) -> Response {
     let (tx, rx) = mpsc::channel::<Event>(64);
-    tokio::spawn(relay(id, model, client, calls, include_usage, tx));
+    tokio::spawn(relay(id, model, client, calls, records, include_usage, tx));
     let events = futures::stream::unfold(rx, |mut rx| async move {
         let event = rx.recv().await?;
         Some((Ok::<_, Infallible>(event), rx))
@@ -300,6 +303,10 @@ pub fn pass_through(
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))
         .into_response()
 }
+
+/// Why a passed-through choice whose stream broke ends with an error.
+const BROKEN: &str = "the upstream stream broke after part of the answer was sent; the retry's \
+                      answer is not appended to it";
 
 /// What one passed-through choice has sent so far.
 #[derive(Default, Clone, Copy)]
@@ -311,12 +318,14 @@ struct Relayed {
     broken: bool,
 }
 
-/// Sends the passed-through reply's events until it is complete or the client has gone.
+/// Sends the passed-through reply's events until it is complete or the client has gone;
+/// each choice's call is recorded as it ends (`records`, with `--out`).
 async fn relay(
     id: String,
     model: String,
     client: ModelClient,
     calls: Vec<ChatRequest>,
+    mut records: Vec<Option<PassThroughChoice>>,
     include_usage: bool,
     tx: mpsc::Sender<Event>,
 ) {
@@ -398,12 +407,14 @@ async fn relay(
                     }
                 }
                 let state = relayed[index];
+                let result = result.map_err(CallFailure::from);
+                if let Some(record) = records.get_mut(index).and_then(Option::take) {
+                    record.ended(result.clone(), state.broken.then(|| BROKEN.to_string()));
+                }
                 let events = match result {
                     Ok(_) if state.broken => vec![error_event(&ApiError {
                         status: axum::http::StatusCode::BAD_GATEWAY,
-                        message: "the upstream stream broke after part of the answer was \
-                                  sent; the retry's answer is not appended to it"
-                            .into(),
+                        message: BROKEN.into(),
                         kind: "upstream_error",
                         param: None,
                         code: Some("upstream_error"),
@@ -423,7 +434,7 @@ async fn relay(
                         events.push(delta(index, json!({}), Some(finish)));
                         events
                     }
-                    Err(e) => vec![error_event(&openai::upstream_failure(e))],
+                    Err(e) => vec![error_event(&openai::upstream_call_failure(e))],
                 };
                 for event in events {
                     if !send(event).await {

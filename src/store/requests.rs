@@ -1,7 +1,9 @@
 //! The method each request of a `tmas serve --out` store ran with. Requests mix methods
 //! and keys while `meta.config_toml` holds the served config, so each request's problem
-//! keeps its own `[method]` section beside it: `meta` key `request/PROBLEM`, the section
-//! as JSON. This module is the one place that spells the key and (de)serializes the value.
+//! keeps its own beside it: `meta` key `request/PROBLEM`, its `[method]` section as JSON,
+//! or `{"pass_through": MODEL}` for a request to the served model itself (no method, its
+//! one call passed through). This module is the one place that spells the key and
+//! (de)serializes the value.
 
 use std::collections::BTreeMap;
 
@@ -24,11 +26,31 @@ pub fn request_meta(
     ))
 }
 
+/// The `meta` row of problem `problem_id`, a choice of a request to the served model
+/// `model` itself.
+pub fn pass_through_meta(problem_id: &str, model: &str) -> serde_json::Result<(String, String)> {
+    Ok((
+        format!("{REQUEST_PREFIX}{problem_id}"),
+        serde_json::to_string(&PassThrough {
+            pass_through: model.to_string(),
+        })?,
+    ))
+}
+
+/// The stored form of [`RequestMethod::PassThrough`].
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PassThrough {
+    pass_through: String,
+}
+
 /// How a request's stored method reads back.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RequestMethod {
     /// The `[method]` section the request's choice ran with.
     Ran(MethodConfig),
+    /// The request asked for the served model itself: no method, one call.
+    PassThrough { model: String },
     /// The stored keys are not a `[method]` section this `tmas` reads (a newer one wrote
     /// them): why.
     Unreadable(String),
@@ -38,7 +60,14 @@ impl RequestMethod {
     fn decode(json: &str) -> Self {
         match serde_json::from_str(json) {
             Ok(method) => RequestMethod::Ran(method),
-            Err(e) => RequestMethod::Unreadable(format!("the stored method does not read: {e}")),
+            Err(e) => match serde_json::from_str::<PassThrough>(json) {
+                Ok(p) => RequestMethod::PassThrough {
+                    model: p.pass_through,
+                },
+                Err(_) => {
+                    RequestMethod::Unreadable(format!("the stored method does not read: {e}"))
+                }
+            },
         }
     }
 }
@@ -90,6 +119,7 @@ mod tests {
         store
             .write(Fact::Meta(vec![
                 row,
+                pass_through_meta("req-2-c0", "tmas-sim").unwrap(),
                 (
                     "request/req-1-c0".into(),
                     "{\"name\": \"from-the-future\"}".into(),
@@ -100,8 +130,14 @@ mod tests {
             .unwrap();
         let reader = StoreReader::open_read_only(store.path()).unwrap();
         let methods = reader.request_methods().unwrap();
-        assert_eq!(methods.len(), 2, "{methods:?}");
+        assert_eq!(methods.len(), 3, "{methods:?}");
         assert_eq!(methods["req-0-c1"], RequestMethod::Ran(method));
+        assert_eq!(
+            methods["req-2-c0"],
+            RequestMethod::PassThrough {
+                model: "tmas-sim".into()
+            }
+        );
         assert!(
             matches!(&methods["req-1-c0"], RequestMethod::Unreadable(why) if why.contains("from-the-future")),
             "{methods:?}"

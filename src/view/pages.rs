@@ -133,6 +133,10 @@ pub(super) fn request_method(s: &RunSummary, problem_id: &str) -> Option<MethodS
                 keys: serde_json::to_string_pretty(method).unwrap_or_default(),
             }
         }
+        RequestMethod::PassThrough { model } => MethodShown {
+            short: format!("{model} (plain model, passed through)"),
+            keys: "none: the conversation went to the served model as it was, in one call".into(),
+        },
         RequestMethod::Unreadable(why) => MethodShown {
             short: "(unreadable)".into(),
             keys: why.clone(),

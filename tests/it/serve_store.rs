@@ -26,7 +26,7 @@ fn a_servers_store_holds_every_request_and_reads_as_an_unscored_run() {
     let server = Server::start_with(&config, &["--out", path_arg(&out)], &[]);
 
     // Two choices at once, then a stream with a larger T than the served config's (2),
-    // then the plain model (passed through: not a problem of the store).
+    // then the plain model (passed through), whole and streamed: a problem of one call.
     let mut body = ask(
         "tmas/tmas-sim",
         "Find the sum of the first 10 odd numbers.",
@@ -53,6 +53,21 @@ fn a_servers_store_holds_every_request_and_reads_as_an_unscored_run() {
         "messages": [{"role": "user", "content": "Say hi."}],
     }));
     assert_eq!(plain.status, 200, "{}", plain.body);
+    let plain_text = plain.json()["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let streamed = Events::open(
+        &server.addr,
+        &json!({
+            "model": "tmas-sim",
+            "messages": [{"role": "system", "content": "Be brief."},
+                         {"role": "user", "content": "Say hello."}],
+            "stream": true,
+        }),
+    )
+    .rest();
+    assert_eq!(streamed.last().unwrap().data, "[DONE]");
 
     let (status, stderr) = server.terminate();
     assert!(status.success(), "{status:?}\n{stderr}");
@@ -78,16 +93,31 @@ fn a_servers_store_holds_every_request_and_reads_as_an_unscored_run() {
         .map(Result::unwrap)
         .collect();
     let ids: Vec<&str> = problems.iter().map(|p| p.0.as_str()).collect();
-    assert_eq!(ids, ["req-0-c0", "req-0-c1", "req-1-c0"]);
+    assert_eq!(
+        ids,
+        ["req-0-c0", "req-0-c1", "req-1-c0", "req-2-c0", "req-3-c0"]
+    );
     for (id, status, iterations, reference, question) in &problems {
         assert_eq!(status, "done", "{id}");
         assert!(reference.is_empty(), "{id}: no reference answer");
-        let asked = if id.starts_with("req-0") { 2 } else { 3 };
+        let asked = match &id[..5] {
+            "req-0" => 2,
+            "req-1" => 3,
+            _ => 1,
+        };
         assert_eq!(*iterations, asked, "{id}");
         assert!(!question.is_empty());
     }
     let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
-    assert_eq!(count("SELECT COUNT(*) FROM calls") as u64, calls);
+    // The plain model's choices: one call each, its whole conversation as the prompt.
+    assert_eq!(count("SELECT COUNT(*) FROM calls") as u64, calls + 2);
+    assert_eq!(
+        count(
+            "SELECT COUNT(*) FROM calls WHERE problem_id IN ('req-2-c0', 'req-3-c0') \
+             AND role = 'solution' AND ok = 1"
+        ),
+        2
+    );
     assert_eq!(
         count("SELECT COUNT(*) FROM judge_verdicts"),
         0,
@@ -95,7 +125,7 @@ fn a_servers_store_holds_every_request_and_reads_as_an_unscored_run() {
     );
     assert_eq!(
         count("SELECT COUNT(*) FROM candidates"),
-        2 * 2 + 2 * 2 + 2 * 3
+        2 * 2 + 2 * 2 + 2 * 3 + 2
     );
     assert!(count("SELECT COUNT(*) FROM bank_versions") > 0);
     let meta = |key: &str| {
@@ -117,22 +147,30 @@ fn a_servers_store_holds_every_request_and_reads_as_an_unscored_run() {
         ),
         (&json!("tmas"), &json!(2), &json!(1), &json!(3))
     );
+    assert_eq!(meta("request/req-2-c0"), r#"{"pass_through":"tmas-sim"}"#);
     drop(stmt);
     drop(conn);
     let summary: Value =
         serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
     assert_eq!(summary["status"], "completed");
-    assert_eq!(summary["problems_done"], 3);
+    assert_eq!(summary["problems_done"], 5);
+    // The plain model's record: its reply as its one candidate.
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(out.join("problems/req-2-c0.json")).unwrap())
+            .unwrap();
+    let candidates = &record["outcome"]["iterations"][0]["candidates"];
+    assert_eq!(candidates.as_array().map(Vec::len), Some(1), "{record}");
+    assert_eq!(candidates[0]["solution"], json!(plain_text));
     assert_eq!(summary["final_pass_at_1"], Value::Null, "no score, not 0");
     assert!(out.join("problems/req-1-c0.json").is_file());
 
     // `tmas report`: no Pass@1 table (nothing to score), the calls and the banks.
     let report = ok(tmas(&["report", path_arg(&out)]), "tmas report");
     assert!(
-        report.contains("Pass@1: not scored: none of the 3 problems has a reference answer"),
+        report.contains("Pass@1: not scored: none of the 5 problems has a reference answer"),
         "{report}"
     );
-    assert!(report.contains("problems: 3 complete"), "{report}");
+    assert!(report.contains("problems: 5 complete"), "{report}");
     assert!(!report.contains("pass@1(%)"), "{report}");
     assert!(!report.contains("unfinished"), "{report}");
 
@@ -153,7 +191,7 @@ fn a_servers_store_holds_every_request_and_reads_as_an_unscored_run() {
 
     // `tmas export`: a line per request.
     let lines = ok(tmas(&["export", path_arg(&out)]), "tmas export");
-    assert_eq!(lines.lines().count(), 3);
+    assert_eq!(lines.lines().count(), 5);
 
     // `tmas rl-data`: refused, saying why; nothing written.
     let parquet = dir.path().join("rl.parquet");
@@ -266,12 +304,18 @@ fn a_request_whose_client_goes_away_is_stored_failed_and_its_calls_still_stop_at
         json!({"n": 2, "m": 1, "iterations": 1}),
     );
     let conn = post_then_leave(&server.addr, &body);
+    // And a request to the plain model, whose one call is cut the same way.
+    let plain = post_then_leave(
+        &server.addr,
+        &json!({"model": "tmas-sim", "messages": [{"role": "user", "content": "Hi?"}]}),
+    );
     assert!(
-        eventually(Duration::from_secs(30), || sim.stats()["in_flight"] == 2),
+        eventually(Duration::from_secs(30), || sim.stats()["in_flight"] == 3),
         "{}",
         sim.stats()
     );
     drop(conn);
+    drop(plain);
     assert!(
         eventually(Duration::from_secs(1), || sim.stats()["in_flight"] == 0),
         "calls still in flight a second after the client left: {}",
@@ -290,15 +334,17 @@ fn a_request_whose_client_goes_away_is_stored_failed_and_its_calls_still_stop_at
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
     )
     .unwrap();
-    let (status, error): (String, String) = conn
-        .query_row(
-            "SELECT status, error FROM problems WHERE problem_id = 'req-0-c0'",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    assert_eq!(status, "failed");
-    assert!(error.contains("cancelled"), "{error}");
+    for id in ["req-0-c0", "req-1-c0"] {
+        let (status, error): (String, String) = conn
+            .query_row(
+                "SELECT status, error FROM problems WHERE problem_id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(status, "failed", "{id}");
+        assert!(error.contains("cancelled"), "{id}: {error}");
+    }
     let calls: i64 = conn
         .query_row("SELECT COUNT(*) FROM calls", [], |r| r.get(0))
         .unwrap();
@@ -307,5 +353,5 @@ fn a_request_whose_client_goes_away_is_stored_failed_and_its_calls_still_stop_at
         "the calls cut short are not stored as answered or failed"
     );
     let report = ok(tmas(&["report", path_arg(&out)]), "tmas report");
-    assert!(report.contains("1 failed"), "{report}");
+    assert!(report.contains("2 failed"), "{report}");
 }

@@ -552,6 +552,11 @@ fn a_servers_store_shows_each_requests_method_in_the_list_and_on_its_page() {
         "{page}"
     );
     assert!(page.contains("id=\"method-keys\""), "{page}");
+    let (_, plain) = view.get("/r/served/p2.html");
+    assert!(
+        plain.contains("<code id=\"method\">tmas-sim (plain model, passed through)</code>"),
+        "{plain}"
+    );
 
     // A run over a dataset has no request: no method column, no method line.
     let run = finished_run(dir.path());

@@ -366,7 +366,8 @@ pub fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
 
 /// A `tmas serve --out` store in `dir/served` (the server on the embedded simulator,
 /// stopped by SIGTERM once answered) holding two requests that ran different methods:
-/// `req-0-c0` TMAS with N = 2, M = 1, T = 1, ε = 0.5, and `req-1-c0` MV@3.
+/// `req-0-c0` TMAS with N = 2, M = 1, T = 1, ε = 0.5, `req-1-c0` MV@3, and `req-2-c0` the
+/// plain model (passed through).
 pub fn served_store(dir: &Path) -> PathBuf {
     let out = dir.join("served");
     let config = write_serve_config(dir, "embedded-sim", "");
@@ -377,12 +378,16 @@ pub fn served_store(dir: &Path) -> PathBuf {
             serde_json::json!({"n": 2, "m": 1, "iterations": 1, "epsilon": 0.5}),
         ),
         ("majority-vote/tmas-sim", serde_json::json!({"k": 3})),
+        ("tmas-sim", Value::Null),
     ] {
-        let reply = server.post(&serde_json::json!({
+        let mut body = serde_json::json!({
             "model": model,
             "messages": [{"role": "user", "content": "What is 6 times 7?"}],
-            "tmas": ext,
-        }));
+        });
+        if !ext.is_null() {
+            body["tmas"] = ext;
+        }
+        let reply = server.post(&body);
         assert_eq!(reply.status, 200, "{model}: {}", reply.body);
     }
     let (status, stderr) = server.terminate();
