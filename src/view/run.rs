@@ -70,7 +70,7 @@ impl ProblemSummary {
 /// The run-wide figures (see the module docs).
 #[derive(Debug)]
 pub struct RunSummary {
-    /// `running`, `interrupted`, `completed` (the store's meta), or `unknown`.
+    /// `running`, `interrupted`, `completed`, `degraded`, `stopped` (the store's meta), or `unknown`.
     pub status: String,
     pub method: String,
     pub iterations: usize,
