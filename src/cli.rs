@@ -87,6 +87,7 @@ pub enum Command {
 
 /// Parses arguments, sets up logging and a runtime, and runs the subcommand.
 pub fn main() -> ExitCode {
+    crate::resources::small_pages_only();
     let cli = parse();
     // `--quiet`: warnings and errors only, unless a filter is given explicitly.
     let quiet = match &cli.command {

@@ -120,3 +120,50 @@ fn sim_server_rejects_bad_options_with_a_clear_error() {
     assert!(err.contains("faults.hang"), "{err}");
     assert!(out.stdout.is_empty());
 }
+
+/// The `THP_enabled` line of `/proc/PID/status` (`None`: the kernel has none).
+fn huge_pages_enabled(pid: u32) -> Option<bool> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| Some(line.strip_prefix("THP_enabled:")?.trim() == "1"))
+}
+
+/// Whether a started `tmas sim-server` (the same binary and start as every command) may
+/// use transparent huge pages, with `allow` as `MIMALLOC_ALLOW_THP` (`None`: unset).
+fn binary_huge_pages(allow: Option<&str>) -> Option<bool> {
+    let mut command = Command::new(BIN);
+    command
+        .args(["sim-server", "--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    match allow {
+        Some(value) => command.env("MIMALLOC_ALLOW_THP", value),
+        None => command.env_remove("MIMALLOC_ALLOW_THP"),
+    };
+    let mut child = command.spawn().expect("tmas binary starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("tmas-sim listening"), "{line:?}");
+    let enabled = huge_pages_enabled(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    enabled
+}
+
+#[test]
+fn the_binary_runs_on_small_pages_unless_the_allocator_is_told_otherwise() {
+    let Some(ours) = huge_pages_enabled(std::process::id()) else {
+        eprintln!("SKIPPED: this kernel's /proc/PID/status has no THP_enabled line");
+        return;
+    };
+    assert_eq!(
+        binary_huge_pages(None),
+        Some(false),
+        "huge pages off by default"
+    );
+    // Set: mimalloc's own setting decides, and the process keeps what it inherited.
+    assert_eq!(binary_huge_pages(Some("1")), Some(ours));
+}
