@@ -154,7 +154,9 @@ fn the_run_page_shows_computing_then_swaps_the_analyses_in() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
     let run = finished_run(dir.path());
-    let delay_ms = 8000;
+    // Chromium must load the page while the analyses are still being computed: on a
+    // loaded two-core machine its start alone can take several seconds.
+    let delay_ms = 20_000;
     let view = Viewer::start_with_env(
         &[&run],
         &[],
