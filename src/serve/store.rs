@@ -133,14 +133,8 @@ impl ServeStore {
         }
     }
 
-    fn admitted(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Admitted>> {
-        self.admitted.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Records problem `id` (a choice of a request asking `question`, run with `config`)
-    /// before its first call.
-    pub fn admit(&self, id: &Arc<str>, question: &str, config: &Config, cancel: CancellationToken) {
-        let iterations = config.method.iterations;
+    /// The problem row of a request's choice `id` asking `question`, next in order.
+    fn record_problem(&self, id: &str, question: &str) {
         self.store.send(Fact::Problems(vec![ProblemRow {
             problem_id: id.to_string(),
             ordinal: self.next_ordinal.fetch_add(1, Ordering::Relaxed),
@@ -150,6 +144,17 @@ impl ServeStore {
             reference_solution: None,
             grading_guidelines: None,
         }]));
+    }
+
+    fn admitted(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Admitted>> {
+        self.admitted.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records problem `id` (a choice of a request asking `question`, run with `config`)
+    /// before its first call.
+    pub fn admit(&self, id: &Arc<str>, question: &str, config: &Config, cancel: CancellationToken) {
+        let iterations = config.method.iterations;
+        self.record_problem(id, question);
         let mut meta = Vec::with_capacity(2);
         // Requests mix methods and keys: each problem's are kept beside it.
         match request_meta(id, &config.method) {
@@ -173,14 +178,7 @@ impl ServeStore {
     /// Records problem `id`, a choice of a request to the served model `model` itself
     /// asking `question` ([`super::pass_through`]), before its call goes out.
     pub fn admit_pass_through(&self, id: &str, question: &str, model: &str) {
-        self.store.send(Fact::Problems(vec![ProblemRow {
-            problem_id: id.to_string(),
-            ordinal: self.next_ordinal.fetch_add(1, Ordering::Relaxed),
-            question: question.to_string(),
-            reference_answer: String::new(),
-            reference_solution: None,
-            grading_guidelines: None,
-        }]));
+        self.record_problem(id, question);
         match pass_through_meta(id, model) {
             Ok(row) => self.store.send(Fact::Meta(vec![row])),
             Err(e) => tracing::warn!(problem = %id, "cannot record the request's model: {e}"),

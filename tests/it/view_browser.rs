@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use crate::support::cli::{spawn_fresh, stored_calls, write_config};
 use crate::support::serve::served_store;
-use crate::support::view::{Viewer, artefacts, chromium, dump_dom, raw_get, screenshot};
+use crate::support::view::{
+    Viewer, artefacts, chromium, dump_dom, raw_get, screenshot, screenshots,
+};
 use crate::view_pages::{SCRIPT, finished_run};
 
 /// The number in the element with id `id` of a dumped DOM.
@@ -87,25 +89,21 @@ fn the_browser_shows_a_runs_pages_with_a_script_reply_as_text() {
     let banks = dump_dom(&chromium, &url("r/run/p0-banks.html"), 1000);
     assert!(banks.contains("experience bank") && banks.contains("guideline bank"));
 
-    let shots = artefacts();
-    for (page, name, height) in [
-        ("", "runs", 500),
-        ("r/run/", "run", 1400),
-        ("r/run/analyses.html", "analyses", 2600),
-        ("r/run/problems.html", "problems", 500),
-        ("r/run/p0.html", "problem", 900),
-        ("r/run/p0-t0-c0.html", "candidate", 900),
-        ("r/run/p0-banks.html", "banks", 700),
-        ("r/run/calls.html", "calls", 700),
-        ("compare.html?a=run&b=run-2", "compare", 500),
-    ] {
-        screenshot(
-            &chromium,
-            &url(page),
-            &shots.join(format!("{name}.png")),
-            height,
-        );
-    }
+    screenshots(
+        &chromium,
+        &view.root,
+        &[
+            ("", "runs", 500),
+            ("r/run/", "run", 1400),
+            ("r/run/analyses.html", "analyses", 2600),
+            ("r/run/problems.html", "problems", 500),
+            ("r/run/p0.html", "problem", 900),
+            ("r/run/p0-t0-c0.html", "candidate", 900),
+            ("r/run/p0-banks.html", "banks", 700),
+            ("r/run/calls.html", "calls", 700),
+            ("compare.html?a=run&b=run-2", "compare", 500),
+        ],
+    );
 }
 
 #[test]
@@ -225,16 +223,12 @@ fn the_browser_shows_a_servers_requests_with_their_methods() {
         problem.contains("<code id=\"method\">tmas n=2 m=1 iterations=1 epsilon=0.5</code>"),
         "{problem}"
     );
-    let shots = artefacts();
-    for (page, name, height) in [
-        ("r/served/problems.html", "served-problems", 400),
-        ("r/served/p0.html", "served-problem", 700),
-    ] {
-        screenshot(
-            &chromium,
-            &url(page),
-            &shots.join(format!("{name}.png")),
-            height,
-        );
-    }
+    screenshots(
+        &chromium,
+        &view.root,
+        &[
+            ("r/served/problems.html", "served-problems", 400),
+            ("r/served/p0.html", "served-problem", 700),
+        ],
+    );
 }

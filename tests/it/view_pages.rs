@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::export_parquet::parquet_rows;
 use crate::support::cli::{ok, path_arg, run_fresh, tmas, write_config};
 use crate::support::engine::{dataset, run_process_on_sim, sim_options};
-use crate::support::otlp::{Collector, attr};
+use crate::support::otlp::{Collector, problem_traces};
 use crate::support::serve::served_store;
 use crate::support::view::Viewer;
 
@@ -373,16 +373,7 @@ async fn a_traced_runs_pages_name_each_problems_trace_and_link_it_to_jaeger() {
     )
     .await;
     let spans = collector.finish().await;
-    let exported: BTreeMap<String, String> = spans
-        .iter()
-        .filter(|s| s.name == "problem")
-        .map(|p| {
-            (
-                attr(p, "tmas.problem_id").expect("problem id"),
-                p.trace_id.clone(),
-            )
-        })
-        .collect();
+    let exported: BTreeMap<String, String> = problem_traces(&spans).collect();
     assert_eq!(exported.len(), 2, "one trace per problem");
     let run = finished._dir.path().join("run");
     let conn = rusqlite::Connection::open(run.join("run.sqlite")).expect("store opens");

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::support::cli::{ok, path_arg, signal, spawn_fresh, tmas, wait_for_stored, write_config};
-use crate::support::otlp::{Collector, attr};
+use crate::support::otlp::{Collector, problem_traces};
 use crate::support::view::Viewer;
 
 /// (trace id, recorded at ms) per problem, oldest first.
@@ -68,16 +68,7 @@ async fn a_resumed_traced_run_keeps_one_trace_per_problem_and_session_shown_newe
         )
     });
     let spans = collector.finish().await;
-    let exported: BTreeSet<(String, String)> = spans
-        .iter()
-        .filter(|s| s.name == "problem")
-        .map(|p| {
-            (
-                attr(p, "tmas.problem_id").expect("problem id"),
-                p.trace_id.clone(),
-            )
-        })
-        .collect();
+    let exported: BTreeSet<(String, String)> = problem_traces(&spans).collect();
     let both = stored_traces(&run);
     for (problem, traces) in &both {
         assert_eq!(

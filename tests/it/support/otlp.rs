@@ -64,6 +64,16 @@ impl Collector {
     }
 }
 
+/// Each exported `problem` span's (problem id, trace id).
+pub fn problem_traces(spans: &[ExportedSpan]) -> impl Iterator<Item = (String, String)> + '_ {
+    spans.iter().filter(|s| s.name == "problem").map(|p| {
+        (
+            attr(p, "tmas.problem_id").expect("problem id"),
+            p.trace_id.clone(),
+        )
+    })
+}
+
 /// An attribute's value as text: the fake collector stores the protobuf `Debug` form,
 /// e.g. `Some(AnyValue { value: Some(StringValue("p1")) })`.
 pub fn attr(span: &ExportedSpan, key: &str) -> Option<String> {

@@ -187,6 +187,20 @@ pub fn screenshot(chromium: &Path, url: &str, png: &Path, height: u32) {
     );
 }
 
+/// A screenshot of each `(page, name, height)` under `root` into the artefact directory as
+/// `name.png`.
+pub fn screenshots(chromium: &Path, root: &str, pages: &[(&str, &str, u32)]) {
+    let shots = artefacts();
+    for (page, name, height) in pages {
+        screenshot(
+            chromium,
+            &format!("{root}{page}"),
+            &shots.join(format!("{name}.png")),
+            *height,
+        );
+    }
+}
+
 /// Where a test keeps its artefacts: `target/view-screenshots/`.
 pub fn artefacts() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
