@@ -65,6 +65,9 @@ pub async fn start(
 ) -> anyhow::Result<Started> {
     let served = load(&options)?;
     let keys = api_keys(&served)?;
+    // The endpoints' key variables are read before anything is created, as `tmas run`
+    // reads them: a missing one leaves no request store behind.
+    served.config.client_config(&options.env)?;
     let (models, api_keys) = (http::model_ids(&served.model), keys.0.len());
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
@@ -191,4 +194,46 @@ fn api_keys(served: &ServedConfig) -> anyhow::Result<ApiKeys> {
         }
     }
     Ok(ApiKeys(keys))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::config::Config;
+    use crate::method::PromptSet;
+
+    #[tokio::test]
+    async fn a_start_that_fails_after_the_store_exists_closes_it_as_stopped_naming_the_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("served");
+        let config = Config::default();
+        let prompts = PromptSet::load(&config.prompt_overrides()).unwrap();
+        let record = store::ServeStore::create(&out, &config, "test.toml", &prompts)
+            .await
+            .unwrap();
+        let error = not_started(anyhow::anyhow!("the runtime broke"), Some(&record)).await;
+        let said = format!("{error:#}");
+        assert!(
+            said.contains("the server did not start")
+                && said.contains("is marked stopped")
+                && said.contains("the runtime broke"),
+            "{said}"
+        );
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+        assert_eq!(summary["status"], "stopped", "{summary}");
+        let why = summary["stopped_by"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("did not start: the runtime broke"),
+            "{summary}"
+        );
+        let conn = rusqlite::Connection::open(out.join(crate::store::DB_FILE)).unwrap();
+        let status: String = conn
+            .query_row("SELECT value FROM meta WHERE key = 'status'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(status, "stopped", "never `running`");
+    }
 }
