@@ -57,6 +57,23 @@ pub enum RequestMethod {
 }
 
 impl RequestMethod {
+    /// What the request ran, in a word: the method's name, `plain model` or `unreadable`.
+    pub fn kind(&self) -> &str {
+        match self {
+            RequestMethod::Ran(method) => method.name.as_str(),
+            RequestMethod::PassThrough { .. } => "plain model",
+            RequestMethod::Unreadable(_) => "unreadable",
+        }
+    }
+
+    /// The distinct kinds of `requests`, in order, e.g. `majority-vote, plain model, tmas`
+    /// (a server's requests mix methods: the served config's own says little).
+    pub fn kinds<'a>(requests: impl IntoIterator<Item = &'a RequestMethod>) -> String {
+        let kinds: std::collections::BTreeSet<&str> =
+            requests.into_iter().map(RequestMethod::kind).collect();
+        kinds.into_iter().collect::<Vec<_>>().join(", ")
+    }
+
     fn decode(json: &str) -> Self {
         match serde_json::from_str(json) {
             Ok(method) => RequestMethod::Ran(method),
@@ -142,5 +159,26 @@ mod tests {
             matches!(&methods["req-1-c0"], RequestMethod::Unreadable(why) if why.contains("from-the-future")),
             "{methods:?}"
         );
+    }
+
+    #[test]
+    fn a_servers_requests_are_named_by_their_distinct_kinds() {
+        let ran = |name| {
+            RequestMethod::Ran(MethodConfig {
+                name,
+                ..MethodConfig::default()
+            })
+        };
+        let requests = [
+            ran(MethodName::Tmas),
+            RequestMethod::PassThrough { model: "m".into() },
+            ran(MethodName::MajorityVote),
+            ran(MethodName::Tmas),
+        ];
+        assert_eq!(
+            RequestMethod::kinds(&requests),
+            "majority-vote, plain model, tmas"
+        );
+        assert_eq!(RequestMethod::kinds(&[]), "");
     }
 }

@@ -548,6 +548,13 @@ fn a_servers_store_shows_each_requests_method_in_the_list_and_on_its_page() {
         plain.contains("<code id=\"method\">tmas-sim (plain model, passed through)</code>"),
         "{plain}"
     );
+    // The runs list names what the requests ran, not the served config's method alone.
+    let (status, runs) = view.get("/");
+    assert_eq!(status, 200, "{runs}");
+    assert!(
+        runs.contains("served: majority-vote, plain model, tmas"),
+        "{runs}"
+    );
 
     // A run over a dataset has no request: no method column, no method line.
     let run = finished_run(dir.path());

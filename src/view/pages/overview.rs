@@ -10,6 +10,7 @@ use super::super::run::Run;
 use super::{Head, Mode, percent, problem_href};
 use crate::engine::accounting::ProblemState;
 use crate::role::Role;
+use crate::store::requests::RequestMethod;
 
 // ---------------------------------------------------------------------------- runs list
 
@@ -38,7 +39,11 @@ pub fn runs_list(runs: &[std::sync::Arc<Run>]) -> anyhow::Result<String> {
             let (status, method, problems, done, iterations) = match run.summary() {
                 Ok(s) => (
                     s.status.clone(),
-                    s.method.clone(),
+                    if s.requests.is_empty() {
+                        s.method.clone()
+                    } else {
+                        format!("served: {}", RequestMethod::kinds(s.requests.values()))
+                    },
                     s.problems.len(),
                     s.problems
                         .iter()
