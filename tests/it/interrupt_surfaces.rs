@@ -48,11 +48,7 @@ fn judged_rows(conn: &rusqlite::Connection, problem: &str) -> BTreeMap<usize, Ve
 }
 
 fn truth(dir: &Path) -> Truth {
-    let conn = rusqlite::Connection::open_with_flags(
-        dir.join("run.sqlite"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
+    let conn = read_store(dir);
     let t: usize = conn
         .query_row("SELECT value FROM meta WHERE key = 'iterations'", [], |r| {
             r.get::<_, String>(0)

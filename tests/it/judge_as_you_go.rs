@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::cli::read_store;
 use crate::support::engine::{config, dataset, header, run_engine, sim_options, start_sim};
 use tmas::engine::endpoints::Endpoints;
 use tmas::engine::rejudge::rejudge;
@@ -76,11 +77,7 @@ async fn verdicts_and_pass_at_1_equal_judging_the_finished_run_afterwards() {
 
 /// Judge calls stored in the run directory's store: (call key, problem, iteration).
 fn stored_judge_calls(dir: &std::path::Path) -> Vec<(String, String, u32)> {
-    let db = rusqlite::Connection::open_with_flags(
-        dir.join(tmas::store::DB_FILE),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
+    let db = read_store(dir);
     let mut stmt = db
         .prepare(
             "SELECT call_key, problem_id, iteration FROM calls WHERE role = 'judge' AND ok = 1",

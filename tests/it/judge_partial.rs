@@ -39,21 +39,11 @@ fn run_args(config: &Path, dir: &Path) -> Vec<String> {
     args
 }
 
-fn store(dir: &Path) -> rusqlite::Connection {
-    let conn = rusqlite::Connection::open_with_flags(
-        dir.join("run.sqlite"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("run store opens");
-    conn.busy_timeout(Duration::from_secs(10)).unwrap();
-    conn
-}
-
 /// Every `judge_verdicts` row: (problem, iteration, candidate) → (score, llm_json).
 type Verdicts = BTreeMap<(String, u32, u32), (f64, String)>;
 
 fn verdicts(dir: &Path) -> Verdicts {
-    store(dir)
+    read_store(dir)
         .prepare("SELECT problem_id, iteration, candidate, score, llm_json FROM judge_verdicts")
         .unwrap()
         .query_map([], |r| {
@@ -68,7 +58,7 @@ fn verdicts(dir: &Path) -> Verdicts {
 /// A store whose schema the run has not written yet reads as nothing judged.
 fn judged_unfinished(dir: &Path) -> BTreeMap<String, BTreeSet<u32>> {
     let mut out: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
-    let conn = store(dir);
+    let conn = read_store(dir);
     let stmt = conn.prepare(
         "SELECT c.problem_id, c.iteration FROM candidates AS c \
          JOIN problems AS p USING (problem_id) WHERE p.status != 'done'",
@@ -90,7 +80,7 @@ fn judged_unfinished(dir: &Path) -> BTreeMap<String, BTreeSet<u32>> {
 
 /// Stored judge calls: key → completion time (a call made again is stored again, later).
 fn judge_calls(dir: &Path) -> BTreeMap<String, i64> {
-    store(dir)
+    read_store(dir)
         .prepare("SELECT call_key, completed_at_ms FROM calls WHERE role = 'judge'")
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -100,7 +90,7 @@ fn judge_calls(dir: &Path) -> BTreeMap<String, i64> {
 }
 
 fn count(dir: &Path, sql: &str) -> i64 {
-    store(dir).query_row(sql, [], |r| r.get(0)).unwrap()
+    read_store(dir).query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
 /// Waits until some problem not yet done has at least two iterations judged in the store
@@ -201,7 +191,7 @@ fn a_killed_run_keeps_its_judged_iterations_and_its_resume_sends_no_judge_call_a
     assert_eq!(unfinished_slots, judged_its * 2, "both candidates of each");
 
     // The table counts a problem in the iterations it judged: done problems in every row.
-    let done: Vec<String> = store(&dir)
+    let done: Vec<String> = read_store(&dir)
         .prepare("SELECT problem_id FROM problems WHERE status = 'done'")
         .unwrap()
         .query_map([], |r| r.get(0))

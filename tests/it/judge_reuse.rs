@@ -21,11 +21,7 @@ fn sends_per_question(run_dir: &Path) -> BTreeMap<(String, String, String), usiz
 
 /// Verdicts stored with the candidates: R per candidate the judge was asked about.
 fn verdicts(run_dir: &Path) -> usize {
-    let conn = rusqlite::Connection::open_with_flags(
-        run_dir.join("run.sqlite"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
+    let conn = read_store(run_dir);
     let rows: Vec<String> = conn
         .prepare("SELECT llm_json FROM judge_verdicts")
         .unwrap()

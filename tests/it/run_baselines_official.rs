@@ -10,11 +10,7 @@ use crate::support::cli::*;
 
 /// (role, iteration, request summary) of every call stored in `run_dir`.
 fn stored_requests(run_dir: &Path) -> Vec<(String, u32, serde_json::Value)> {
-    let conn = rusqlite::Connection::open_with_flags(
-        run_dir.join("run.sqlite"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("run store");
+    let conn = read_store(run_dir);
     let mut stmt = conn
         .prepare("SELECT role, iteration, request_json FROM calls")
         .expect("query");

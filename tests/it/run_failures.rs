@@ -508,11 +508,7 @@ fn scrape(addr: &str) -> String {
 
 /// (key, ok, completed_at_ms) of every stored call.
 fn call_rows(run_dir: &Path) -> Vec<(String, bool, i64)> {
-    let conn = rusqlite::Connection::open_with_flags(
-        run_dir.join("run.sqlite"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
+    let conn = read_store(run_dir);
     let mut stmt = conn
         .prepare("SELECT call_key, ok, completed_at_ms FROM calls ORDER BY call_key")
         .unwrap();

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::support::cli::{Sim, path_arg, stored_calls};
+use crate::support::cli::{Sim, path_arg, read_store, stored_calls};
 use crate::support::serve::{Server, eventually, write_serve_config};
 
 /// Calls of one TMAS problem with N, M, T (every reply usable).
@@ -67,11 +67,7 @@ fn a_short_request_is_not_starved_behind_a_long_one_under_a_small_in_flight_cap(
     let (status, stderr) = server.terminate();
     assert!(status.success(), "{status:?}\n{stderr}");
 
-    let conn = rusqlite::Connection::open_with_flags(
-        out.join("run.sqlite"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
+    let conn = read_store(&out);
     let long = completion_ranks(&conn, "req-0-c0");
     let short = completion_ranks(&conn, "req-1-c0");
     assert_eq!(long.len() as u64, tmas_calls(n, m, 20));

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::cli::{Sim, ok, path_arg, show, tmas};
+use crate::support::cli::{Sim, ok, path_arg, read_store, show, tmas};
 use crate::support::serve::{Events, Server, eventually, post_then_leave, write_serve_config};
 
 fn ask(model: &str, question: &str, ext: Value) -> Value {
@@ -74,11 +74,7 @@ fn a_servers_store_holds_every_request_and_reads_as_an_unscored_run() {
 
     // The store: one problem per choice, in arrival order, each done with the T its
     // request asked for, no reference and no verdict; every call the replies counted.
-    let conn = rusqlite::Connection::open_with_flags(
-        out.join("run.sqlite"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("the store opens");
+    let conn = read_store(&out);
     let mut stmt = conn
         .prepare(
             "SELECT problem_id, status, iterations, reference_answer, question FROM problems \
@@ -315,11 +311,7 @@ fn a_request_whose_client_goes_away_is_stored_failed_and_its_calls_still_stop_at
     );
     let (status, stderr) = server.terminate();
     assert!(status.success(), "{status:?}\n{stderr}");
-    let conn = rusqlite::Connection::open_with_flags(
-        out.join("run.sqlite"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
+    let conn = read_store(&out);
     for id in ["req-0-c0", "req-1-c0"] {
         let (status, error): (String, String) = conn
             .query_row(

@@ -209,13 +209,21 @@ pub fn write_proof_config(dir: &Path, base_url: &str, problems: usize, iteration
     path
 }
 
-/// Every stored `judge` call of a run: call key → prompt text.
-pub fn judge_prompts(run_dir: &Path) -> std::collections::BTreeMap<String, String> {
+/// The run store of `run_dir`, opened read-only (waiting up to 10 s for the run's writer).
+pub fn read_store(run_dir: &Path) -> rusqlite::Connection {
     let conn = rusqlite::Connection::open_with_flags(
         run_dir.join("run.sqlite"),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
     )
     .expect("run store opens");
+    conn.busy_timeout(Duration::from_secs(10))
+        .expect("busy timeout set");
+    conn
+}
+
+/// Every stored `judge` call of a run: call key → prompt text.
+pub fn judge_prompts(run_dir: &Path) -> std::collections::BTreeMap<String, String> {
+    let conn = read_store(run_dir);
     conn.prepare(
         "SELECT c.call_key, p.text FROM calls AS c JOIN prompt_texts AS p ON p.id = c.prompt_id \
          WHERE c.role = 'judge'",

@@ -101,21 +101,18 @@ impl Server {
 
     /// Stops the server as Ctrl-C does (the requests in progress finish, spans are
     /// flushed); its exit status and everything it wrote on stderr.
-    pub fn interrupt(mut self) -> (std::process::ExitStatus, String) {
-        super::cli::signal(&self.child, libc::SIGINT);
-        let status = self.child.wait().expect("tmas serve exits");
-        let stderr = self
-            .stderr
-            .take()
-            .map(StderrLines::finish)
-            .unwrap_or_default();
-        (status, stderr)
+    pub fn interrupt(self) -> (std::process::ExitStatus, String) {
+        self.stop_with(libc::SIGINT)
     }
 
     /// Stops the server as a service manager does (SIGTERM); its exit status and
     /// everything it wrote on stderr.
-    pub fn terminate(mut self) -> (std::process::ExitStatus, String) {
-        super::cli::signal(&self.child, libc::SIGTERM);
+    pub fn terminate(self) -> (std::process::ExitStatus, String) {
+        self.stop_with(libc::SIGTERM)
+    }
+
+    fn stop_with(mut self, signal: i32) -> (std::process::ExitStatus, String) {
+        super::cli::signal(&self.child, signal);
         let status = self.child.wait().expect("tmas serve exits");
         let stderr = self
             .stderr
