@@ -33,16 +33,10 @@ pub struct PassThroughChoice {
     ended: bool,
 }
 
-/// The key of a plain-model choice's one call.
+/// The key of a plain-model choice's one call: the methods' key of candidate 0's solution
+/// in iteration 0, so the store finds the record's text by it as for a method's.
 pub fn call_key(problem: &str) -> CallKey {
-    CallKey {
-        problem: problem.into(),
-        iteration: 0,
-        role: Role::Solution.as_str().into(),
-        candidate: Some(0),
-        index: None,
-        attempt: 0,
-    }
+    crate::method::call_key(&problem.into(), 0, Role::Solution, Some(0), None, 0)
 }
 
 impl PassThroughChoice {
