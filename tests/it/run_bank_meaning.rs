@@ -188,7 +188,6 @@ fn a_tmas_run_says_at_start_when_its_banks_are_lexical() {
 #[test]
 fn a_sigkilled_run_whose_banks_read_meaning_resumes_to_the_same_banks() {
     use crate::support::cli::*;
-    use std::time::Duration;
     let sim = Sim::start(0, 100);
     let tmp = tempfile::tempdir().unwrap();
     let config = write_config(tmp.path(), &sim.root, 4, 3);
@@ -207,17 +206,7 @@ fn a_sigkilled_run_whose_banks_read_meaning_resumes_to_the_same_banks() {
     let dir = tmp.path().join("killed");
     let mut child = spawn_fresh(&config, &dir);
     // Killed once an embeddings reply is stored, so the resume must replay one.
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while stored_of_role(&dir, "embedding") == 0 {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("tmas exited ({status}) before an embeddings call was stored");
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no embeddings call stored"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_stored_of_role(&dir, "embedding", &mut child);
     signal(&child, libc::SIGKILL);
     let _ = child.wait();
     let stored_embeddings = stored_of_role(&dir, "embedding");

@@ -3,8 +3,6 @@
 //! really left the bank, a SIGKILLed run resumed to the same banks and Pass@1, and the
 //! start-up check of an endpoint that cannot embed.
 
-use std::time::Duration;
-
 use crate::support::cli::*;
 use crate::support::engine::{dataset, run_on_sim, sim_options};
 use tmas::method::TmasOutcome;
@@ -228,17 +226,7 @@ fn a_sigkilled_rse_embeddings_run_resumes_to_the_same_banks_and_pass_at_1() {
     let dir = tmp.path().join("killed");
     let mut child = spawn_fresh(&config, &dir);
     // Killed once an embeddings reply is stored, so the resume must replay one.
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while stored_of_role(&dir, "embedding") == 0 {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("tmas exited ({status}) before an embeddings call was stored");
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no embeddings call stored"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_stored_of_role(&dir, "embedding", &mut child);
     signal(&child, libc::SIGKILL);
     let _ = child.wait();
     let stored = stored_calls(&dir);

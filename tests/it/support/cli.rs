@@ -439,6 +439,21 @@ pub fn wait_for_stored(run_dir: &Path, n: u64, child: &mut Child) {
     }
 }
 
+/// Polls until an answered call of `role` is stored; panics if `child` exits first.
+pub fn wait_for_stored_of_role(run_dir: &Path, role: &str, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while stored_of_role(run_dir, role) == 0 {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("tmas exited ({status}) before a {role} call was stored");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {role} call stored after 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The run's JSONL export (results, scores, judge verdicts, final banks).
 pub fn export(run_dir: &Path) -> String {
     ok(
